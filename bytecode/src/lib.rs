@@ -1,0 +1,15 @@
+//! The Cajeta register bytecode: the instruction set ([`opcodes`]), value types ([`types`]), the
+//! in-memory [`Module`], the `.cjb` file format ([`encode`], [`decode`]), the [`verify`]er and
+//! the disassembler ([`dis`]).
+//!
+//! Architecture invariant: this crate depends on no sibling crate; it is the contract every
+//! other crate (compiler, interpreter, JIT, backends) is written against.
+#![deny(missing_docs)]
+
+pub mod module;
+pub mod opcodes;
+pub mod types;
+
+pub use module::*;
+pub use opcodes::{Instr, MathFn, Op, Operand, RegClass};
+pub use types::{Elem, Scalar, Type};

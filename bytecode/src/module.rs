@@ -1,0 +1,174 @@
+//! The in-memory form of a bytecode module: what the compiler produces, `.cjb` encodes and the
+//! VM executes after verification.
+
+use crate::opcodes::Instr;
+use crate::types::Type;
+
+/// Format version written into every `.cjb` file; bumped on any incompatible change.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A constant-pool entry.
+#[derive(Clone, PartialEq, Debug)]
+pub enum Const {
+    /// A 64-bit cell value (integer in canonical form, or float bits; see [`crate::types`]).
+    Bits(u64),
+    /// A string literal.
+    Str(String),
+}
+
+/// What kind of code a function is.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[repr(u8)]
+pub enum FnKind {
+    /// Ordinary host code (methods, constructors, static initialisers).
+    Host = 0,
+    /// A `@Kernel` entry point.
+    Kernel = 1,
+    /// A `@Device` helper, callable from kernels and device functions only.
+    Device = 2,
+}
+
+/// A source position attached to a pc.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct LineEntry {
+    /// First instruction this position applies to (until the next entry).
+    pub pc: u32,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column (code points).
+    pub col: u32,
+}
+
+/// The kind of a structured control-flow region.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum RegionKind {
+    /// A two-way selection: `header` holds the conditional branch, `merge` is where the arms
+    /// meet; `cont` is unused (0).
+    If = 0,
+    /// A loop: `header` is the first instruction of the condition test (the back-edge target),
+    /// `cont` the first instruction of the continue block (update), `merge` the first
+    /// instruction after the loop.
+    Loop = 1,
+}
+
+/// One entry of a function's control-flow region table (DESIGN §2): lowerings to structured
+/// targets (SPIR-V, PTX, Cranelift) read it instead of rediscovering structure.
+///
+/// Invariant: regions are listed in order of `header`, and properly nested.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Region {
+    /// If or loop.
+    pub kind: RegionKind,
+    /// See [`RegionKind`].
+    pub header: u32,
+    /// See [`RegionKind`].
+    pub merge: u32,
+    /// See [`RegionKind`].
+    pub cont: u32,
+}
+
+/// A debug name for a register (a source local).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct LocalName {
+    /// The register.
+    pub reg: u16,
+    /// The source name.
+    pub name: String,
+}
+
+/// A compiled function (method, constructor, static initialiser, kernel or device function).
+#[derive(Clone, PartialEq, Debug)]
+pub struct Function {
+    /// Qualified name used in traces and `--entry`: `pkg.Class.method`, `pkg.Class.<init>`,
+    /// `pkg.Class.<clinit>` (no `pkg.` in the unnamed package).
+    pub name: String,
+    /// Host, kernel or device code.
+    pub kind: FnKind,
+    /// Number of parameters: they arrive in registers `0..params`.
+    pub params: u16,
+    /// Result type; `None` for `void`.
+    pub ret: Option<Type>,
+    /// Type of every register (parameters first). Invariant: `regs.len() >= params`.
+    pub regs: Vec<Type>,
+    /// The code. Invariant (verified): non-empty and ends in a terminator.
+    pub code: Vec<Instr>,
+    /// Index into [`Module::files`] of the defining source file.
+    pub file: u32,
+    /// pc → source position, sorted by pc.
+    pub lines: Vec<LineEntry>,
+    /// Structured control-flow regions.
+    pub regions: Vec<Region>,
+    /// Debug names of registers holding source locals.
+    pub locals: Vec<LocalName>,
+}
+
+impl Function {
+    /// The source position of `pc` (line 0 if unknown).
+    pub fn position(&self, pc: u32) -> (u32, u32) {
+        let i = self.lines.partition_point(|e| e.pc <= pc);
+        if i == 0 {
+            (0, 0)
+        } else {
+            (self.lines[i - 1].line, self.lines[i - 1].col)
+        }
+    }
+
+    /// The simple name (after the last `.`).
+    pub fn simple_name(&self) -> &str {
+        self.name.rsplit('.').next().unwrap_or(&self.name)
+    }
+}
+
+/// A field of a class.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Field {
+    /// Source name.
+    pub name: String,
+    /// Field type.
+    pub ty: Type,
+}
+
+/// A class with instance fields (POD classes in T1). Static-only classes need no entry.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Class {
+    /// Qualified name (`pkg.Class`).
+    pub name: String,
+    /// Instance fields in declaration order.
+    pub fields: Vec<Field>,
+}
+
+/// A static field.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Static {
+    /// Qualified name (`pkg.Class.field`).
+    pub name: String,
+    /// Field type.
+    pub ty: Type,
+}
+
+/// A whole program.
+#[derive(Clone, PartialEq, Debug, Default)]
+pub struct Module {
+    /// Source file names, as given on the command line.
+    pub files: Vec<String>,
+    /// The constant pool.
+    pub consts: Vec<Const>,
+    /// Classes with instance fields.
+    pub classes: Vec<Class>,
+    /// Static fields.
+    pub statics: Vec<Static>,
+    /// All functions.
+    pub functions: Vec<Function>,
+    /// Static initialisers (`<clinit>` functions) in the order they run (LANGUAGE §5.8).
+    pub init: Vec<u32>,
+    /// The default entry point (the unique `main`/`run`), if the program has one.
+    pub entry: Option<u32>,
+}
+
+impl Module {
+    /// Finds a function by qualified name.
+    pub fn function_by_name(&self, name: &str) -> Option<u32> {
+        self.functions.iter().position(|f| f.name == name).map(|i| i as u32)
+    }
+}

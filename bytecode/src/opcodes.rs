@@ -1,0 +1,634 @@
+//! The instruction set: one table documents every opcode (as Lua's `lopcodes.h`).
+//!
+//! # Instruction layout
+//!
+//! Every instruction is 8 bytes:
+//!
+//! ```text
+//!  0      16      32      48      64
+//!  +-------+-------+-------+-------+
+//!  |  op   |   a   |   b   |   c   |    three 16-bit operands
+//!  +-------+-------+-------+-------+
+//!  |  op   |   a   |      bc       |    one operand and a 32-bit immediate (b low, c high)
+//!  +-------+-------+---------------+
+//! ```
+//!
+//! Operands named `Dst`/`Src` are register indices into the current frame; `Imm16`/`Imm32` are
+//! raw immediates; `Const`, `Target`, `Func`, `Class`, `Field`, `Static` index the module's
+//! constant pool, the function's code, functions, classes, the class's fields and statics.
+//! `Special` operands are checked by a dedicated verifier rule (documented in `verify.rs`).
+//!
+//! # Semantics notation
+//!
+//! `r[x]` is register x, `K[x]` a constant, `bc` the 32-bit immediate. Integer registers hold
+//! *canonical* values (see [`crate::types`]): every integer opcode reads canonical inputs and
+//! writes a canonical result, so `wrap.*` is the only place where bits change width.
+//!
+//! # Adding an opcode
+//!
+//! Add a row to [`for_each_opcode!`]; the [`Op`] enum, mnemonics, operand shapes, the
+//! decoder's opcode check and the verifier's generic operand rules follow from it. Then give
+//! it an interpreter arm, a JIT/backend lowering where relevant, and a test program
+//! (see `docs/add-an-opcode.md`).
+
+use crate::types::{Scalar, Type};
+
+/// The class of types a register operand must have.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum RegClass {
+    /// Exactly this type.
+    Is(Type),
+    /// Any type (a dedicated rule relates it to other operands).
+    Any,
+    /// An integer type, `char` or `boolean` (canonical 64-bit cell).
+    IntLike,
+    /// One of the eight integer types.
+    Int,
+    /// Any reference type (String, array, object, buffer, stream).
+    Ref,
+    /// Any array type.
+    Array,
+    /// Any class instance type.
+    Object,
+}
+
+/// The shape of one operand slot (`a`, `b` or `c`) of an opcode.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Operand {
+    /// Unused; must be zero.
+    N,
+    /// A register written by the instruction.
+    Dst(RegClass),
+    /// A register read by the instruction.
+    Src(RegClass),
+    /// A raw 16-bit immediate.
+    Imm16,
+    /// A 32-bit immediate spanning `b` and `c` (only in slot `b`; slot `c` is then `N`).
+    Imm32,
+    /// A constant-pool index in `bc`.
+    Const,
+    /// A jump target (absolute pc) in `bc`.
+    Target,
+    /// A function index.
+    Func,
+    /// A class index in `bc`.
+    Class,
+    /// A field index of the class of the object operand.
+    Field,
+    /// A static-field index.
+    Static,
+    /// A [`MathFn`] selector.
+    MathFn,
+    /// Checked by an opcode-specific verifier rule.
+    Special,
+}
+
+use Operand::*;
+use RegClass::{Any as ANY, Array as ARRAY, Int as INT, IntLike as INTLIKE, Object as OBJECT, Ref as REF};
+
+const fn is(s: Scalar) -> RegClass {
+    RegClass::Is(Type::Scalar(s))
+}
+const T_BOOL: RegClass = is(Scalar::Bool);
+const T_CHAR: RegClass = is(Scalar::Char);
+const T_I8: RegClass = is(Scalar::I8);
+const T_U8: RegClass = is(Scalar::U8);
+const T_I16: RegClass = is(Scalar::I16);
+const T_U16: RegClass = is(Scalar::U16);
+const T_I32: RegClass = is(Scalar::I32);
+const T_U32: RegClass = is(Scalar::U32);
+const T_I64: RegClass = is(Scalar::I64);
+const T_U64: RegClass = is(Scalar::U64);
+const T_F32: RegClass = is(Scalar::F32);
+const T_F64: RegClass = is(Scalar::F64);
+const T_STR: RegClass = RegClass::Is(Type::Str);
+
+/// Unary float functions selected by the `c` operand of `math1.*`.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[repr(u16)]
+pub enum MathFn {
+    /// Correctly rounded square root.
+    Sqrt = 0,
+    /// Round toward −∞.
+    Floor = 1,
+    /// Round toward +∞.
+    Ceil = 2,
+    /// Round toward zero.
+    Trunc = 3,
+    /// Round half away from zero.
+    Round = 4,
+    /// Absolute value.
+    Abs = 5,
+    /// 1 / sqrt(x).
+    Rsqrt = 6,
+    /// Sine.
+    Sin = 7,
+    /// Cosine.
+    Cos = 8,
+    /// Tangent.
+    Tan = 9,
+    /// Arc sine.
+    Asin = 10,
+    /// Arc cosine.
+    Acos = 11,
+    /// Arc tangent.
+    Atan = 12,
+    /// e^x.
+    Exp = 13,
+    /// 2^x.
+    Exp2 = 14,
+    /// Natural logarithm.
+    Log = 15,
+    /// Base-2 logarithm.
+    Log2 = 16,
+    /// Base-10 logarithm.
+    Log10 = 17,
+}
+
+impl MathFn {
+    /// Every function, indexed by its code.
+    pub const ALL: [MathFn; 18] = [
+        MathFn::Sqrt,
+        MathFn::Floor,
+        MathFn::Ceil,
+        MathFn::Trunc,
+        MathFn::Round,
+        MathFn::Abs,
+        MathFn::Rsqrt,
+        MathFn::Sin,
+        MathFn::Cos,
+        MathFn::Tan,
+        MathFn::Asin,
+        MathFn::Acos,
+        MathFn::Atan,
+        MathFn::Exp,
+        MathFn::Exp2,
+        MathFn::Log,
+        MathFn::Log2,
+        MathFn::Log10,
+    ];
+
+    /// Decodes a selector.
+    pub fn from_u16(v: u16) -> Option<MathFn> {
+        MathFn::ALL.get(v as usize).copied()
+    }
+
+    /// The `Math` method name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MathFn::Sqrt => "sqrt",
+            MathFn::Floor => "floor",
+            MathFn::Ceil => "ceil",
+            MathFn::Trunc => "trunc",
+            MathFn::Round => "round",
+            MathFn::Abs => "abs",
+            MathFn::Rsqrt => "rsqrt",
+            MathFn::Sin => "sin",
+            MathFn::Cos => "cos",
+            MathFn::Tan => "tan",
+            MathFn::Asin => "asin",
+            MathFn::Acos => "acos",
+            MathFn::Atan => "atan",
+            MathFn::Exp => "exp",
+            MathFn::Exp2 => "exp2",
+            MathFn::Log => "log",
+            MathFn::Log2 => "log2",
+            MathFn::Log10 => "log10",
+        }
+    }
+
+    /// Looks a function up by its `Math` method name.
+    pub fn by_name(name: &str) -> Option<MathFn> {
+        MathFn::ALL.iter().copied().find(|f| f.name() == name)
+    }
+}
+
+/// Invokes `$m!` with the whole opcode table: `Name "mnemonic" [a, b, c] "semantics";` rows.
+#[macro_export]
+macro_rules! for_each_opcode {
+    ($m:ident) => {
+        $m! {
+        Nop            "nop"            [N, N, N] "does nothing";
+        Mov            "mov"            [Dst(ANY), Src(ANY), N] "r[a] := r[b]; both registers have the same type";
+        LoadK          "loadk"          [Dst(ANY), Const, N] "r[a] := K[bc]; the constant's kind matches r[a]'s type (number bits or String)";
+        LoadI          "loadi"          [Dst(INTLIKE), Imm32, N] "r[a] := bc as i32, sign-extended (the compiler only uses values canonical for r[a]'s type)";
+        LoadNull       "loadnull"       [Dst(REF), N, N] "r[a] := null";
+        Jmp            "jmp"            [N, Target, N] "pc := bc";
+        JmpIf          "jmpif"          [Src(T_BOOL), Target, N] "if r[a] then pc := bc";
+        JmpIfNot       "jmpifnot"       [Src(T_BOOL), Target, N] "if !r[a] then pc := bc";
+        Call           "call"           [Special, Special, Func] "call F[c] with arguments r[b..b+n]; r[a] := result (a ignored for void); the callee's frame starts at caller register b";
+        Ret            "ret"            [Special, N, N] "return r[a] (type of the function's result); ownership bit false";
+        RetOwn         "retown"         [Special, Src(T_BOOL), N] "return r[a] (a reference) with ownership bit r[b]";
+        RetVoid        "retvoid"        [N, N, N] "return from a void function";
+        TakeOwn        "takeown"        [Dst(T_BOOL), N, N] "r[a] := ownership bit of the last returned value";
+        AddI8          "add.i8"         [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := r[b] + r[c] (wrapping)";
+        SubI8          "sub.i8"         [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := r[b] - r[c] (wrapping)";
+        MulI8          "mul.i8"         [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := r[b] * r[c] (wrapping)";
+        DivI8          "div.i8"         [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := r[b] / r[c] (signed, truncating; E-DIVZERO, E-OVERFLOW on MIN / -1)";
+        RemI8          "rem.i8"         [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := r[b] % r[c] (sign of the dividend; MIN % -1 = 0; E-DIVZERO)";
+        NegI8          "neg.i8"         [Dst(T_I8), Src(T_I8), N] "r[a] := -r[b] (wrapping)";
+        AddU8          "add.u8"         [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := r[b] + r[c] (wrapping)";
+        SubU8          "sub.u8"         [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := r[b] - r[c] (wrapping)";
+        MulU8          "mul.u8"         [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := r[b] * r[c] (wrapping)";
+        DivU8          "div.u8"         [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := r[b] / r[c] (unsigned; E-DIVZERO)";
+        RemU8          "rem.u8"         [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := r[b] % r[c] (unsigned; E-DIVZERO)";
+        NegU8          "neg.u8"         [Dst(T_U8), Src(T_U8), N] "r[a] := -r[b] (wrapping)";
+        AddI16         "add.i16"        [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := r[b] + r[c] (wrapping)";
+        SubI16         "sub.i16"        [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := r[b] - r[c] (wrapping)";
+        MulI16         "mul.i16"        [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := r[b] * r[c] (wrapping)";
+        DivI16         "div.i16"        [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := r[b] / r[c] (signed, truncating; E-DIVZERO, E-OVERFLOW on MIN / -1)";
+        RemI16         "rem.i16"        [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := r[b] % r[c] (sign of the dividend; MIN % -1 = 0; E-DIVZERO)";
+        NegI16         "neg.i16"        [Dst(T_I16), Src(T_I16), N] "r[a] := -r[b] (wrapping)";
+        AddU16         "add.u16"        [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := r[b] + r[c] (wrapping)";
+        SubU16         "sub.u16"        [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := r[b] - r[c] (wrapping)";
+        MulU16         "mul.u16"        [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := r[b] * r[c] (wrapping)";
+        DivU16         "div.u16"        [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := r[b] / r[c] (unsigned; E-DIVZERO)";
+        RemU16         "rem.u16"        [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := r[b] % r[c] (unsigned; E-DIVZERO)";
+        NegU16         "neg.u16"        [Dst(T_U16), Src(T_U16), N] "r[a] := -r[b] (wrapping)";
+        AddI32         "add.i32"        [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := r[b] + r[c] (wrapping)";
+        SubI32         "sub.i32"        [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := r[b] - r[c] (wrapping)";
+        MulI32         "mul.i32"        [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := r[b] * r[c] (wrapping)";
+        DivI32         "div.i32"        [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := r[b] / r[c] (signed, truncating; E-DIVZERO, E-OVERFLOW on MIN / -1)";
+        RemI32         "rem.i32"        [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := r[b] % r[c] (sign of the dividend; MIN % -1 = 0; E-DIVZERO)";
+        NegI32         "neg.i32"        [Dst(T_I32), Src(T_I32), N] "r[a] := -r[b] (wrapping)";
+        AddU32         "add.u32"        [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] + r[c] (wrapping)";
+        SubU32         "sub.u32"        [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] - r[c] (wrapping)";
+        MulU32         "mul.u32"        [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] * r[c] (wrapping)";
+        DivU32         "div.u32"        [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] / r[c] (unsigned; E-DIVZERO)";
+        RemU32         "rem.u32"        [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] % r[c] (unsigned; E-DIVZERO)";
+        NegU32         "neg.u32"        [Dst(T_U32), Src(T_U32), N] "r[a] := -r[b] (wrapping)";
+        AddI64         "add.i64"        [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := r[b] + r[c] (wrapping)";
+        SubI64         "sub.i64"        [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := r[b] - r[c] (wrapping)";
+        MulI64         "mul.i64"        [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := r[b] * r[c] (wrapping)";
+        DivI64         "div.i64"        [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := r[b] / r[c] (signed, truncating; E-DIVZERO, E-OVERFLOW on MIN / -1)";
+        RemI64         "rem.i64"        [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := r[b] % r[c] (sign of the dividend; MIN % -1 = 0; E-DIVZERO)";
+        NegI64         "neg.i64"        [Dst(T_I64), Src(T_I64), N] "r[a] := -r[b] (wrapping)";
+        AddU64         "add.u64"        [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := r[b] + r[c] (wrapping)";
+        SubU64         "sub.u64"        [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := r[b] - r[c] (wrapping)";
+        MulU64         "mul.u64"        [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := r[b] * r[c] (wrapping)";
+        DivU64         "div.u64"        [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := r[b] / r[c] (unsigned; E-DIVZERO)";
+        RemU64         "rem.u64"        [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := r[b] % r[c] (unsigned; E-DIVZERO)";
+        NegU64         "neg.u64"        [Dst(T_U64), Src(T_U64), N] "r[a] := -r[b] (wrapping)";
+        AddF32         "add.f32"        [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := r[b] + r[c]";
+        SubF32         "sub.f32"        [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := r[b] - r[c]";
+        MulF32         "mul.f32"        [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := r[b] * r[c]";
+        DivF32         "div.f32"        [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := r[b] / r[c] (IEEE)";
+        RemF32         "rem.f32"        [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := fmod(r[b], r[c])";
+        NegF32         "neg.f32"        [Dst(T_F32), Src(T_F32), N] "r[a] := -r[b]";
+        AddF64         "add.f64"        [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := r[b] + r[c]";
+        SubF64         "sub.f64"        [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := r[b] - r[c]";
+        MulF64         "mul.f64"        [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := r[b] * r[c]";
+        DivF64         "div.f64"        [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := r[b] / r[c] (IEEE)";
+        RemF64         "rem.f64"        [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := fmod(r[b], r[c])";
+        NegF64         "neg.f64"        [Dst(T_F64), Src(T_F64), N] "r[a] := -r[b]";
+        AddImmI32      "addi.i32"       [Dst(T_I32), Src(T_I32), Imm16] "r[a] := r[b] + (c as i16) (wrapping)";
+        AddImmI64      "addi.i64"       [Dst(T_I64), Src(T_I64), Imm16] "r[a] := r[b] + (c as i16) (wrapping)";
+        ShlI8          "shl.i8"         [Dst(T_I8), Src(T_I8), Src(INT)] "r[a] := r[b] << (r[c] mod width)";
+        ShrI8          "shr.i8"         [Dst(T_I8), Src(T_I8), Src(INT)] "r[a] := r[b] >> (r[c] mod width) (arithmetic)";
+        UshrI8         "ushr.i8"        [Dst(T_I8), Src(T_I8), Src(INT)] "r[a] := r[b] >>> (r[c] mod width) (logical at the type's width)";
+        NotI8          "not.i8"         [Dst(T_I8), Src(T_I8), N] "r[a] := ~r[b]";
+        MinI8          "min.i8"         [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := min(r[b], r[c])";
+        MaxI8          "max.i8"         [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := max(r[b], r[c])";
+        AbsI8          "abs.i8"         [Dst(T_I8), Src(T_I8), N] "r[a] := |r[b]| (wrapping: abs(MIN) = MIN)";
+        ShlU8          "shl.u8"         [Dst(T_U8), Src(T_U8), Src(INT)] "r[a] := r[b] << (r[c] mod width)";
+        ShrU8          "shr.u8"         [Dst(T_U8), Src(T_U8), Src(INT)] "r[a] := r[b] >> (r[c] mod width) (logical)";
+        UshrU8         "ushr.u8"        [Dst(T_U8), Src(T_U8), Src(INT)] "r[a] := r[b] >>> (r[c] mod width) (logical at the type's width)";
+        NotU8          "not.u8"         [Dst(T_U8), Src(T_U8), N] "r[a] := ~r[b]";
+        MinU8          "min.u8"         [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := min(r[b], r[c])";
+        MaxU8          "max.u8"         [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := max(r[b], r[c])";
+        ShlI16         "shl.i16"        [Dst(T_I16), Src(T_I16), Src(INT)] "r[a] := r[b] << (r[c] mod width)";
+        ShrI16         "shr.i16"        [Dst(T_I16), Src(T_I16), Src(INT)] "r[a] := r[b] >> (r[c] mod width) (arithmetic)";
+        UshrI16        "ushr.i16"       [Dst(T_I16), Src(T_I16), Src(INT)] "r[a] := r[b] >>> (r[c] mod width) (logical at the type's width)";
+        NotI16         "not.i16"        [Dst(T_I16), Src(T_I16), N] "r[a] := ~r[b]";
+        MinI16         "min.i16"        [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := min(r[b], r[c])";
+        MaxI16         "max.i16"        [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := max(r[b], r[c])";
+        AbsI16         "abs.i16"        [Dst(T_I16), Src(T_I16), N] "r[a] := |r[b]| (wrapping: abs(MIN) = MIN)";
+        ShlU16         "shl.u16"        [Dst(T_U16), Src(T_U16), Src(INT)] "r[a] := r[b] << (r[c] mod width)";
+        ShrU16         "shr.u16"        [Dst(T_U16), Src(T_U16), Src(INT)] "r[a] := r[b] >> (r[c] mod width) (logical)";
+        UshrU16        "ushr.u16"       [Dst(T_U16), Src(T_U16), Src(INT)] "r[a] := r[b] >>> (r[c] mod width) (logical at the type's width)";
+        NotU16         "not.u16"        [Dst(T_U16), Src(T_U16), N] "r[a] := ~r[b]";
+        MinU16         "min.u16"        [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := min(r[b], r[c])";
+        MaxU16         "max.u16"        [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := max(r[b], r[c])";
+        ShlI32         "shl.i32"        [Dst(T_I32), Src(T_I32), Src(INT)] "r[a] := r[b] << (r[c] mod width)";
+        ShrI32         "shr.i32"        [Dst(T_I32), Src(T_I32), Src(INT)] "r[a] := r[b] >> (r[c] mod width) (arithmetic)";
+        UshrI32        "ushr.i32"       [Dst(T_I32), Src(T_I32), Src(INT)] "r[a] := r[b] >>> (r[c] mod width) (logical at the type's width)";
+        NotI32         "not.i32"        [Dst(T_I32), Src(T_I32), N] "r[a] := ~r[b]";
+        MinI32         "min.i32"        [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := min(r[b], r[c])";
+        MaxI32         "max.i32"        [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := max(r[b], r[c])";
+        AbsI32         "abs.i32"        [Dst(T_I32), Src(T_I32), N] "r[a] := |r[b]| (wrapping: abs(MIN) = MIN)";
+        ShlU32         "shl.u32"        [Dst(T_U32), Src(T_U32), Src(INT)] "r[a] := r[b] << (r[c] mod width)";
+        ShrU32         "shr.u32"        [Dst(T_U32), Src(T_U32), Src(INT)] "r[a] := r[b] >> (r[c] mod width) (logical)";
+        UshrU32        "ushr.u32"       [Dst(T_U32), Src(T_U32), Src(INT)] "r[a] := r[b] >>> (r[c] mod width) (logical at the type's width)";
+        NotU32         "not.u32"        [Dst(T_U32), Src(T_U32), N] "r[a] := ~r[b]";
+        MinU32         "min.u32"        [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := min(r[b], r[c])";
+        MaxU32         "max.u32"        [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := max(r[b], r[c])";
+        ShlI64         "shl.i64"        [Dst(T_I64), Src(T_I64), Src(INT)] "r[a] := r[b] << (r[c] mod width)";
+        ShrI64         "shr.i64"        [Dst(T_I64), Src(T_I64), Src(INT)] "r[a] := r[b] >> (r[c] mod width) (arithmetic)";
+        UshrI64        "ushr.i64"       [Dst(T_I64), Src(T_I64), Src(INT)] "r[a] := r[b] >>> (r[c] mod width) (logical at the type's width)";
+        NotI64         "not.i64"        [Dst(T_I64), Src(T_I64), N] "r[a] := ~r[b]";
+        MinI64         "min.i64"        [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := min(r[b], r[c])";
+        MaxI64         "max.i64"        [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := max(r[b], r[c])";
+        AbsI64         "abs.i64"        [Dst(T_I64), Src(T_I64), N] "r[a] := |r[b]| (wrapping: abs(MIN) = MIN)";
+        ShlU64         "shl.u64"        [Dst(T_U64), Src(T_U64), Src(INT)] "r[a] := r[b] << (r[c] mod width)";
+        ShrU64         "shr.u64"        [Dst(T_U64), Src(T_U64), Src(INT)] "r[a] := r[b] >> (r[c] mod width) (logical)";
+        UshrU64        "ushr.u64"       [Dst(T_U64), Src(T_U64), Src(INT)] "r[a] := r[b] >>> (r[c] mod width) (logical at the type's width)";
+        NotU64         "not.u64"        [Dst(T_U64), Src(T_U64), N] "r[a] := ~r[b]";
+        MinU64         "min.u64"        [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := min(r[b], r[c])";
+        MaxU64         "max.u64"        [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := max(r[b], r[c])";
+        AndI8          "and.i8"         [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := r[b] & r[c]";
+        OrI8           "or.i8"          [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := r[b] | r[c]";
+        XorI8          "xor.i8"         [Dst(T_I8), Src(T_I8), Src(T_I8)] "r[a] := r[b] ^ r[c]";
+        AndU8          "and.u8"         [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := r[b] & r[c]";
+        OrU8           "or.u8"          [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := r[b] | r[c]";
+        XorU8          "xor.u8"         [Dst(T_U8), Src(T_U8), Src(T_U8)] "r[a] := r[b] ^ r[c]";
+        AndI16         "and.i16"        [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := r[b] & r[c]";
+        OrI16          "or.i16"         [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := r[b] | r[c]";
+        XorI16         "xor.i16"        [Dst(T_I16), Src(T_I16), Src(T_I16)] "r[a] := r[b] ^ r[c]";
+        AndU16         "and.u16"        [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := r[b] & r[c]";
+        OrU16          "or.u16"         [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := r[b] | r[c]";
+        XorU16         "xor.u16"        [Dst(T_U16), Src(T_U16), Src(T_U16)] "r[a] := r[b] ^ r[c]";
+        AndI32         "and.i32"        [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := r[b] & r[c]";
+        OrI32          "or.i32"         [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := r[b] | r[c]";
+        XorI32         "xor.i32"        [Dst(T_I32), Src(T_I32), Src(T_I32)] "r[a] := r[b] ^ r[c]";
+        AndU32         "and.u32"        [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] & r[c]";
+        OrU32          "or.u32"         [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] | r[c]";
+        XorU32         "xor.u32"        [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] ^ r[c]";
+        AndI64         "and.i64"        [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := r[b] & r[c]";
+        OrI64          "or.i64"         [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := r[b] | r[c]";
+        XorI64         "xor.i64"        [Dst(T_I64), Src(T_I64), Src(T_I64)] "r[a] := r[b] ^ r[c]";
+        AndU64         "and.u64"        [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := r[b] & r[c]";
+        OrU64          "or.u64"         [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := r[b] | r[c]";
+        XorU64         "xor.u64"        [Dst(T_U64), Src(T_U64), Src(T_U64)] "r[a] := r[b] ^ r[c]";
+        AndBool        "and.bool"       [Dst(T_BOOL), Src(T_BOOL), Src(T_BOOL)] "r[a] := r[b] & r[c]";
+        OrBool         "or.bool"        [Dst(T_BOOL), Src(T_BOOL), Src(T_BOOL)] "r[a] := r[b] | r[c]";
+        XorBool        "xor.bool"       [Dst(T_BOOL), Src(T_BOOL), Src(T_BOOL)] "r[a] := r[b] ^ r[c]";
+        LNot           "lnot"           [Dst(T_BOOL), Src(T_BOOL), N] "r[a] := !r[b]";
+        EqBool         "eq.bool"        [Dst(T_BOOL), Src(T_BOOL), Src(T_BOOL)] "r[a] := r[b] == r[c]";
+        NeBool         "ne.bool"        [Dst(T_BOOL), Src(T_BOOL), Src(T_BOOL)] "r[a] := r[b] != r[c]";
+        EqChar         "eq.char"        [Dst(T_BOOL), Src(T_CHAR), Src(T_CHAR)] "r[a] := r[b] == r[c]";
+        NeChar         "ne.char"        [Dst(T_BOOL), Src(T_CHAR), Src(T_CHAR)] "r[a] := r[b] != r[c]";
+        EqI8           "eq.i8"          [Dst(T_BOOL), Src(T_I8), Src(T_I8)] "r[a] := r[b] == r[c]";
+        NeI8           "ne.i8"          [Dst(T_BOOL), Src(T_I8), Src(T_I8)] "r[a] := r[b] != r[c]";
+        EqU8           "eq.u8"          [Dst(T_BOOL), Src(T_U8), Src(T_U8)] "r[a] := r[b] == r[c]";
+        NeU8           "ne.u8"          [Dst(T_BOOL), Src(T_U8), Src(T_U8)] "r[a] := r[b] != r[c]";
+        EqI16          "eq.i16"         [Dst(T_BOOL), Src(T_I16), Src(T_I16)] "r[a] := r[b] == r[c]";
+        NeI16          "ne.i16"         [Dst(T_BOOL), Src(T_I16), Src(T_I16)] "r[a] := r[b] != r[c]";
+        EqU16          "eq.u16"         [Dst(T_BOOL), Src(T_U16), Src(T_U16)] "r[a] := r[b] == r[c]";
+        NeU16          "ne.u16"         [Dst(T_BOOL), Src(T_U16), Src(T_U16)] "r[a] := r[b] != r[c]";
+        EqI32          "eq.i32"         [Dst(T_BOOL), Src(T_I32), Src(T_I32)] "r[a] := r[b] == r[c]";
+        NeI32          "ne.i32"         [Dst(T_BOOL), Src(T_I32), Src(T_I32)] "r[a] := r[b] != r[c]";
+        EqU32          "eq.u32"         [Dst(T_BOOL), Src(T_U32), Src(T_U32)] "r[a] := r[b] == r[c]";
+        NeU32          "ne.u32"         [Dst(T_BOOL), Src(T_U32), Src(T_U32)] "r[a] := r[b] != r[c]";
+        EqI64          "eq.i64"         [Dst(T_BOOL), Src(T_I64), Src(T_I64)] "r[a] := r[b] == r[c]";
+        NeI64          "ne.i64"         [Dst(T_BOOL), Src(T_I64), Src(T_I64)] "r[a] := r[b] != r[c]";
+        EqU64          "eq.u64"         [Dst(T_BOOL), Src(T_U64), Src(T_U64)] "r[a] := r[b] == r[c]";
+        NeU64          "ne.u64"         [Dst(T_BOOL), Src(T_U64), Src(T_U64)] "r[a] := r[b] != r[c]";
+        EqF32          "eq.f32"         [Dst(T_BOOL), Src(T_F32), Src(T_F32)] "r[a] := r[b] == r[c] (IEEE)";
+        NeF32          "ne.f32"         [Dst(T_BOOL), Src(T_F32), Src(T_F32)] "r[a] := r[b] != r[c] (IEEE)";
+        EqF64          "eq.f64"         [Dst(T_BOOL), Src(T_F64), Src(T_F64)] "r[a] := r[b] == r[c] (IEEE)";
+        NeF64          "ne.f64"         [Dst(T_BOOL), Src(T_F64), Src(T_F64)] "r[a] := r[b] != r[c] (IEEE)";
+        LtI8           "lt.i8"          [Dst(T_BOOL), Src(T_I8), Src(T_I8)] "r[a] := r[b] < r[c] (signed)";
+        LeI8           "le.i8"          [Dst(T_BOOL), Src(T_I8), Src(T_I8)] "r[a] := r[b] <= r[c] (signed)";
+        LtU8           "lt.u8"          [Dst(T_BOOL), Src(T_U8), Src(T_U8)] "r[a] := r[b] < r[c] (unsigned)";
+        LeU8           "le.u8"          [Dst(T_BOOL), Src(T_U8), Src(T_U8)] "r[a] := r[b] <= r[c] (unsigned)";
+        LtI16          "lt.i16"         [Dst(T_BOOL), Src(T_I16), Src(T_I16)] "r[a] := r[b] < r[c] (signed)";
+        LeI16          "le.i16"         [Dst(T_BOOL), Src(T_I16), Src(T_I16)] "r[a] := r[b] <= r[c] (signed)";
+        LtU16          "lt.u16"         [Dst(T_BOOL), Src(T_U16), Src(T_U16)] "r[a] := r[b] < r[c] (unsigned)";
+        LeU16          "le.u16"         [Dst(T_BOOL), Src(T_U16), Src(T_U16)] "r[a] := r[b] <= r[c] (unsigned)";
+        LtI32          "lt.i32"         [Dst(T_BOOL), Src(T_I32), Src(T_I32)] "r[a] := r[b] < r[c] (signed)";
+        LeI32          "le.i32"         [Dst(T_BOOL), Src(T_I32), Src(T_I32)] "r[a] := r[b] <= r[c] (signed)";
+        LtU32          "lt.u32"         [Dst(T_BOOL), Src(T_U32), Src(T_U32)] "r[a] := r[b] < r[c] (unsigned)";
+        LeU32          "le.u32"         [Dst(T_BOOL), Src(T_U32), Src(T_U32)] "r[a] := r[b] <= r[c] (unsigned)";
+        LtI64          "lt.i64"         [Dst(T_BOOL), Src(T_I64), Src(T_I64)] "r[a] := r[b] < r[c] (signed)";
+        LeI64          "le.i64"         [Dst(T_BOOL), Src(T_I64), Src(T_I64)] "r[a] := r[b] <= r[c] (signed)";
+        LtU64          "lt.u64"         [Dst(T_BOOL), Src(T_U64), Src(T_U64)] "r[a] := r[b] < r[c] (unsigned)";
+        LeU64          "le.u64"         [Dst(T_BOOL), Src(T_U64), Src(T_U64)] "r[a] := r[b] <= r[c] (unsigned)";
+        LtF32          "lt.f32"         [Dst(T_BOOL), Src(T_F32), Src(T_F32)] "r[a] := r[b] < r[c] (IEEE: false with NaN)";
+        LeF32          "le.f32"         [Dst(T_BOOL), Src(T_F32), Src(T_F32)] "r[a] := r[b] <= r[c] (IEEE: false with NaN)";
+        LtF64          "lt.f64"         [Dst(T_BOOL), Src(T_F64), Src(T_F64)] "r[a] := r[b] < r[c] (IEEE: false with NaN)";
+        LeF64          "le.f64"         [Dst(T_BOOL), Src(T_F64), Src(T_F64)] "r[a] := r[b] <= r[c] (IEEE: false with NaN)";
+        EqStr          "eq.str"         [Dst(T_BOOL), Src(T_STR), Src(T_STR)] "r[a] := contents of r[b] == contents of r[c] (null equals only null)";
+        EqRef          "eq.ref"         [Dst(T_BOOL), Src(REF), Src(REF)] "r[a] := r[b] and r[c] are the same reference";
+        WrapI8         "wrap.i8"        [Dst(T_I8), Src(INTLIKE), N] "r[a] := r[b]'s canonical bits re-canonicalised to i8 (integer/char conversion, §3.1)";
+        WrapU8         "wrap.u8"        [Dst(T_U8), Src(INTLIKE), N] "r[a] := r[b]'s canonical bits re-canonicalised to u8 (integer/char conversion, §3.1)";
+        WrapI16        "wrap.i16"       [Dst(T_I16), Src(INTLIKE), N] "r[a] := r[b]'s canonical bits re-canonicalised to i16 (integer/char conversion, §3.1)";
+        WrapU16        "wrap.u16"       [Dst(T_U16), Src(INTLIKE), N] "r[a] := r[b]'s canonical bits re-canonicalised to u16 (integer/char conversion, §3.1)";
+        WrapI32        "wrap.i32"       [Dst(T_I32), Src(INTLIKE), N] "r[a] := r[b]'s canonical bits re-canonicalised to i32 (integer/char conversion, §3.1)";
+        WrapU32        "wrap.u32"       [Dst(T_U32), Src(INTLIKE), N] "r[a] := r[b]'s canonical bits re-canonicalised to u32 (integer/char conversion, §3.1)";
+        WrapI64        "wrap.i64"       [Dst(T_I64), Src(INTLIKE), N] "r[a] := r[b]'s canonical bits re-canonicalised to i64 (integer/char conversion, §3.1)";
+        WrapU64        "wrap.u64"       [Dst(T_U64), Src(INTLIKE), N] "r[a] := r[b]'s canonical bits re-canonicalised to u64 (integer/char conversion, §3.1)";
+        WrapChar       "wrap.char"      [Dst(T_CHAR), Src(INTLIKE), N] "r[a] := r[b]'s canonical bits re-canonicalised to char (integer/char conversion, §3.1)";
+        SToF32         "cvt.f32.s"      [Dst(T_F32), Src(INTLIKE), N] "r[a] := r[b] read as signed 64-bit, rounded to nearest-even";
+        UToF32         "cvt.f32.u"      [Dst(T_F32), Src(INTLIKE), N] "r[a] := r[b] read as unsigned 64-bit, rounded to nearest-even";
+        SToF64         "cvt.f64.s"      [Dst(T_F64), Src(INTLIKE), N] "r[a] := r[b] read as signed 64-bit, rounded to nearest-even";
+        UToF64         "cvt.f64.u"      [Dst(T_F64), Src(INTLIKE), N] "r[a] := r[b] read as unsigned 64-bit, rounded to nearest-even";
+        F32ToI8        "cvt.i8.f32"     [Dst(T_I8), Src(T_F32), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F32ToU8        "cvt.u8.f32"     [Dst(T_U8), Src(T_F32), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F32ToI16       "cvt.i16.f32"    [Dst(T_I16), Src(T_F32), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F32ToU16       "cvt.u16.f32"    [Dst(T_U16), Src(T_F32), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F32ToI32       "cvt.i32.f32"    [Dst(T_I32), Src(T_F32), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F32ToU32       "cvt.u32.f32"    [Dst(T_U32), Src(T_F32), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F32ToI64       "cvt.i64.f32"    [Dst(T_I64), Src(T_F32), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F32ToU64       "cvt.u64.f32"    [Dst(T_U64), Src(T_F32), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F64ToI8        "cvt.i8.f64"     [Dst(T_I8), Src(T_F64), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F64ToU8        "cvt.u8.f64"     [Dst(T_U8), Src(T_F64), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F64ToI16       "cvt.i16.f64"    [Dst(T_I16), Src(T_F64), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F64ToU16       "cvt.u16.f64"    [Dst(T_U16), Src(T_F64), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F64ToI32       "cvt.i32.f64"    [Dst(T_I32), Src(T_F64), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F64ToU32       "cvt.u32.f64"    [Dst(T_U32), Src(T_F64), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F64ToI64       "cvt.i64.f64"    [Dst(T_I64), Src(T_F64), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F64ToU64       "cvt.u64.f64"    [Dst(T_U64), Src(T_F64), N] "r[a] := r[b] toward zero, saturating, NaN -> 0";
+        F32ToF64       "cvt.f64.f32"    [Dst(T_F64), Src(T_F32), N] "r[a] := r[b] (exact)";
+        F64ToF32       "cvt.f32.f64"    [Dst(T_F32), Src(T_F64), N] "r[a] := r[b] rounded to nearest-even";
+        Math1F32       "math1.f32"      [Dst(T_F32), Src(T_F32), MathFn] "r[a] := MATH1[c](r[b]) (sqrt, floor, ceil, …: see MathFn)";
+        MinF32         "min.f32"        [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := min (the non-NaN operand if one is NaN)(r[b], r[c])";
+        MaxF32         "max.f32"        [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := max (the non-NaN operand if one is NaN)(r[b], r[c])";
+        PowF32         "pow.f32"        [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := pow(r[b], r[c]) (float32: computed in float64, rounded once)";
+        Atan2F32       "atan2.f32"      [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := atan2(r[b], r[c]) (float32: computed in float64, rounded once)";
+        FmaF32         "fma.f32"        [Dst(T_F32), Src(T_F32), Src(T_F32)] "r[a] := fma(r[a], r[b], r[c]) with one rounding (a is read, then written)";
+        Math1F64       "math1.f64"      [Dst(T_F64), Src(T_F64), MathFn] "r[a] := MATH1[c](r[b]) (sqrt, floor, ceil, …: see MathFn)";
+        MinF64         "min.f64"        [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := min (the non-NaN operand if one is NaN)(r[b], r[c])";
+        MaxF64         "max.f64"        [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := max (the non-NaN operand if one is NaN)(r[b], r[c])";
+        PowF64         "pow.f64"        [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := pow(r[b], r[c])";
+        Atan2F64       "atan2.f64"      [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := atan2(r[b], r[c])";
+        FmaF64         "fma.f64"        [Dst(T_F64), Src(T_F64), Src(T_F64)] "r[a] := fma(r[a], r[b], r[c]) with one rounding (a is read, then written)";
+        ToStrBool      "tostr.bool"     [Dst(T_STR), Src(T_BOOL), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrChar      "tostr.char"     [Dst(T_STR), Src(T_CHAR), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrI8        "tostr.i8"       [Dst(T_STR), Src(T_I8), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrU8        "tostr.u8"       [Dst(T_STR), Src(T_U8), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrI16       "tostr.i16"      [Dst(T_STR), Src(T_I16), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrU16       "tostr.u16"      [Dst(T_STR), Src(T_U16), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrI32       "tostr.i32"      [Dst(T_STR), Src(T_I32), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrU32       "tostr.u32"      [Dst(T_STR), Src(T_U32), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrI64       "tostr.i64"      [Dst(T_STR), Src(T_I64), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrU64       "tostr.u64"      [Dst(T_STR), Src(T_U64), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrF32       "tostr.f32"      [Dst(T_STR), Src(T_F32), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        ToStrF64       "tostr.f64"      [Dst(T_STR), Src(T_F64), N] "r[a] := string conversion of r[b] (§3.5, floats %g)";
+        Concat         "concat"         [Dst(T_STR), Src(T_STR), Src(T_STR)] "r[a] := r[b] ++ r[c] (null reads as \"null\")";
+        FmtFixed       "fmt.fixed"      [Dst(T_STR), Src(T_F64), Imm16] "r[a] := r[b] in fixed notation with c decimals (C %.Nf)";
+        Print          "print"          [Src(T_STR), Imm16, N] "write r[a] (null: \"null\"); b bit0 = stderr, bit1 = newline after";
+        NewArr         "newarr"         [Dst(ARRAY), Src(T_I64), N] "r[a] := new zero-filled array of r[b] elements of r[a]'s element type; E-SIZE if negative or too large";
+        ArrLen         "arrlen"         [Dst(T_I64), Src(ARRAY), N] "r[a] := r[b].count(); E-NULL";
+        ArrGetBool     "aget.bool"      [Dst(T_BOOL), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetBool     "aset.bool"      [Src(ARRAY), Src(T_I64), Src(T_BOOL)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetChar     "aget.char"      [Dst(T_CHAR), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetChar     "aset.char"      [Src(ARRAY), Src(T_I64), Src(T_CHAR)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetI8       "aget.i8"        [Dst(T_I8), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetI8       "aset.i8"        [Src(ARRAY), Src(T_I64), Src(T_I8)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetU8       "aget.u8"        [Dst(T_U8), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetU8       "aset.u8"        [Src(ARRAY), Src(T_I64), Src(T_U8)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetI16      "aget.i16"       [Dst(T_I16), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetI16      "aset.i16"       [Src(ARRAY), Src(T_I64), Src(T_I16)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetU16      "aget.u16"       [Dst(T_U16), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetU16      "aset.u16"       [Src(ARRAY), Src(T_I64), Src(T_U16)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetI32      "aget.i32"       [Dst(T_I32), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetI32      "aset.i32"       [Src(ARRAY), Src(T_I64), Src(T_I32)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetU32      "aget.u32"       [Dst(T_U32), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetU32      "aset.u32"       [Src(ARRAY), Src(T_I64), Src(T_U32)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetI64      "aget.i64"       [Dst(T_I64), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetI64      "aset.i64"       [Src(ARRAY), Src(T_I64), Src(T_I64)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetU64      "aget.u64"       [Dst(T_U64), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetU64      "aset.u64"       [Src(ARRAY), Src(T_I64), Src(T_U64)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetF32      "aget.f32"       [Dst(T_F32), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetF32      "aset.f32"       [Src(ARRAY), Src(T_I64), Src(T_F32)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetF64      "aget.f64"       [Dst(T_F64), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]]; E-NULL, E-BOUNDS";
+        ArrSetF64      "aset.f64"       [Src(ARRAY), Src(T_I64), Src(T_F64)] "r[a][r[b]] := r[c]; E-NULL, E-BOUNDS";
+        ArrGetRef      "aget.ref"       [Dst(REF), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]] (element of reference type); E-NULL, E-BOUNDS";
+        ArrSetRef      "aset.ref"       [Src(ARRAY), Src(T_I64), Src(REF)] "r[a][r[b]] := r[c] (element of reference type); E-NULL, E-BOUNDS";
+        NewObj         "newobj"         [Dst(OBJECT), Class, N] "r[a] := new zero-filled instance of class bc";
+        GetField       "getfield"       [Special, Src(OBJECT), Field] "r[a] := r[b].field[c]; E-NULL, E-DROPPED";
+        SetField       "setfield"       [Src(OBJECT), Field, Special] "r[a].field[b] := r[c]; E-NULL, E-DROPPED";
+        GetStatic      "getstatic"      [Special, Static, N] "r[a] := static[b]";
+        SetStatic      "setstatic"      [Special, Static, N] "static[b] := r[a]";
+        Drop           "drop"           [Src(REF), Src(T_BOOL), N] "if r[b] (the owns-flag) then release the object r[a] (null or already released: nothing)";
+        }
+    };
+}
+
+macro_rules! define_ops {
+    ($($name:ident $mn:literal [$a:expr, $b:expr, $c:expr] $sem:literal;)*) => {
+        /// An opcode. See the table in [`for_each_opcode!`] (and `cajeta dis`) for each one's
+        /// operands and semantics.
+        #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+        #[repr(u16)]
+        pub enum Op {
+            $(#[doc = $sem] $name,)*
+        }
+
+        impl Op {
+            /// Every opcode in encoding order.
+            pub const ALL: &'static [Op] = &[$(Op::$name,)*];
+
+            /// The assembler mnemonic (`add.i32`).
+            pub fn mnemonic(self) -> &'static str {
+                match self { $(Op::$name => $mn,)* }
+            }
+
+            /// The operand shapes of slots a, b and c.
+            pub fn operands(self) -> [Operand; 3] {
+                match self { $(Op::$name => [$a, $b, $c],)* }
+            }
+
+            /// One-line semantics, as in the table.
+            pub fn semantics(self) -> &'static str {
+                match self { $(Op::$name => $sem,)* }
+            }
+        }
+    };
+}
+
+for_each_opcode!(define_ops);
+
+impl Op {
+    /// Number of opcodes.
+    pub const COUNT: usize = Op::ALL.len();
+
+    /// Decodes an opcode number.
+    pub fn from_u16(v: u16) -> Option<Op> {
+        Op::ALL.get(v as usize).copied()
+    }
+
+    /// True if control never falls through to the next instruction.
+    pub fn is_terminator(self) -> bool {
+        matches!(self, Op::Jmp | Op::Ret | Op::RetOwn | Op::RetVoid)
+    }
+
+    /// True if the instruction may jump to a `Target`.
+    pub fn is_branch(self) -> bool {
+        matches!(self, Op::Jmp | Op::JmpIf | Op::JmpIfNot)
+    }
+}
+
+/// One 8-byte instruction.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+#[repr(C, align(8))]
+pub struct Instr {
+    /// The opcode.
+    pub op: Op,
+    /// Operand a.
+    pub a: u16,
+    /// Operand b (low half of `bc`).
+    pub b: u16,
+    /// Operand c (high half of `bc`).
+    pub c: u16,
+}
+
+impl Instr {
+    /// An instruction with three 16-bit operands.
+    pub const fn new(op: Op, a: u16, b: u16, c: u16) -> Instr {
+        Instr { op, a, b, c }
+    }
+
+    /// An instruction with one operand and a 32-bit immediate.
+    pub const fn with_bc(op: Op, a: u16, bc: u32) -> Instr {
+        Instr { op, a, b: bc as u16, c: (bc >> 16) as u16 }
+    }
+
+    /// The 32-bit immediate formed by `b` (low) and `c` (high).
+    pub const fn bc(self) -> u32 {
+        self.b as u32 | ((self.c as u32) << 16)
+    }
+
+    /// Replaces the 32-bit immediate (used to patch jump targets).
+    pub fn set_bc(&mut self, bc: u32) {
+        self.b = bc as u16;
+        self.c = (bc >> 16) as u16;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instr_is_eight_bytes() {
+        assert_eq!(std::mem::size_of::<Instr>(), 8);
+    }
+
+    #[test]
+    fn opcodes_round_trip_and_mnemonics_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for (i, op) in Op::ALL.iter().enumerate() {
+            assert_eq!(Op::from_u16(i as u16), Some(*op));
+            assert!(seen.insert(op.mnemonic()), "duplicate mnemonic {}", op.mnemonic());
+        }
+        assert_eq!(Op::from_u16(Op::COUNT as u16), None);
+    }
+
+    #[test]
+    fn wide_immediates_only_in_slot_b() {
+        for op in Op::ALL {
+            let [a, b, c] = op.operands();
+            for (slot, o) in [(0, a), (2, c)] {
+                assert!(
+                    !matches!(o, Imm32 | Const | Target | Class),
+                    "{} has a 32-bit operand in slot {slot}",
+                    op.mnemonic()
+                );
+            }
+            if matches!(b, Imm32 | Const | Target | Class) {
+                assert_eq!(c, N, "{}: slot c must be free", op.mnemonic());
+            }
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Lexer (to be written).

@@ -1,0 +1,1 @@
+//! Cajeta VM.
