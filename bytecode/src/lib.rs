@@ -6,10 +6,19 @@
 //! other crate (compiler, interpreter, JIT, backends) is written against.
 #![deny(missing_docs)]
 
+pub mod decode;
+pub mod dis;
+pub mod encode;
 pub mod module;
 pub mod opcodes;
 pub mod types;
+pub mod verify;
 
 pub use module::*;
 pub use opcodes::{Instr, MathFn, Op, Operand, RegClass};
 pub use types::{Elem, Scalar, Type};
+
+pub use decode::{decode, FormatError};
+pub use dis::disassemble;
+pub use encode::encode;
+pub use verify::{verify, VerifyError};

@@ -1,0 +1,1011 @@
+//! The bytecode verifier: proves, once per module, the facts the interpreter, JIT and backends
+//! rely on instead of checking at run time.
+//!
+//! Every error has code `CJB-E-VERIFY`; its message starts with the name of the invariant that
+//! failed (`V-REG: …`). The interpreter's `// SAFETY:` comments cite these names, so they are
+//! stable: never rename or weaken one without updating its users.
+//!
+//! # Invariants proven
+//!
+//! Module level:
+//! - **V-TYPE**: every type in the module (field, static, parameter, register and result types)
+//!   names only existing classes: `Type::Object(k)` and `Elem::Object(k)` have
+//!   `k < classes.len()`.
+//! - **V-FILE**: every function's `file < files.len()`.
+//! - **V-FRAME**: every function has `regs.len() <= 65535` and `params <= regs.len()`, so every
+//!   register index that passes V-REG fits a `u16` and the parameters are registers
+//!   `0..params` of the frame.
+//! - **V-KERNEL**: a `Kernel` function returns `void` (XPU-K01).
+//! - **V-INIT**: every entry of `init` is a function index in range, of a `Host` function with
+//!   0 parameters and a `void` result.
+//! - **V-ENTRY**: `entry`, if present, is a function index in range of a `Host` function.
+//!
+//! Per instruction (each function's code):
+//! - **V-END**: the code is non-empty and its last instruction is a terminator
+//!   ([`Op::is_terminator`]), so execution can never fall off the end: `pc + 1 < code.len()`
+//!   after every non-terminator.
+//! - **V-ZERO**: every operand slot the table marks `N` is 0 (slot `c` after a 32-bit `b`
+//!   operand is part of `bc` and exempt).
+//! - **V-REG**: every register operand (`Dst`, `Src`, and the registers of the opcode rules
+//!   below) is `< regs.len()`.
+//! - **V-OPTYPE**: every `Dst`/`Src` register has a type of the operand's [`RegClass`]:
+//!   `Is(T)` exactly `T`; `IntLike` an integer, `char` or `boolean`; `Int` an integer; `Ref`
+//!   a reference type; `Array` an array; `Object` a class instance; `Any` anything.
+//! - **V-TARGET**: every jump target (`bc` of a `Target` operand) is `< code.len()`.
+//! - **V-CONST**: every constant index is `< consts.len()`; `loadk` of `Const::Bits` writes a
+//!   scalar register, of `Const::Str` a `String` register.
+//! - **V-CANON**: `loadk` bits and `loadi` immediates are canonical for the destination's type
+//!   (see [`crate::types`]): `boolean` 0 or 1; `char` and unsigned integers zero-extended;
+//!   signed integers sign-extended; `float32` with its high 32 bits zero. With every opcode
+//!   preserving canonical form, integer cells are canonical whenever they were written.
+//! - **V-FUNC**: every function index is `< functions.len()`.
+//! - **V-CLASS**: `newobj a bc`: `bc < classes.len()` and `regs[a] == Object(bc)`.
+//! - **V-STATIC**: `getstatic`/`setstatic a b`: `b < statics.len()` and
+//!   `regs[a] == statics[b].ty`.
+//! - **V-FIELD**: `getfield a b c`: `regs[b] == Object(k)`, `c < classes[k].fields.len()`,
+//!   `regs[a] ==` the field's type; `setfield a b c`: `regs[a] == Object(k)`,
+//!   `b < classes[k].fields.len()`, `regs[c] ==` the field's type.
+//! - **V-MATHFN**: every `MathFn` operand is a valid [`MathFn`] selector.
+//! - **V-MOV**: `mov a b`: `regs[a] == regs[b]`.
+//! - **V-ARRAY**: `aget.* a b c`: `regs[b] == Array(e)` and `regs[a]` is `e` as a type
+//!   (`aget.T` thus needs `Array(Scalar(T))`, `aget.ref` a `String` or object array);
+//!   `aset.* a b c`: likewise with the array in `a` and the value in `c`. `newarr` needs an
+//!   array destination (V-OPTYPE).
+//! - **V-CALL**: `call a b c`: the callee `F = functions[c]` (V-FUNC) may be called from this
+//!   function's kind (host → `Host` only; kernel or device → `Device` only);
+//!   `b + F.params <= regs.len()` and `regs[b + i] == F.regs[i]` for `i < F.params`; if
+//!   `F.ret == Some(t)` then `a < regs.len()` and `regs[a] == t`, else `a == 0`. The callee's
+//!   frame starts at caller register `b` and may extend beyond the caller's frame: the VM
+//!   checks stack room once per call. Note `b` itself may equal `regs.len()` when `F` has no
+//!   parameters.
+//! - **V-RET**: `ret a`: the function returns `Some(t)` and `regs[a] == t`; `retown a b`: the
+//!   function returns `Some(t)` with `t` a reference type, `regs[a] == t` and `regs[b]` is
+//!   `boolean`; `retvoid`: the function returns `void`.
+//!
+//! Debug and structure tables:
+//! - **V-LINES**: line entries have `pc < code.len()` and are sorted by pc (non-decreasing).
+//! - **V-REGION**: loops have `header <= cont <= merge <= code.len()`; ifs have
+//!   `header < merge <= code.len()` and `cont == 0`; regions are listed in non-decreasing
+//!   `header` order and properly nested (the ranges `header..merge` of two regions are disjoint
+//!   or one contains the other).
+//! - **V-LOCAL**: every local name's register is `< regs.len()`.
+//!
+//! Self-check: **V-RULE** is reported for an opcode whose table row has a `Special` or
+//! `Field` operand but which has no rule in this file (a bug here, never in the input).
+//!
+//! # Not proven yet (TODO)
+//!
+//! - **Definite assignment**: a register may be read before any write in the current frame
+//!   (including `fma`, which reads its destination). Because frames overlap the registers of
+//!   finished calls, such a read sees a stale cell, which may be non-canonical for its type or a
+//!   stale handle. The interpreter must therefore zero-fill a new frame's non-parameter
+//!   registers (or prove definite assignment here) before relying on V-CANON for reads.
+//! - **Structure vs. code**: V-REGION checks the shape of the region table, not that it matches
+//!   the branches (that an if's header holds its conditional branch, that every jump stays
+//!   inside its region or targets a loop's header/merge/continue, that every loop has one back
+//!   edge). Lowerings to structured targets must not rely on more than V-REGION.
+//! - **Device restrictions**: kernel and device code may still use host-only opcodes (strings,
+//!   printing, host arrays, objects) and host-only register types; kernel parameter types are
+//!   not checked.
+//! - **Entry signature**: the entry's parameters and result type (LANGUAGE §5.8) are not
+//!   checked.
+//! - **Names**: function, class and static names are not checked for uniqueness or syntax.
+//! - **Char values**: a `char` cell may hold any 32-bit value, not only a Unicode scalar value.
+
+use std::fmt;
+
+use crate::module::{Const, FnKind, Function, Module, RegionKind};
+use crate::opcodes::{Instr, MathFn, Op, Operand, RegClass};
+use crate::types::{Elem, Scalar, Type};
+
+/// The code of every verifier error.
+pub const VERIFY_CODE: &str = "CJB-E-VERIFY";
+
+/// Why a module failed verification.
+///
+/// `message` starts with the name of the failed invariant (`V-REG: …`; see the [module
+/// documentation](self) for the list).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct VerifyError {
+    /// The stable error code, `CJB-E-VERIFY`.
+    pub code: &'static str,
+    /// The qualified name of the offending function, if the error is inside one.
+    pub function: Option<String>,
+    /// The offending instruction, if any.
+    pub pc: Option<u32>,
+    /// The failed invariant's name, then what is wrong.
+    pub message: String,
+}
+
+impl VerifyError {
+    /// The name of the failed invariant (`V-REG`, …): the message up to the first `:`.
+    pub fn invariant(&self) -> &str {
+        self.message.split(':').next().unwrap_or("")
+    }
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cajeta: error[{}]: {}", self.code, self.message)?;
+        match (&self.function, self.pc) {
+            (Some(func), Some(pc)) => write!(f, " (in function `{func}` at pc {pc})"),
+            (Some(func), None) => write!(f, " (in function `{func}`)"),
+            (None, Some(pc)) => write!(f, " (at pc {pc})"),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+impl std::error::Error for VerifyError {}
+
+/// Verifies a decoded (or freshly compiled) module.
+///
+/// On success every invariant listed in the [module documentation](self) holds, and
+/// [`crate::dis::disassemble`], the interpreter and the lowerings may rely on them.
+///
+/// # Errors
+///
+/// A [`VerifyError`] with code `CJB-E-VERIFY` for the first violated invariant found
+/// (module-level invariants first, then function headers in order, then function bodies in
+/// order).
+///
+/// # Examples
+///
+/// ```
+/// use cajeta_bytecode::*;
+/// let main = Function {
+///     name: "Main.main".into(),
+///     kind: FnKind::Host,
+///     params: 0,
+///     ret: None,
+///     regs: vec![],
+///     code: vec![Instr::new(Op::RetVoid, 0, 0, 0)],
+///     file: 0,
+///     lines: vec![],
+///     regions: vec![],
+///     locals: vec![],
+/// };
+/// let mut m = Module { files: vec!["main.cajeta".into()], functions: vec![main], ..Module::default() };
+/// assert!(verify(&m).is_ok());
+/// m.functions[0].code.clear();
+/// assert_eq!(verify(&m).unwrap_err().invariant(), "V-END");
+/// ```
+pub fn verify(m: &Module) -> Result<(), VerifyError> {
+    let v = Verifier { m };
+    v.module()?;
+    for f in &m.functions {
+        v.header(f)?;
+    }
+    for f in &m.functions {
+        v.body(f)?;
+    }
+    Ok(())
+}
+
+/// Builds an error for the invariant `rule`.
+fn fail(rule: &str, function: Option<&Function>, pc: Option<u32>, what: String) -> VerifyError {
+    VerifyError {
+        code: VERIFY_CODE,
+        function: function.map(|f| f.name.clone()),
+        pc,
+        message: format!("{rule}: {what}"),
+    }
+}
+
+/// True if `bits` is the canonical cell of a value of type `s` (see [`crate::types`]).
+pub fn is_canonical(s: Scalar, bits: u64) -> bool {
+    match s {
+        Scalar::Bool => bits <= 1,
+        Scalar::Char | Scalar::U32 | Scalar::F32 => bits <= u64::from(u32::MAX),
+        Scalar::U8 => bits <= u64::from(u8::MAX),
+        Scalar::U16 => bits <= u64::from(u16::MAX),
+        Scalar::I8 => bits == bits as i8 as u64,
+        Scalar::I16 => bits == bits as i16 as u64,
+        Scalar::I32 => bits == bits as i32 as u64,
+        Scalar::I64 | Scalar::U64 | Scalar::F64 => true,
+    }
+}
+
+/// An array element type as a register type.
+fn elem_type(e: Elem) -> Type {
+    match e {
+        Elem::Scalar(s) => Type::Scalar(s),
+        Elem::Str => Type::Str,
+        Elem::Object(k) => Type::Object(k),
+    }
+}
+
+/// Which operand slots of an array access hold the array and the element value.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum ArrayAccess {
+    /// `aget.*`: value in `a`, array in `b`.
+    Get,
+    /// `aset.*`: array in `a`, value in `c`.
+    Set,
+}
+
+/// The array-access shape of `op`, if it is one.
+pub(crate) fn array_access(op: Op) -> Option<ArrayAccess> {
+    use Op::*;
+    match op {
+        ArrGetBool | ArrGetChar | ArrGetI8 | ArrGetU8 | ArrGetI16 | ArrGetU16 | ArrGetI32
+        | ArrGetU32 | ArrGetI64 | ArrGetU64 | ArrGetF32 | ArrGetF64 | ArrGetRef => {
+            Some(ArrayAccess::Get)
+        }
+        ArrSetBool | ArrSetChar | ArrSetI8 | ArrSetU8 | ArrSetI16 | ArrSetU16 | ArrSetI32
+        | ArrSetU32 | ArrSetI64 | ArrSetU64 | ArrSetF32 | ArrSetF64 | ArrSetRef => {
+            Some(ArrayAccess::Set)
+        }
+        _ => None,
+    }
+}
+
+/// True if `op` has an opcode-specific rule in `FnVerifier::rule`. Every opcode with a
+/// `Special` or `Field` operand must have one (checked by a unit test; at run time a missing
+/// rule is reported as `V-RULE`).
+#[cfg(test)]
+fn has_rule(op: Op) -> bool {
+    use Op::*;
+    array_access(op).is_some()
+        || matches!(
+            op,
+            Mov | LoadK
+                | LoadI
+                | Call
+                | Ret
+                | RetOwn
+                | RetVoid
+                | GetField
+                | SetField
+                | GetStatic
+                | SetStatic
+                | NewObj
+        )
+}
+
+/// True if the operand occupies `b` and `c` together (a 32-bit `bc`).
+fn is_wide(o: Operand) -> bool {
+    matches!(
+        o,
+        Operand::Imm32 | Operand::Const | Operand::Target | Operand::Class
+    )
+}
+
+struct Verifier<'m> {
+    m: &'m Module,
+}
+
+impl<'m> Verifier<'m> {
+    /// V-TYPE for one type.
+    fn type_ok(&self, t: Type) -> bool {
+        let n = self.m.classes.len();
+        match t {
+            Type::Object(k) | Type::Array(Elem::Object(k)) => (k as usize) < n,
+            _ => true,
+        }
+    }
+
+    fn check_type(&self, t: Type, f: Option<&Function>, what: &str) -> Result<(), VerifyError> {
+        if self.type_ok(t) {
+            Ok(())
+        } else {
+            Err(fail(
+                "V-TYPE",
+                f,
+                None,
+                format!(
+                    "{what} names class {t} but the module has {} classes",
+                    self.m.classes.len()
+                ),
+            ))
+        }
+    }
+
+    /// Module-level invariants: V-TYPE of fields and statics, V-INIT, V-ENTRY.
+    fn module(&self) -> Result<(), VerifyError> {
+        let m = self.m;
+        for c in &m.classes {
+            for fld in &c.fields {
+                self.check_type(fld.ty, None, &format!("field `{}.{}`", c.name, fld.name))?;
+            }
+        }
+        for s in &m.statics {
+            self.check_type(s.ty, None, &format!("static `{}`", s.name))?;
+        }
+        for &i in &m.init {
+            let f = m.functions.get(i as usize).ok_or_else(|| {
+                fail(
+                    "V-INIT",
+                    None,
+                    None,
+                    format!("init function {i} does not exist"),
+                )
+            })?;
+            if f.kind != FnKind::Host || f.params != 0 || f.ret.is_some() {
+                return Err(fail(
+                    "V-INIT",
+                    Some(f),
+                    None,
+                    "an initialiser must be a host function without parameters returning void"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(e) = m.entry {
+            let f = m.functions.get(e as usize).ok_or_else(|| {
+                fail(
+                    "V-ENTRY",
+                    None,
+                    None,
+                    format!("entry function {e} does not exist"),
+                )
+            })?;
+            if f.kind != FnKind::Host {
+                return Err(fail(
+                    "V-ENTRY",
+                    Some(f),
+                    None,
+                    "the entry must be a host function".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Per-function invariants needed before any call site is checked: V-FRAME, V-TYPE of the
+    /// signature and registers, V-KERNEL, V-FILE.
+    fn header(&self, f: &Function) -> Result<(), VerifyError> {
+        if f.regs.len() > usize::from(u16::MAX) {
+            return Err(fail(
+                "V-FRAME",
+                Some(f),
+                None,
+                format!("{} registers (at most 65535)", f.regs.len()),
+            ));
+        }
+        if usize::from(f.params) > f.regs.len() {
+            return Err(fail(
+                "V-FRAME",
+                Some(f),
+                None,
+                format!(
+                    "{} parameters but only {} registers",
+                    f.params,
+                    f.regs.len()
+                ),
+            ));
+        }
+        if let Some(t) = f.ret {
+            self.check_type(t, Some(f), "the result type")?;
+        }
+        for (r, &t) in f.regs.iter().enumerate() {
+            self.check_type(t, Some(f), &format!("register r{r}"))?;
+        }
+        if f.kind == FnKind::Kernel && f.ret.is_some() {
+            return Err(fail(
+                "V-KERNEL",
+                Some(f),
+                None,
+                "a kernel must return void".into(),
+            ));
+        }
+        if f.file as usize >= self.m.files.len() {
+            return Err(fail(
+                "V-FILE",
+                Some(f),
+                None,
+                format!(
+                    "file index {} but the module has {} files",
+                    f.file,
+                    self.m.files.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Code and tables of one function (its header is already verified).
+    fn body(&self, f: &Function) -> Result<(), VerifyError> {
+        match f.code.last() {
+            None => {
+                return Err(fail(
+                    "V-END",
+                    Some(f),
+                    None,
+                    "the function has no code".into(),
+                ))
+            }
+            Some(last) if !last.op.is_terminator() => {
+                let pc = (f.code.len() - 1) as u32;
+                return Err(fail(
+                    "V-END",
+                    Some(f),
+                    Some(pc),
+                    format!(
+                        "the last instruction `{}` is not a terminator",
+                        last.op.mnemonic()
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        let code_len = u32::try_from(f.code.len()).unwrap_or(u32::MAX);
+        let fv = FnVerifier {
+            v: self,
+            f,
+            code_len,
+        };
+        for (pc, &i) in f.code.iter().enumerate() {
+            fv.instr(pc as u32, i)?;
+        }
+        fv.lines()?;
+        fv.regions()?;
+        for l in &f.locals {
+            if usize::from(l.reg) >= f.regs.len() {
+                return Err(fail(
+                    "V-LOCAL",
+                    Some(f),
+                    None,
+                    format!(
+                        "local `{}` names register r{} of {}",
+                        l.name,
+                        l.reg,
+                        f.regs.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Verifies one function's body.
+struct FnVerifier<'v, 'm> {
+    v: &'v Verifier<'m>,
+    f: &'m Function,
+    code_len: u32,
+}
+
+impl FnVerifier<'_, '_> {
+    fn err(&self, rule: &str, pc: u32, what: String) -> VerifyError {
+        fail(rule, Some(self.f), Some(pc), what)
+    }
+
+    /// V-REG: the type of register `r`.
+    fn reg(&self, pc: u32, r: u16) -> Result<Type, VerifyError> {
+        self.f.regs.get(usize::from(r)).copied().ok_or_else(|| {
+            self.err(
+                "V-REG",
+                pc,
+                format!(
+                    "register r{r} out of range (the function has {} registers)",
+                    self.f.regs.len()
+                ),
+            )
+        })
+    }
+
+    /// V-REG, then `regs[r] == want` under `rule`.
+    fn reg_is(
+        &self,
+        pc: u32,
+        r: u16,
+        want: Type,
+        rule: &str,
+        what: &str,
+    ) -> Result<(), VerifyError> {
+        let t = self.reg(pc, r)?;
+        if t != want {
+            return Err(self.err(
+                rule,
+                pc,
+                format!("{what} r{r} has type {t}, expected {want}"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn instr(&self, pc: u32, i: Instr) -> Result<(), VerifyError> {
+        let ops = i.op.operands();
+        let vals = [i.a, i.b, i.c];
+        let wide = is_wide(ops[1]);
+        for (slot, (&o, &val)) in ops.iter().zip(vals.iter()).enumerate() {
+            // With a 32-bit operand in `b`, slot `c` is its high half.
+            if slot == 2 && wide {
+                continue;
+            }
+            let name = ["a", "b", "c"][slot];
+            let wide_val = if slot == 1 && wide {
+                i.bc()
+            } else {
+                u32::from(val)
+            };
+            match o {
+                Operand::N => {
+                    if val != 0 {
+                        return Err(self.err(
+                            "V-ZERO",
+                            pc,
+                            format!(
+                                "unused operand {name} of `{}` is {val}, not 0",
+                                i.op.mnemonic()
+                            ),
+                        ));
+                    }
+                }
+                Operand::Dst(class) | Operand::Src(class) => {
+                    let t = self.reg(pc, val)?;
+                    if !class_admits(class, t) {
+                        return Err(self.err(
+                            "V-OPTYPE",
+                            pc,
+                            format!(
+                                "operand {name} of `{}`: r{val} has type {t}, expected {}",
+                                i.op.mnemonic(),
+                                class_name(class)
+                            ),
+                        ));
+                    }
+                }
+                Operand::Imm16 | Operand::Imm32 | Operand::Field | Operand::Special => {}
+                Operand::Const => {
+                    if wide_val as usize >= self.v.m.consts.len() {
+                        return Err(self.err(
+                            "V-CONST",
+                            pc,
+                            format!(
+                                "constant K[{wide_val}] out of range (the pool has {})",
+                                self.v.m.consts.len()
+                            ),
+                        ));
+                    }
+                }
+                Operand::Target => {
+                    if wide_val >= self.code_len {
+                        return Err(self.err(
+                            "V-TARGET",
+                            pc,
+                            format!(
+                                "jump target {wide_val} outside the code (length {})",
+                                self.code_len
+                            ),
+                        ));
+                    }
+                }
+                Operand::Func => {
+                    if wide_val as usize >= self.v.m.functions.len() {
+                        return Err(self.err(
+                            "V-FUNC",
+                            pc,
+                            format!(
+                                "function index {wide_val} out of range (the module has {})",
+                                self.v.m.functions.len()
+                            ),
+                        ));
+                    }
+                }
+                Operand::Class => {
+                    if wide_val as usize >= self.v.m.classes.len() {
+                        return Err(self.err(
+                            "V-CLASS",
+                            pc,
+                            format!(
+                                "class index {wide_val} out of range (the module has {})",
+                                self.v.m.classes.len()
+                            ),
+                        ));
+                    }
+                }
+                Operand::Static => {
+                    if wide_val as usize >= self.v.m.statics.len() {
+                        return Err(self.err(
+                            "V-STATIC",
+                            pc,
+                            format!(
+                                "static index {wide_val} out of range (the module has {})",
+                                self.v.m.statics.len()
+                            ),
+                        ));
+                    }
+                }
+                Operand::MathFn => {
+                    if MathFn::from_u16(val).is_none() {
+                        return Err(self.err(
+                            "V-MATHFN",
+                            pc,
+                            format!("unknown math function {val}"),
+                        ));
+                    }
+                }
+            }
+        }
+        self.rule(pc, i)
+    }
+
+    /// Opcode-specific rules (the `Special` and `Field` operands and cross-operand
+    /// constraints). Runs after the generic slot checks, so `Dst`/`Src` registers are in range
+    /// and of their class, and `Const`/`Func`/`Class`/`Static` indices are in range.
+    fn rule(&self, pc: u32, i: Instr) -> Result<(), VerifyError> {
+        let m = self.v.m;
+        let f = self.f;
+        if let Some(access) = array_access(i.op) {
+            let (arr, val) = match access {
+                ArrayAccess::Get => (i.b, i.a),
+                ArrayAccess::Set => (i.a, i.c),
+            };
+            let Type::Array(e) = self.reg(pc, arr)? else {
+                return Err(self.err("V-ARRAY", pc, format!("r{arr} is not an array")));
+            };
+            return self.reg_is(pc, val, elem_type(e), "V-ARRAY", "element register");
+        }
+        match i.op {
+            Op::Mov => {
+                let want = self.reg(pc, i.b)?;
+                self.reg_is(pc, i.a, want, "V-MOV", "destination")
+            }
+            Op::LoadK => {
+                let dst = self.reg(pc, i.a)?;
+                match (m.consts.get(i.bc() as usize), dst) {
+                    (Some(Const::Bits(bits)), Type::Scalar(s)) => {
+                        if is_canonical(s, *bits) {
+                            Ok(())
+                        } else {
+                            Err(self.err(
+                                "V-CANON",
+                                pc,
+                                format!(
+                                    "constant K[{}] = {bits:#x} is not a canonical {s}",
+                                    i.bc()
+                                ),
+                            ))
+                        }
+                    }
+                    (Some(Const::Str(_)), Type::Str) => Ok(()),
+                    (Some(k), t) => {
+                        let kind = if matches!(k, Const::Str(_)) {
+                            "a string"
+                        } else {
+                            "a number"
+                        };
+                        Err(self.err(
+                            "V-CONST",
+                            pc,
+                            format!("constant K[{}] is {kind} but r{} has type {t}", i.bc(), i.a),
+                        ))
+                    }
+                    (None, _) => Err(self.err("V-CONST", pc, "constant out of range".into())),
+                }
+            }
+            Op::LoadI => {
+                let bits = i.bc() as i32 as i64 as u64;
+                match self.reg(pc, i.a)? {
+                    Type::Scalar(s) if is_canonical(s, bits) => Ok(()),
+                    t => Err(self.err(
+                        "V-CANON",
+                        pc,
+                        format!("immediate {} is not a canonical {t}", i.bc() as i32),
+                    )),
+                }
+            }
+            Op::NewObj => self.reg_is(pc, i.a, Type::Object(i.bc()), "V-CLASS", "destination"),
+            Op::GetStatic | Op::SetStatic => {
+                let Some(s) = m.statics.get(usize::from(i.b)) else {
+                    return Err(self.err("V-STATIC", pc, format!("static {} out of range", i.b)));
+                };
+                self.reg_is(pc, i.a, s.ty, "V-STATIC", &format!("static `{}`:", s.name))
+            }
+            Op::GetField => {
+                let ty = self.field_type(pc, i.b, i.c)?;
+                self.reg_is(pc, i.a, ty, "V-FIELD", "destination")
+            }
+            Op::SetField => {
+                let ty = self.field_type(pc, i.a, i.b)?;
+                self.reg_is(pc, i.c, ty, "V-FIELD", "value")
+            }
+            Op::Call => self.call(pc, i),
+            Op::Ret => match f.ret {
+                Some(t) => self.reg_is(pc, i.a, t, "V-RET", "returned"),
+                None => Err(self.err("V-RET", pc, "`ret` in a void function".into())),
+            },
+            Op::RetOwn => match f.ret {
+                Some(t) if t.is_ref() => self.reg_is(pc, i.a, t, "V-RET", "returned"),
+                Some(t) => Err(self.err(
+                    "V-RET",
+                    pc,
+                    format!("`retown` in a function returning the non-reference type {t}"),
+                )),
+                None => Err(self.err("V-RET", pc, "`retown` in a void function".into())),
+            },
+            Op::RetVoid => match f.ret {
+                None => Ok(()),
+                Some(t) => Err(self.err(
+                    "V-RET",
+                    pc,
+                    format!("`retvoid` in a function returning {t}"),
+                )),
+            },
+            op => {
+                let special = op
+                    .operands()
+                    .iter()
+                    .any(|o| matches!(o, Operand::Special | Operand::Field));
+                if special {
+                    // A table row with a Special operand but no rule here: a bug in this crate,
+                    // reported rather than silently accepted.
+                    Err(self.err(
+                        "V-RULE",
+                        pc,
+                        format!("no verifier rule for `{}`", op.mnemonic()),
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// V-FIELD: the type of field `field` of the object in register `obj`.
+    fn field_type(&self, pc: u32, obj: u16, field: u16) -> Result<Type, VerifyError> {
+        let Type::Object(k) = self.reg(pc, obj)? else {
+            return Err(self.err("V-FIELD", pc, format!("r{obj} is not an object")));
+        };
+        let Some(class) = self.v.m.classes.get(k as usize) else {
+            return Err(self.err("V-FIELD", pc, format!("class {k} out of range")));
+        };
+        match class.fields.get(usize::from(field)) {
+            Some(fld) => Ok(fld.ty),
+            None => Err(self.err(
+                "V-FIELD",
+                pc,
+                format!(
+                    "field {field} out of range (class `{}` has {} fields)",
+                    class.name,
+                    class.fields.len()
+                ),
+            )),
+        }
+    }
+
+    /// V-CALL.
+    fn call(&self, pc: u32, i: Instr) -> Result<(), VerifyError> {
+        let f = self.f;
+        let Some(callee) = self.v.m.functions.get(usize::from(i.c)) else {
+            return Err(self.err("V-FUNC", pc, format!("function {} out of range", i.c)));
+        };
+        let allowed = match f.kind {
+            FnKind::Host => callee.kind == FnKind::Host,
+            FnKind::Kernel | FnKind::Device => callee.kind == FnKind::Device,
+        };
+        if !allowed {
+            return Err(self.err(
+                "V-CALL",
+                pc,
+                format!(
+                    "a {} function cannot call the {} function `{}`",
+                    kind_name(f.kind),
+                    kind_name(callee.kind),
+                    callee.name
+                ),
+            ));
+        }
+        let params = u32::from(callee.params);
+        if u32::from(i.b) + params > f.regs.len() as u32 {
+            return Err(self.err(
+                "V-CALL",
+                pc,
+                format!(
+                    "arguments r{}..r{} of `{}` exceed the frame ({} registers)",
+                    i.b,
+                    u32::from(i.b) + params,
+                    callee.name,
+                    f.regs.len()
+                ),
+            ));
+        }
+        for p in 0..callee.params {
+            let Some(&want) = callee.regs.get(usize::from(p)) else {
+                return Err(self.err(
+                    "V-CALL",
+                    pc,
+                    format!("`{}` has a malformed frame", callee.name),
+                ));
+            };
+            // In range: i.b + p < i.b + params <= regs.len() <= 65535.
+            let r = i.b + p;
+            let t = self.reg(pc, r)?;
+            if t != want {
+                return Err(self.err(
+                    "V-CALL",
+                    pc,
+                    format!(
+                        "argument {p} of `{}` (r{r}) has type {t}, expected {want}",
+                        callee.name
+                    ),
+                ));
+            }
+        }
+        match callee.ret {
+            Some(t) => self.reg_is(pc, i.a, t, "V-CALL", "result"),
+            None if i.a == 0 => Ok(()),
+            None => Err(self.err(
+                "V-CALL",
+                pc,
+                format!(
+                    "`{}` returns void, so operand a must be 0 (is {})",
+                    callee.name, i.a
+                ),
+            )),
+        }
+    }
+
+    /// V-LINES.
+    fn lines(&self) -> Result<(), VerifyError> {
+        let mut prev = 0;
+        for (n, l) in self.f.lines.iter().enumerate() {
+            if l.pc >= self.code_len || l.pc < prev {
+                return Err(fail(
+                    "V-LINES",
+                    Some(self.f),
+                    None,
+                    format!(
+                        "line entry {n} (pc {}) is out of order or outside the code (length {})",
+                        l.pc, self.code_len
+                    ),
+                ));
+            }
+            prev = l.pc;
+        }
+        Ok(())
+    }
+
+    /// V-REGION.
+    fn regions(&self) -> Result<(), VerifyError> {
+        let f = self.f;
+        let bad =
+            |n: usize, what: String| fail("V-REGION", Some(f), None, format!("region {n}: {what}"));
+        let mut prev_header = 0;
+        for (n, r) in f.regions.iter().enumerate() {
+            let ok = match r.kind {
+                RegionKind::Loop => {
+                    r.header <= r.cont && r.cont <= r.merge && r.merge <= self.code_len
+                }
+                RegionKind::If => r.header < r.merge && r.merge <= self.code_len && r.cont == 0,
+            };
+            if !ok {
+                return Err(bad(
+                    n,
+                    format!(
+                        "malformed {} (header {}, cont {}, merge {}, code length {})",
+                        if r.kind == RegionKind::Loop {
+                            "loop"
+                        } else {
+                            "if"
+                        },
+                        r.header,
+                        r.cont,
+                        r.merge,
+                        self.code_len
+                    ),
+                ));
+            }
+            if r.header < prev_header {
+                return Err(bad(n, "regions are not sorted by header".into()));
+            }
+            prev_header = r.header;
+        }
+        // Nesting: sorted by header and, among equal headers, outermost first, every region
+        // must end inside the innermost open region that contains its start.
+        let mut order: Vec<usize> = (0..f.regions.len()).collect();
+        order.sort_by_key(|&n| (f.regions[n].header, std::cmp::Reverse(f.regions[n].merge)));
+        let mut open: Vec<usize> = Vec::new();
+        for n in order {
+            let r = f.regions[n];
+            while let Some(&top) = open.last() {
+                if f.regions[top].merge <= r.header {
+                    open.pop();
+                } else {
+                    break;
+                }
+            }
+            if let Some(&top) = open.last() {
+                if r.merge > f.regions[top].merge {
+                    return Err(bad(
+                        n,
+                        format!("overlaps region {top} without nesting in it"),
+                    ));
+                }
+            }
+            open.push(n);
+        }
+        Ok(())
+    }
+}
+
+/// True if a register of type `t` may be an operand of class `class`.
+fn class_admits(class: RegClass, t: Type) -> bool {
+    match class {
+        RegClass::Is(want) => t == want,
+        RegClass::Any => true,
+        RegClass::IntLike => {
+            matches!(t, Type::Scalar(s) if s.is_int() || s == Scalar::Bool || s == Scalar::Char)
+        }
+        RegClass::Int => matches!(t, Type::Scalar(s) if s.is_int()),
+        RegClass::Ref => t.is_ref(),
+        RegClass::Array => matches!(t, Type::Array(_)),
+        RegClass::Object => matches!(t, Type::Object(_)),
+    }
+}
+
+/// The operand class in words, for messages.
+fn class_name(class: RegClass) -> String {
+    match class {
+        RegClass::Is(t) => t.to_string(),
+        RegClass::Any => "any type".into(),
+        RegClass::IntLike => "an integer, char or boolean".into(),
+        RegClass::Int => "an integer".into(),
+        RegClass::Ref => "a reference".into(),
+        RegClass::Array => "an array".into(),
+        RegClass::Object => "an object".into(),
+    }
+}
+
+fn kind_name(k: FnKind) -> &'static str {
+    match k {
+        FnKind::Host => "host",
+        FnKind::Kernel => "kernel",
+        FnKind::Device => "device",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_special_or_field_opcode_has_a_rule() {
+        for &op in Op::ALL {
+            let needs = op
+                .operands()
+                .iter()
+                .any(|o| matches!(o, Operand::Special | Operand::Field));
+            if needs {
+                assert!(
+                    has_rule(op),
+                    "`{}` has a Special/Field operand but no rule",
+                    op.mnemonic()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn array_ops_are_all_classified() {
+        for &op in Op::ALL {
+            let mn = op.mnemonic();
+            let expect = if mn.starts_with("aget.") {
+                Some(ArrayAccess::Get)
+            } else if mn.starts_with("aset.") {
+                Some(ArrayAccess::Set)
+            } else {
+                None
+            };
+            assert_eq!(array_access(op), expect, "{mn}");
+        }
+    }
+
+    #[test]
+    fn canonical_forms() {
+        assert!(is_canonical(Scalar::Bool, 1));
+        assert!(!is_canonical(Scalar::Bool, 2));
+        assert!(is_canonical(Scalar::I8, (-1i64) as u64));
+        assert!(!is_canonical(Scalar::I8, 0xff));
+        assert!(is_canonical(Scalar::U8, 0xff));
+        assert!(!is_canonical(Scalar::U8, (-1i64) as u64));
+        assert!(is_canonical(Scalar::I32, i32::MIN as i64 as u64));
+        assert!(!is_canonical(Scalar::I32, 0x8000_0000));
+        assert!(is_canonical(Scalar::U32, 0x8000_0000));
+        assert!(!is_canonical(Scalar::F32, 1 << 32));
+        assert!(is_canonical(Scalar::F64, u64::MAX));
+        assert!(is_canonical(Scalar::Char, 0x10_ffff));
+    }
+}
