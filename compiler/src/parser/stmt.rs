@@ -1,0 +1,517 @@
+//! Blocks and statements (LANGUAGE §7, XPU §3.5).
+
+use super::{is_statement_expr, Failed, PResult, Parser};
+use crate::ast::{
+    Block, CaseLabel, Declarator, Expr, ForInit, Ident, LocalDecl, Stmt, StmtKind, SwitchGroup,
+    TypeExpr, TypeKind,
+};
+use crate::diag::{code, Diag, Span};
+use crate::lexer::{Kw, Tok, P};
+
+impl Parser {
+    /// `'{' statement* '}'`. A missing `}` is reported but the block is still returned.
+    pub(super) fn block(&mut self) -> PResult<Block> {
+        let start = self.expect_p(P::LBrace)?;
+        let mut stmts = Vec::new();
+        while !self.is_p(P::RBrace) && !self.at_eof() {
+            let before = self.pos;
+            match self.stmt() {
+                Ok(s) => stmts.push(s),
+                Err(Failed) => self.sync_stmt(),
+            }
+            if self.pos == before {
+                self.bump();
+            }
+        }
+        if !self.eat_p(P::RBrace) {
+            self.error_here(format!("expected '}}', found {}", self.describe()));
+        }
+        Ok(Block {
+            stmts,
+            span: self.since(start),
+        })
+    }
+
+    /// One statement or local declaration (depth-counted).
+    pub(super) fn stmt(&mut self) -> PResult<Stmt> {
+        self.deeper()?;
+        let r = self.stmt_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn stmt_inner(&mut self) -> PResult<Stmt> {
+        let start = self.span();
+        let kind = match self.tok().clone() {
+            Tok::P(P::LBrace) => StmtKind::Block(self.block()?),
+            Tok::P(P::Semi) => {
+                self.bump();
+                StmtKind::Empty
+            }
+            Tok::Kw(Kw::If) => {
+                self.bump();
+                let cond = self.paren_expr()?;
+                let then = Box::new(self.stmt()?);
+                let els = if self.eat_kw(Kw::Else) {
+                    Some(Box::new(self.stmt()?))
+                } else {
+                    None
+                };
+                StmtKind::If { cond, then, els }
+            }
+            Tok::Kw(Kw::While) => {
+                self.bump();
+                let cond = self.paren_expr()?;
+                let body = Box::new(self.stmt()?);
+                StmtKind::While { cond, body }
+            }
+            Tok::Kw(Kw::Do) => {
+                self.bump();
+                let body = Box::new(self.stmt()?);
+                if !self.eat_kw(Kw::While) {
+                    self.error_here(format!(
+                        "expected 'while' after the body of 'do', found {}",
+                        self.describe()
+                    ));
+                    return Err(Failed);
+                }
+                let cond = self.paren_expr()?;
+                self.expect_p(P::Semi)?;
+                StmtKind::DoWhile { body, cond }
+            }
+            Tok::Kw(Kw::For) => self.for_stmt()?,
+            Tok::Kw(Kw::Switch) => self.switch_stmt()?,
+            Tok::Kw(Kw::Return) => {
+                self.bump();
+                let transfer = self.eat_p(P::HashEq);
+                let value = if self.is_p(P::Semi) && !transfer {
+                    None
+                } else {
+                    Some(self.expr()?)
+                };
+                self.expect_p(P::Semi)?;
+                StmtKind::Return { value, transfer }
+            }
+            Tok::Kw(k @ (Kw::Break | Kw::Continue)) => {
+                self.bump();
+                let label = if self.is_ident() {
+                    Some(self.ident("a label")?)
+                } else {
+                    None
+                };
+                self.expect_p(P::Semi)?;
+                if k == Kw::Break {
+                    StmtKind::Break(label)
+                } else {
+                    StmtKind::Continue(label)
+                }
+            }
+            Tok::Kw(
+                k @ (Kw::Try
+                | Kw::Throw
+                | Kw::Yield
+                | Kw::Assert
+                | Kw::Scope
+                | Kw::Class
+                | Kw::Interface
+                | Kw::Enum
+                | Kw::Record
+                | Kw::Const
+                | Kw::Async
+                | Kw::Spawn
+                | Kw::Detach),
+            ) => {
+                let what = match k {
+                    Kw::Class | Kw::Interface | Kw::Enum | Kw::Record => {
+                        "local type declarations are".to_string()
+                    }
+                    _ => format!("'{}' is", k.as_str()),
+                };
+                self.not_implemented(start, &what);
+                self.skip_t3_stmt();
+                StmtKind::Empty
+            }
+            Tok::Kw(Kw::Final) => {
+                self.bump();
+                let decl = self.local_decl(start, true)?;
+                self.expect_p(P::Semi)?;
+                StmtKind::Local(decl)
+            }
+            Tok::Kw(k @ (Kw::Else | Kw::Case | Kw::Default | Kw::Catch | Kw::Finally)) => {
+                let msg = format!("'{}' without a matching statement", k.as_str());
+                self.error(start, msg);
+                return Err(Failed);
+            }
+            Tok::Ident(name) if self.nth_is_p(1, P::Colon) => {
+                let label = Ident { name, span: start };
+                self.bump();
+                self.bump();
+                let body = Box::new(self.stmt()?);
+                StmtKind::Labeled { label, body }
+            }
+            Tok::Kw(k) if k.prim().is_some() => {
+                let decl = self.local_decl(start, false)?;
+                self.expect_p(P::Semi)?;
+                StmtKind::Local(decl)
+            }
+            Tok::P(P::Hash) | Tok::Ident(_) if self.looks_like_decl() => {
+                let decl = self.local_decl(start, false)?;
+                self.expect_p(P::Semi)?;
+                StmtKind::Local(decl)
+            }
+            _ => {
+                let e = self.expr_stmt()?;
+                self.expect_p(P::Semi)?;
+                StmtKind::Expr(e)
+            }
+        };
+        Ok(Stmt {
+            kind,
+            span: self.since(start),
+        })
+    }
+
+    /// An expression that must be a statement expression.
+    fn expr_stmt(&mut self) -> PResult<Expr> {
+        if self.is_ident_named("new") && matches!(self.nth(1).tok, Tok::Ident(_)) {
+            self.error_here("there is no 'new' in Cajeta: create objects with 'heap' or 'stack'");
+            return Err(Failed);
+        }
+        let e = self.expr()?;
+        if !is_statement_expr(&e) {
+            self.error(e.span, "not a statement");
+        }
+        Ok(e)
+    }
+
+    /// `'(' expr ')'`.
+    fn paren_expr(&mut self) -> PResult<Expr> {
+        self.expect_p(P::LParen)?;
+        let e = self.expr()?;
+        self.expect_p(P::RParen)?;
+        Ok(e)
+    }
+
+    /// Whether a statement starting here (an identifier or `#`) is `#? Type Identifier`:
+    /// tried speculatively.
+    fn looks_like_decl(&mut self) -> bool {
+        let saved = self.save();
+        self.eat_p(P::Hash);
+        let ok = self.parse_type().is_ok() && self.at_declarator_name();
+        self.restore(saved);
+        ok
+    }
+
+    /// An identifier, or a reserved word used as a name (`int32 class = 1`, reported later).
+    fn at_declarator_name(&self) -> bool {
+        match self.tok() {
+            Tok::Ident(_) => true,
+            Tok::Kw(k) => {
+                k.prim().is_none()
+                    && matches!(
+                        self.nth(1).tok,
+                        Tok::P(P::Assign | P::HashEq | P::Semi | P::Comma | P::Colon)
+                    )
+            }
+            _ => false,
+        }
+    }
+
+    /// `#? Type name (= init)? (, name (= init)?)*` after an optional `final` (consumed by the
+    /// caller); no `;`.
+    fn local_decl(&mut self, start: Span, is_final: bool) -> PResult<LocalDecl> {
+        let ty = self.local_type()?;
+        let name = self.ident("a variable name")?;
+        self.local_decl_rest(start, is_final, ty, name)
+    }
+
+    /// The type of a local: `#` is retired there, `var` is T3.
+    fn local_type(&mut self) -> PResult<TypeExpr> {
+        if self.is_p(P::Hash) {
+            let span = self.span();
+            self.diags.push(Diag::error(
+                code::TYPE_TRANSFER_RETIRED,
+                span,
+                "'#' in a local variable's type is retired: write 'T x #= e' or 'T x = #v'",
+            ));
+            self.bump();
+        }
+        let ty = self.parse_type()?;
+        if let TypeKind::Named { name, args } = &ty.kind {
+            if name.parts.len() == 1 && name.parts[0].name == "var" && args.is_empty() {
+                self.not_implemented(ty.span, "'var' declarations are");
+                return Err(Failed);
+            }
+        }
+        Ok(ty)
+    }
+
+    fn local_decl_rest(
+        &mut self,
+        start: Span,
+        is_final: bool,
+        ty: TypeExpr,
+        first: Ident,
+    ) -> PResult<LocalDecl> {
+        let mut vars = Vec::new();
+        let mut name = first;
+        loop {
+            if self.is_p(P::LBracket) {
+                self.error_here("C-style array declarators are not supported: write 'T[] name'");
+                return Err(Failed);
+            }
+            let mut init = None;
+            let mut transfer = false;
+            if self.is_p(P::Assign) || self.is_p(P::HashEq) {
+                transfer = self.bump().tok == Tok::P(P::HashEq);
+                if self.is_p(P::LBrace) {
+                    self.error_here("array initialisers are written '[a, b]' or 'heap T[] {a, b}'");
+                    return Err(Failed);
+                }
+                init = Some(self.expr()?);
+            }
+            vars.push(Declarator {
+                name,
+                init,
+                transfer,
+            });
+            if !self.eat_p(P::Comma) {
+                break;
+            }
+            name = self.ident("a variable name")?;
+        }
+        Ok(LocalDecl {
+            is_final,
+            ty,
+            vars,
+            span: self.since(start),
+        })
+    }
+
+    /// `for (init; cond; update) body` or `for ((I i,)? T v : e) body`.
+    fn for_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        self.expect_p(P::LParen)?;
+        let init_start = self.span();
+        let mut init = None;
+        if !self.is_p(P::Semi) {
+            let is_final = self.is_kw(Kw::Final);
+            let is_decl = is_final
+                || matches!(self.tok(), Tok::Kw(k) if k.prim().is_some())
+                || (matches!(self.tok(), Tok::Ident(_) | Tok::P(P::Hash))
+                    && self.looks_like_decl());
+            if is_decl {
+                if is_final {
+                    self.bump();
+                }
+                let ty = self.local_type()?;
+                let name = self.ident("a variable name")?;
+                if self.eat_p(P::Colon) {
+                    return self.for_each_rest(None, ty, name);
+                }
+                if self.is_p(P::Comma) {
+                    // `for (I i, T v : e)`: try the index form first.
+                    let saved = self.save();
+                    self.bump();
+                    if let Ok(ty2) = self.parse_type() {
+                        if self.is_ident() && self.nth_is_p(1, P::Colon) {
+                            let name2 = self.ident("a variable name")?;
+                            self.bump();
+                            return self.for_each_rest(Some((ty, name)), ty2, name2);
+                        }
+                    }
+                    self.restore(saved);
+                }
+                init = Some(ForInit::Local(
+                    self.local_decl_rest(init_start, is_final, ty, name)?,
+                ));
+            } else {
+                init = Some(ForInit::Exprs(self.expr_stmt_list()?));
+            }
+        }
+        self.expect_p(P::Semi)?;
+        let cond = if self.is_p(P::Semi) {
+            None
+        } else {
+            Some(self.expr()?)
+        };
+        self.expect_p(P::Semi)?;
+        let update = if self.is_p(P::RParen) {
+            Vec::new()
+        } else {
+            self.expr_stmt_list()?
+        };
+        self.expect_p(P::RParen)?;
+        let body = Box::new(self.stmt()?);
+        Ok(StmtKind::For {
+            init,
+            cond,
+            update,
+            body,
+        })
+    }
+
+    fn for_each_rest(
+        &mut self,
+        index: Option<(TypeExpr, Ident)>,
+        ty: TypeExpr,
+        name: Ident,
+    ) -> PResult<StmtKind> {
+        let iterable = self.expr()?;
+        self.expect_p(P::RParen)?;
+        let body = Box::new(self.stmt()?);
+        Ok(StmtKind::ForEach {
+            index,
+            ty,
+            name,
+            iterable,
+            body,
+        })
+    }
+
+    fn expr_stmt_list(&mut self) -> PResult<Vec<Expr>> {
+        let mut v = vec![self.expr_stmt()?];
+        while self.eat_p(P::Comma) {
+            v.push(self.expr_stmt()?);
+        }
+        Ok(v)
+    }
+
+    /// `switch (e) { groups }`: stacked `case K:` labels with fall-through, or arrow arms
+    /// `case K -> stmt` (each becomes a group ending in `break`).
+    fn switch_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let selector = self.paren_expr()?;
+        self.expect_p(P::LBrace)?;
+        let mut groups: Vec<SwitchGroup> = Vec::new();
+        while !self.is_p(P::RBrace) && !self.at_eof() {
+            let before = self.pos;
+            if let Err(Failed) = self.switch_group(&mut groups) {
+                self.sync_stmt();
+            }
+            if self.pos == before {
+                self.bump();
+            }
+        }
+        self.expect_p(P::RBrace)?;
+        Ok(StmtKind::Switch { selector, groups })
+    }
+
+    fn switch_group(&mut self, groups: &mut Vec<SwitchGroup>) -> PResult<()> {
+        if !matches!(self.tok(), Tok::Kw(Kw::Case | Kw::Default)) {
+            self.error_here(format!(
+                "expected 'case' or 'default', found {}",
+                self.describe()
+            ));
+            return Err(Failed);
+        }
+        let mut labels = Vec::new();
+        let mut arrow = false;
+        while matches!(self.tok(), Tok::Kw(Kw::Case | Kw::Default)) {
+            let (l, is_arrow) = self.case_labels()?;
+            labels.extend(l);
+            if is_arrow {
+                arrow = true;
+                break;
+            }
+        }
+        let mut body = Vec::new();
+        if arrow {
+            let start = self.span();
+            let stmt = match self.tok() {
+                Tok::P(P::LBrace) => {
+                    let b = self.block()?;
+                    Stmt {
+                        span: b.span,
+                        kind: StmtKind::Block(b),
+                    }
+                }
+                Tok::Kw(Kw::Throw) => {
+                    self.not_implemented(start, "'throw' is");
+                    self.skip_t3_stmt();
+                    return Ok(());
+                }
+                _ => {
+                    let e = self.expr_stmt()?;
+                    self.expect_p(P::Semi)?;
+                    Stmt {
+                        kind: StmtKind::Expr(e),
+                        span: self.since(start),
+                    }
+                }
+            };
+            let span = stmt.span;
+            body.push(stmt);
+            body.push(Stmt {
+                kind: StmtKind::Break(None),
+                span,
+            });
+        } else {
+            while !matches!(
+                self.tok(),
+                Tok::Kw(Kw::Case | Kw::Default) | Tok::P(P::RBrace) | Tok::Eof
+            ) {
+                let before = self.pos;
+                match self.stmt() {
+                    Ok(s) => body.push(s),
+                    Err(Failed) => self.sync_stmt(),
+                }
+                if self.pos == before {
+                    self.bump();
+                }
+            }
+        }
+        groups.push(SwitchGroup { labels, body });
+        Ok(())
+    }
+
+    /// `case K (, K)* (':' | '->')` or `default (':' | '->')`; returns the labels and whether
+    /// the arrow form was used.
+    pub(super) fn case_labels(&mut self) -> PResult<(Vec<CaseLabel>, bool)> {
+        let mut labels = Vec::new();
+        if self.is_kw(Kw::Default) {
+            labels.push(CaseLabel::Default(self.bump().span));
+        } else {
+            self.bump();
+            loop {
+                labels.push(CaseLabel::Case(self.case_constant()?));
+                if !self.eat_p(P::Comma) {
+                    break;
+                }
+            }
+        }
+        if self.eat_p(P::Arrow) {
+            return Ok((labels, true));
+        }
+        if self.eat_p(P::Colon) {
+            return Ok((labels, false));
+        }
+        self.error_here(format!(
+            "expected ':' or '->' after a case label, found {}",
+            self.describe()
+        ));
+        Err(Failed)
+    }
+
+    /// Skips a T3 statement: to after its `;` or its blocks (with `catch`/`finally`/`else`).
+    fn skip_t3_stmt(&mut self) {
+        loop {
+            match self.tok() {
+                Tok::Eof | Tok::P(P::RBrace) => return,
+                Tok::P(P::Semi) => {
+                    self.bump();
+                    return;
+                }
+                Tok::P(P::LBrace) => {
+                    self.skip_braces();
+                    if !matches!(self.tok(), Tok::Kw(Kw::Catch | Kw::Finally | Kw::Else)) {
+                        return;
+                    }
+                }
+                _ => {
+                    self.bump();
+                }
+            }
+        }
+    }
+}
