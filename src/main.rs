@@ -1,1 +1,335 @@
-fn main() {}
+//! The `cajeta` command line (LANGUAGE §5.10): `run`, `build`, `check`, `dis`, `emit`, `repl`.
+//!
+//! Exit statuses: the program's own status for `run`, 1 for compile errors, 2 for usage errors,
+//! 70 for runtime errors.
+
+use cajeta_bytecode::{Module, Type};
+use cajeta_compiler::diag::code;
+use cajeta_compiler::driver::{self, Compilation};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const USAGE: &str = "\
+Cajeta VM: compile and run Cajeta xpu programs
+
+Usage:
+  cajeta run   [OPTIONS] PATH... [-- ARG...]     compile if needed, then execute
+  cajeta build [OPTIONS] PATH... [-o OUT.cjb]   compile to one bytecode file
+  cajeta check PATH...                          compile only; report errors and warnings
+  cajeta dis   FILE.cjb|PATH...                 print the bytecode, function by function
+  cajeta emit  ptx|spirv PATH... -o DIR         write each kernel's PTX / SPIR-V module
+  cajeta repl                                   interactive session
+
+PATH is a .cajeta file, a directory (every .cajeta file below it) or, for run and dis,
+a .cjb file.
+
+Options:
+  --entry pkg.Class.method   entry point (default: the unique main() or run())
+  --backend cpu|vulkan|cuda|auto
+                             device backend (default: auto; also CAJETA_XPU_BACKEND)
+  --jit off|auto|eager       host JIT mode (default: auto; also CAJETA_JIT)
+  --xpu-checks on|off        device bounds checks (default: on)
+  --mem-stats                print device memory statistics on stderr at exit
+  --verbose                  print what the VM decides (tiering, backend)
+  -o PATH                    output file (build) or directory (emit)
+  -h, --help                 this text
+  -V, --version              version
+
+Exit status: the program's (run), 1 compile error, 2 usage error, 70 runtime error.
+";
+
+/// Parsed command-line options.
+#[derive(Default, Debug)]
+struct Options {
+    paths: Vec<PathBuf>,
+    args: Vec<String>,
+    entry: Option<String>,
+    backend: Option<String>,
+    jit: Option<String>,
+    xpu_checks: Option<String>,
+    mem_stats: bool,
+    verbose: bool,
+    output: Option<PathBuf>,
+}
+
+fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
+    let _ = std::io::stdout().flush();
+    eprintln!("cajeta: usage error: {msg}");
+    ExitCode::from(2)
+}
+
+fn parse_options(words: &[String]) -> Result<Options, String> {
+    let mut o = Options::default();
+    let mut i = 0;
+    let value = |i: &mut usize, name: &str, inline: Option<&str>| -> Result<String, String> {
+        if let Some(v) = inline {
+            return Ok(v.to_string());
+        }
+        *i += 1;
+        words.get(*i).cloned().ok_or_else(|| format!("option '{name}' needs a value"))
+    };
+    while i < words.len() {
+        let w = &words[i];
+        if w == "--" {
+            o.args = words[i + 1..].to_vec();
+            break;
+        }
+        let (name, inline) = match w.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (w.as_str(), None),
+        };
+        match name {
+            "--entry" => o.entry = Some(value(&mut i, name, inline)?),
+            "--backend" => {
+                let v = value(&mut i, name, inline)?;
+                if !matches!(v.as_str(), "cpu" | "vulkan" | "cuda" | "auto") {
+                    return Err(format!("invalid backend '{v}' (expected cpu, vulkan, cuda or auto)"));
+                }
+                o.backend = Some(v);
+            }
+            "--jit" => {
+                let v = value(&mut i, name, inline)?;
+                if !matches!(v.as_str(), "off" | "auto" | "eager") {
+                    return Err(format!("invalid JIT mode '{v}' (expected off, auto or eager)"));
+                }
+                o.jit = Some(v);
+            }
+            "--xpu-checks" => {
+                // The value is optional: `--xpu-checks` alone means on.
+                let v = match inline {
+                    Some(v) => v.to_string(),
+                    None if matches!(words.get(i + 1).map(String::as_str), Some("on" | "off")) => {
+                        i += 1;
+                        words[i].clone()
+                    }
+                    None => "on".into(),
+                };
+                if !matches!(v.as_str(), "on" | "off") {
+                    return Err(format!("invalid value '{v}' for --xpu-checks (expected on or off)"));
+                }
+                o.xpu_checks = Some(v);
+            }
+            "--mem-stats" => o.mem_stats = true,
+            "--verbose" => o.verbose = true,
+            "-o" | "--output" => o.output = Some(PathBuf::from(value(&mut i, name, inline)?)),
+            _ if name.starts_with('-') && name.len() > 1 => return Err(format!("unknown option '{w}'")),
+            _ => o.paths.push(PathBuf::from(w)),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    // The front-end and VM are recursive in places (bounded by the parser's nesting limit):
+    // run on a thread with a generous stack.
+    let worker = std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(move || real_main(words))
+        .expect("spawn main thread");
+    match worker.join() {
+        Ok(code) => code,
+        Err(_) => {
+            eprintln!("cajeta: internal error (please report this bug)");
+            ExitCode::from(70)
+        }
+    }
+}
+
+fn real_main(words: Vec<String>) -> ExitCode {
+    let Some(cmd) = words.first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest = &words[1..];
+    match cmd.as_str() {
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        "-V" | "--version" => {
+            println!("cajeta {} (bytecode format {})", env!("CARGO_PKG_VERSION"), cajeta_bytecode::FORMAT_VERSION);
+            ExitCode::SUCCESS
+        }
+        "run" | "build" | "check" | "dis" | "emit" => {
+            let opts = match parse_options(rest) {
+                Ok(o) => o,
+                Err(e) => return usage_error(e),
+            };
+            if rest.iter().any(|w| w == "-h" || w == "--help") {
+                print!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            match cmd.as_str() {
+                "run" => cmd_run(opts),
+                "build" => cmd_build(opts),
+                "check" => cmd_check(opts),
+                "dis" => cmd_dis(opts),
+                _ => cmd_emit(rest),
+            }
+        }
+        "repl" => {
+            eprintln!("cajeta: error: the REPL is not available in this build yet");
+            ExitCode::from(2)
+        }
+        other => usage_error(format!("unknown command '{other}' (try 'cajeta --help')")),
+    }
+}
+
+/// Prints compile diagnostics; returns true if there were errors.
+fn report(c: &Compilation, warnings: bool) -> bool {
+    let _ = std::io::stdout().flush();
+    let mut err = std::io::stderr().lock();
+    if warnings {
+        for d in &c.warnings {
+            let _ = err.write_all(driver::render(&c.sources, d).as_bytes());
+        }
+    }
+    for d in &c.errors {
+        let _ = err.write_all(driver::render(&c.sources, d).as_bytes());
+    }
+    !c.errors.is_empty()
+}
+
+/// Loads a module from a `.cjb` file or compiles sources. `Err` is the exit code.
+fn load(opts: &Options) -> Result<Module, ExitCode> {
+    if opts.paths.is_empty() {
+        return Err(usage_error("no input files"));
+    }
+    if let [p] = opts.paths.as_slice() {
+        if p.extension().is_some_and(|e| e == "cjb") {
+            let bytes = match std::fs::read(p) {
+                Ok(b) => b,
+                Err(e) => return Err(usage_error(format!("cannot read '{}': {e}", p.display()))),
+            };
+            let module = match cajeta_bytecode::decode(&bytes) {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return Err(ExitCode::from(1));
+                }
+            };
+            if let Err(e) = cajeta_bytecode::verify(&module) {
+                eprintln!("{e}");
+                return Err(ExitCode::from(1));
+            }
+            return Ok(module);
+        }
+    }
+    let files = driver::source_files(&opts.paths).map_err(usage_error)?;
+    let c = driver::compile_files(&files).map_err(usage_error)?;
+    if report(&c, false) {
+        return Err(ExitCode::from(1));
+    }
+    let module = c.module.expect("module without errors");
+    if let Err(e) = cajeta_bytecode::verify(&module) {
+        eprintln!("cajeta: internal error: the compiler produced invalid bytecode: {e}");
+        return Err(ExitCode::from(70));
+    }
+    Ok(module)
+}
+
+fn no_entry(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("cajeta: error[{}]: {msg}", code::NO_ENTRY);
+    ExitCode::from(1)
+}
+
+/// Chooses the entry function (LANGUAGE §5.8).
+fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
+    let Some(name) = requested else {
+        return module.entry.ok_or_else(|| {
+            no_entry("no unique entry point: declare exactly one static main(), main(String[] args) or run(), or pass --entry")
+        });
+    };
+    let Some(f) = module.function_by_name(name) else {
+        return Err(no_entry(format!("entry '{name}' not found")));
+    };
+    let func = &module.functions[f as usize];
+    let params_ok = match func.params {
+        0 => true,
+        1 => func.regs[0] == cajeta_compiler::check::string_array_type(),
+        _ => false,
+    };
+    let ret_ok = matches!(func.ret, None | Some(Type::Scalar(_)) | Some(Type::Str));
+    let is_method = !name.ends_with(">") && func.kind == cajeta_bytecode::FnKind::Host;
+    if !(params_ok && ret_ok && is_method) {
+        return Err(no_entry(format!("'{name}' cannot be an entry point (it must be static, take no parameters or String[], and return void, a primitive or String)")));
+    }
+    Ok(f)
+}
+
+fn cmd_run(opts: Options) -> ExitCode {
+    let module = match load(&opts) {
+        Ok(m) => m,
+        Err(c) => return c,
+    };
+    let f = match entry(&module, opts.entry.as_deref()) {
+        Ok(f) => f,
+        Err(c) => return c,
+    };
+    let status = cajeta_vm::run_program(Arc::new(module), f, &opts.args);
+    if opts.mem_stats {
+        // No device memory exists until the xpu runtime lands: the statistics are honest zeros.
+        let _ = std::io::stdout().flush();
+        eprintln!("mem-stats: live=0 peak=0 allocs=0 frees=0");
+    }
+    ExitCode::from((status & 0xFF) as u8)
+}
+
+fn cmd_build(opts: Options) -> ExitCode {
+    let module = match load(&opts) {
+        Ok(m) => m,
+        Err(c) => return c,
+    };
+    let out = opts.output.clone().unwrap_or_else(|| {
+        let stem = opts.paths[0].file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+        PathBuf::from(format!("{stem}.cjb"))
+    });
+    let bytes = cajeta_bytecode::encode(&module);
+    if let Err(e) = std::fs::write(&out, bytes) {
+        return usage_error(format!("cannot write '{}': {e}", out.display()));
+    }
+    ExitCode::SUCCESS
+}
+
+fn cmd_check(opts: Options) -> ExitCode {
+    if opts.paths.is_empty() {
+        return usage_error("no input files");
+    }
+    let files = match driver::source_files(&opts.paths) {
+        Ok(f) => f,
+        Err(e) => return usage_error(e),
+    };
+    let c = match driver::compile_files(&files) {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
+    if report(&c, true) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn cmd_dis(opts: Options) -> ExitCode {
+    match load(&opts) {
+        Ok(m) => {
+            print!("{}", cajeta_bytecode::disassemble(&m));
+            ExitCode::SUCCESS
+        }
+        Err(c) => c,
+    }
+}
+
+fn cmd_emit(rest: &[String]) -> ExitCode {
+    match rest.first().map(String::as_str) {
+        Some("ptx") | Some("spirv") => {
+            eprintln!("cajeta: error: kernel emission ({}) is not available in this build yet", rest[0]);
+            ExitCode::from(2)
+        }
+        _ => usage_error("emit needs a target: ptx or spirv"),
+    }
+}

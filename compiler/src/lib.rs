@@ -8,3 +8,5 @@ pub mod ast;
 pub mod diag;
 pub mod lexer;
 pub mod parser;
+pub mod check;
+pub mod driver;

@@ -1,0 +1,458 @@
+//! The built-in library as the checker sees it: library class names and packages (XPU §1,
+//! LANGUAGE §5.1), `System.stdout/stderr` printing with the `{}` format form (§5.9), `Math`
+//! (XPU §2.12) and our `Cajeta.parseInt` extension (docs/spec-decisions.md).
+
+use super::collect::Program;
+use super::expr::typed_op;
+use super::func::{FnBuilder, Loc, Own, Reg, Val};
+use super::ty::{self, Num, Ty};
+use crate::ast::{Arg, Expr, ExprKind, Ident};
+use crate::diag::{code, Span};
+use cajeta_bytecode::{MathFn, Op, Scalar, Type};
+
+/// A class of the built-in library.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum LibClass {
+    /// `String`.
+    String,
+    /// `System`.
+    System,
+    /// `Math`.
+    Math,
+    /// `Cajeta`.
+    Cajeta,
+    /// `Vector`.
+    Vector,
+    /// `Shared`.
+    Shared,
+    /// `Barrier`.
+    Barrier,
+    /// `cajeta.xpu.KernelBuffer`.
+    KernelBuffer,
+    /// `cajeta.xpu.KernelStream`.
+    KernelStream,
+    /// `cajeta.xpu.KernelThread`.
+    KernelThread,
+    /// `cajeta.xpu.Workgroup`.
+    Workgroup,
+    /// `cajeta.xpu.Wave`.
+    Wave,
+    /// `cajeta.xpu.Device`.
+    Device,
+    /// `cajeta.xpu.MemoryKind`.
+    MemoryKind,
+    /// `cajeta.xpu.MemoryOrder`.
+    MemoryOrder,
+    /// `cajeta.xpu.XpuLaunchException`.
+    XpuLaunchException,
+    /// `cajeta.xpu.Event` (T2).
+    Event,
+    /// `cajeta.xpu.Capability` (T2).
+    Capability,
+    /// `cajeta.xpu.Bits` (T2).
+    Bits,
+}
+
+impl LibClass {
+    /// The simple name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LibClass::String => "String",
+            LibClass::System => "System",
+            LibClass::Math => "Math",
+            LibClass::Cajeta => "Cajeta",
+            LibClass::Vector => "Vector",
+            LibClass::Shared => "Shared",
+            LibClass::Barrier => "Barrier",
+            LibClass::KernelBuffer => "KernelBuffer",
+            LibClass::KernelStream => "KernelStream",
+            LibClass::KernelThread => "KernelThread",
+            LibClass::Workgroup => "Workgroup",
+            LibClass::Wave => "Wave",
+            LibClass::Device => "Device",
+            LibClass::MemoryKind => "MemoryKind",
+            LibClass::MemoryOrder => "MemoryOrder",
+            LibClass::XpuLaunchException => "XpuLaunchException",
+            LibClass::Event => "Event",
+            LibClass::Capability => "Capability",
+            LibClass::Bits => "Bits",
+        }
+    }
+}
+
+/// Names visible without an import (LANGUAGE §5.1; `Shared` and `Barrier` per XPU §1).
+pub fn always_visible(name: &str) -> Option<LibClass> {
+    Some(match name {
+        "String" => LibClass::String,
+        "System" => LibClass::System,
+        "Math" => LibClass::Math,
+        "Cajeta" => LibClass::Cajeta,
+        "Vector" => LibClass::Vector,
+        "Shared" => LibClass::Shared,
+        "Barrier" => LibClass::Barrier,
+        _ => return None,
+    })
+}
+
+/// The `cajeta.xpu` package and its `cajeta.xpu.core` alias.
+pub fn is_library_package(p: &str) -> bool {
+    matches!(p, "cajeta.xpu" | "cajeta.xpu.core")
+}
+
+/// Resolves a fully qualified library class name (XPU §1, with the `core` aliases).
+pub fn library_class(q: &str) -> Option<LibClass> {
+    let (pkg, name) = q.rsplit_once('.')?;
+    let core = pkg == "cajeta.xpu.core";
+    if pkg != "cajeta.xpu" && !core {
+        return None;
+    }
+    Some(match name {
+        "KernelBuffer" => LibClass::KernelBuffer,
+        "Buffer" if core => LibClass::KernelBuffer,
+        "KernelStream" => LibClass::KernelStream,
+        "Stream" if core => LibClass::KernelStream,
+        "KernelThread" => LibClass::KernelThread,
+        "Thread" if core => LibClass::KernelThread,
+        "Workgroup" => LibClass::Workgroup,
+        "Barrier" => LibClass::Barrier,
+        "Shared" => LibClass::Shared,
+        "Wave" => LibClass::Wave,
+        "Device" => LibClass::Device,
+        "MemoryKind" => LibClass::MemoryKind,
+        "MemoryOrder" => LibClass::MemoryOrder,
+        "XpuLaunchException" => LibClass::XpuLaunchException,
+        "Event" => LibClass::Event,
+        "Capability" => LibClass::Capability,
+        "Bits" => LibClass::Bits,
+        _ => return None,
+    })
+}
+
+/// A type's Cajeta spelling for messages.
+pub fn ty_name(p: &Program, t: &Ty) -> String {
+    match t {
+        Ty::Prim(s) => s.name().to_string(),
+        Ty::Str => "String".into(),
+        Ty::Array(e) => format!("{}[]", ty_name(p, e)),
+        Ty::Class(c) => p.classes[*c as usize].qual.clone(),
+        Ty::Buffer(s) => format!("KernelBuffer<{}>", s.name()),
+        Ty::Stream => "KernelStream".into(),
+        Ty::Enum(e) => e.name().into(),
+        Ty::Null => "null".into(),
+        Ty::Void => "void".into(),
+        Ty::Error => "<error>".into(),
+    }
+}
+
+impl FnBuilder<'_> {
+    /// `System.stdout.println(…)` and friends; `None` if `target` is not `System.<stream>`.
+    pub fn system_stream_call(&mut self, target: &Expr, name: &Ident, args: &[Arg], span: Span) -> Option<Val> {
+        let ExprKind::Field { target: sys, name: stream } = &target.kind else { return None };
+        let ExprKind::Name(sys_name) = &sys.kind else { return None };
+        if sys_name.name != "System" || self.lookup_local("System").is_some() {
+            return None;
+        }
+        let stderr = match stream.name.as_str() {
+            "stdout" => false,
+            "stderr" => true,
+            _ => {
+                self.error(code::UNKNOWN_SYSTEM_STREAM, stream.span, format!(
+                    "unknown system stream 'System.{}' (use System.stdout or System.stderr)",
+                    stream.name
+                ));
+                return Some(Val::error());
+            }
+        };
+        if self.device {
+            self.error(code::XPU_N01, span, "printing is not available in device code");
+            return Some(Val::error());
+        }
+        let newline = match name.name.as_str() {
+            "println" => true,
+            "print" => false,
+            _ => {
+                self.error(code::UNRESOLVED_METHOD, name.span, format!("unknown method '{}' of a system stream", name.name));
+                return Some(Val::error());
+            }
+        };
+        if let Some(a) = args.iter().find(|a| a.name.is_some()) {
+            self.error(code::NAMEDARG, a.value.span, "printing takes no named arguments");
+            return Some(Val::error());
+        }
+        let vals = self.eval_args(args);
+        if vals.iter().any(|v| v.ty == Ty::Error) {
+            return Some(Val::error());
+        }
+        let text = match vals.len() {
+            0 => {
+                if !newline {
+                    self.error(code::UNRESOLVED_METHOD, span, "print() needs an argument");
+                    return Some(Val::error());
+                }
+                Some(self.load_str(""))
+            }
+            1 => self.printable(&vals[0], args[0].value.span),
+            _ => self.format(&vals, args, span),
+        };
+        let Some(text) = text else { return Some(Val::error()) };
+        let flags = stderr as u16 | (newline as u16) << 1;
+        self.set_pos(span);
+        self.emit(Op::Print, text, flags, 0);
+        Some(Val { ty: Ty::Void, loc: Loc::None, untyped: false, own: Own::No })
+    }
+
+    /// A primitive or String argument of print, converted to a String register.
+    fn printable(&mut self, v: &Val, span: Span) -> Option<Reg> {
+        match &v.ty {
+            Ty::Prim(_) | Ty::Str | Ty::Null | Ty::Enum(_) => self.to_string_reg(v, span),
+            Ty::Void => {
+                self.error(code::UNRESOLVED_EXPRESSION, span, "a void call has no value");
+                None
+            }
+            t => {
+                let n = self.ty_name(t);
+                self.error(code::TYPE_MISMATCH, span, format!("cannot print a value of type {n}"));
+                None
+            }
+        }
+    }
+
+    /// The format form `println(fmt, a1, …)`: `{}` and `{:.N}` placeholders, `{{`/`}}`.
+    fn format(&mut self, vals: &[Val], args: &[Arg], span: Span) -> Option<Reg> {
+        let Loc::Str(fmt) = &vals[0].loc else {
+            if vals[0].ty != Ty::Str {
+                let n = self.ty_name(&vals[0].ty);
+                self.error(code::TYPE_MISMATCH, args[0].value.span, format!("the format must be a String, found {n}"));
+            } else {
+                self.error(code::NOT_IMPLEMENTED, args[0].value.span, "the format string must be a literal");
+            }
+            return None;
+        };
+        let fmt = fmt.clone();
+        let mut pieces: Vec<Reg> = vec![];
+        let mut lit = String::new();
+        let mut next = 1;
+        let chars: Vec<char> = fmt.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if c == '{' && chars.get(i + 1) == Some(&'{') {
+                lit.push('{');
+                i += 2;
+                continue;
+            }
+            if c == '}' && chars.get(i + 1) == Some(&'}') {
+                lit.push('}');
+                i += 2;
+                continue;
+            }
+            if c == '{' {
+                let close = chars[i..].iter().position(|&x| x == '}').map(|p| p + i);
+                let spec: Option<String> = close.map(|e| chars[i + 1..e].iter().collect());
+                let decimals = match spec.as_deref() {
+                    Some("") => Some(None),
+                    Some(s) if s.starts_with(":.") && s.len() > 2 && s[2..].chars().all(|d| d.is_ascii_digit()) => {
+                        s[2..].parse::<u16>().ok().filter(|n| *n <= 17).map(Some)
+                    }
+                    _ => None,
+                };
+                if let (Some(dec), Some(e)) = (decimals, close) {
+                    if !lit.is_empty() {
+                        let r = self.load_str(&std::mem::take(&mut lit));
+                        pieces.push(r);
+                    }
+                    let piece = if next < vals.len() {
+                        let v = vals[next].clone();
+                        let aspan = args[next].value.span;
+                        next += 1;
+                        match dec {
+                            None => self.printable(&v, aspan)?,
+                            Some(n) => self.fixed(&v, n, aspan)?,
+                        }
+                    } else {
+                        self.load_str("null")
+                    };
+                    pieces.push(piece);
+                    i = e + 1;
+                    continue;
+                }
+            }
+            lit.push(c);
+            i += 1;
+        }
+        if !lit.is_empty() || pieces.is_empty() {
+            let r = self.load_str(&lit);
+            pieces.push(r);
+        }
+        let _ = span;
+        let mut acc = pieces[0];
+        for &p in &pieces[1..] {
+            acc = self.def(Op::Concat, Type::Str, acc, p);
+        }
+        Some(acc)
+    }
+
+    /// `{:.N}` of a numeric value.
+    fn fixed(&mut self, v: &Val, n: u16, span: Span) -> Option<Reg> {
+        match v.ty.scalar() {
+            Some(s) if s.is_numeric() => {
+                let r = self.to_reg(v)?;
+                let f = self.convert(r, s, Scalar::F64);
+                Some(self.def(Op::FmtFixed, Type::Str, f, n))
+            }
+            _ => self.printable(v, span),
+        }
+    }
+
+    /// Static calls on library classes.
+    pub fn lib_call(&mut self, lib: super::builtins::LibClass, _target: &Expr, name: &Ident, args: &[Arg], span: Span) -> Val {
+        match lib {
+            LibClass::Math => self.math_call(name, args, span),
+            LibClass::Cajeta if name.name == "parseInt" => {
+                let _ = self.eval_args(args);
+                self.error(code::NOT_IMPLEMENTED, span, "Cajeta.parseInt is not implemented yet");
+                Val::error()
+            }
+            LibClass::System => {
+                let _ = self.eval_args(args);
+                self.error(code::NOT_IMPLEMENTED, name.span, format!("System.{} is not implemented yet", name.name));
+                Val::error()
+            }
+            _ => {
+                let _ = self.eval_args(args);
+                self.error(code::NOT_IMPLEMENTED, span, format!("{}.{} is not implemented yet", lib.name(), name.name));
+                Val::error()
+            }
+        }
+    }
+
+    fn math_call(&mut self, name: &Ident, args: &[Arg], span: Span) -> Val {
+        let vals = self.eval_args(args);
+        if vals.iter().any(|v| v.ty == Ty::Error) {
+            return Val::error();
+        }
+        if let Some(a) = args.iter().find(|a| a.name.is_some()) {
+            self.error(code::NAMEDARG, a.value.span, "Math functions take no named arguments");
+            return Val::error();
+        }
+        for (v, a) in vals.iter().zip(args) {
+            if !v.ty.is_numeric() {
+                let n = self.ty_name(&v.ty);
+                self.error(code::TYPE_MISMATCH, a.value.span, format!("Math.{} needs numeric arguments, found {n}", name.name));
+                return Val::error();
+            }
+        }
+        let arity = |want: usize, this: &mut Self| {
+            if vals.len() != want {
+                this.error(code::UNRESOLVED_METHOD, span, format!("Math.{} takes {want} argument(s)", name.name));
+                false
+            } else {
+                true
+            }
+        };
+        let n = name.name.as_str();
+        match n {
+            "abs" | "min" | "max" | "clamp" => {
+                let want = match n {
+                    "abs" => 1,
+                    "clamp" => 3,
+                    _ => 2,
+                };
+                if !arity(want, self) {
+                    return Val::error();
+                }
+                // Promote all operands (untyped constants adopt the others' type).
+                let mut t = vals[0].ty.scalar().unwrap_or(Scalar::I32);
+                for v in &vals[1..] {
+                    let s = v.ty.scalar().unwrap_or(Scalar::I32);
+                    t = if v.untyped && !vals[0].untyped { t } else { ty::promote(t, s) };
+                }
+                if vals.iter().all(|v| v.untyped) {
+                    t = vals.iter().fold(vals[0].ty.scalar().unwrap_or(Scalar::I32), |a, v| ty::promote(a, v.ty.scalar().unwrap_or(a)));
+                }
+                let regs: Option<Vec<Reg>> = vals.iter().map(|v| self.math_operand(v, t)).collect();
+                let Some(regs) = regs else { return Val::error() };
+                self.set_pos(span);
+                let out = match n {
+                    "abs" if t.is_float() => self.def(math1(t), Type::Scalar(t), regs[0], MathFn::Abs as u16),
+                    "abs" if t.is_signed() => self.def(typed_op("abs", t).expect("abs"), Type::Scalar(t), regs[0], 0),
+                    "abs" => regs[0],
+                    "min" => self.def(typed_op("min", t).expect("min"), Type::Scalar(t), regs[0], regs[1]),
+                    "max" => self.def(typed_op("max", t).expect("max"), Type::Scalar(t), regs[0], regs[1]),
+                    _ => {
+                        let lo = self.def(typed_op("max", t).expect("max"), Type::Scalar(t), regs[0], regs[1]);
+                        self.def(typed_op("min", t).expect("min"), Type::Scalar(t), lo, regs[2])
+                    }
+                };
+                Val::reg(Ty::Prim(t), out)
+            }
+            "pow" | "atan2" | "fma" => {
+                let want = if n == "fma" { 3 } else { 2 };
+                if !arity(want, self) {
+                    return Val::error();
+                }
+                let t = float_result(&vals);
+                let regs: Option<Vec<Reg>> = vals.iter().map(|v| self.math_operand(v, t)).collect();
+                let Some(regs) = regs else { return Val::error() };
+                self.set_pos(span);
+                let out = if n == "fma" {
+                    let d = self.temp(Type::Scalar(t));
+                    self.emit(Op::Mov, d, regs[0], 0);
+                    self.emit(typed_op("fma", t).expect("fma"), d, regs[1], regs[2]);
+                    d
+                } else {
+                    self.def(typed_op(n, t).expect("pow/atan2"), Type::Scalar(t), regs[0], regs[1])
+                };
+                Val::reg(Ty::Prim(t), out)
+            }
+            _ => {
+                let Some(f) = MathFn::by_name(n) else {
+                    self.error(code::UNRESOLVED_METHOD, name.span, format!("unknown function 'Math.{n}'"));
+                    return Val::error();
+                };
+                if !arity(1, self) {
+                    return Val::error();
+                }
+                let t = float_result(&vals);
+                let Some(r) = self.math_operand(&vals[0], t) else { return Val::error() };
+                self.set_pos(span);
+                let d = self.def(math1(t), Type::Scalar(t), r, f as u16);
+                Val::reg(Ty::Prim(t), d)
+            }
+        }
+    }
+
+    fn math_operand(&mut self, v: &Val, t: Scalar) -> Option<Reg> {
+        if let Some(n) = v.num() {
+            let own = v.ty.scalar()?;
+            let cell = ty::const_cell(n, own);
+            return Some(self.load_bits(Type::Scalar(t), ty::const_cell(ty::cell_num(cell, own), t)));
+        }
+        let r = self.to_reg(v)?;
+        let s = v.ty.scalar()?;
+        Some(self.convert(r, s, t))
+    }
+}
+
+/// Float functions: a float argument keeps its type; integers become float64.
+fn float_result(vals: &[Val]) -> Scalar {
+    let mut t: Option<Scalar> = None;
+    for v in vals {
+        let s = v.ty.scalar().unwrap_or(Scalar::F64);
+        let s = if s.is_float() && !(v.untyped && vals.iter().any(|o| !o.untyped)) { s } else if s.is_float() { continue } else { Scalar::F64 };
+        t = Some(match t {
+            None => s,
+            Some(a) => ty::promote(a, s),
+        });
+    }
+    let _ = Num::Int(0);
+    t.unwrap_or(Scalar::F64)
+}
+
+fn math1(t: Scalar) -> Op {
+    if t == Scalar::F32 {
+        Op::Math1F32
+    } else {
+        Op::Math1F64
+    }
+}

@@ -1,0 +1,633 @@
+//! Declaration collection: the program's classes, fields, statics and method signatures, the
+//! static-initialisation order and the default entry point (LANGUAGE §5).
+
+use super::builtins::{self, LibClass};
+use super::ty::Ty;
+use super::{Access, MethodSig};
+use crate::ast::{self, Member, PrimType, TypeArg, TypeExpr, TypeKind, Unit};
+use crate::diag::{code, Diag, Span};
+use cajeta_bytecode::{FnKind, Function, Scalar};
+use std::collections::HashMap;
+
+/// An instance field.
+#[derive(Clone, Debug)]
+pub struct FieldInfo {
+    /// Name.
+    pub name: String,
+    /// Type.
+    pub ty: Ty,
+    /// `final`.
+    pub is_final: bool,
+    /// Access.
+    pub access: Access,
+}
+
+/// A static field.
+#[derive(Clone, Debug)]
+pub struct StaticInfo {
+    /// Simple name.
+    pub name: String,
+    /// `pkg.Class.name`.
+    pub qual: String,
+    /// Type.
+    pub ty: Ty,
+    /// Declaring class.
+    pub class: u32,
+    /// `final`.
+    pub is_final: bool,
+    /// Access.
+    pub access: Access,
+}
+
+/// A class of the program.
+#[derive(Clone, Debug)]
+pub struct ClassInfo {
+    /// Simple name.
+    pub name: String,
+    /// `pkg.Class`.
+    pub qual: String,
+    /// Package (empty for the unnamed package).
+    pub package: String,
+    /// The unit declaring it.
+    pub unit: usize,
+    /// Its index among the unit's classes.
+    pub index: usize,
+    /// Instance fields in order.
+    pub fields: Vec<FieldInfo>,
+    /// Static fields: indices into [`Program::statics`].
+    pub statics: Vec<u32>,
+    /// Methods.
+    pub methods: Vec<MethodSig>,
+    /// Constructors (an implicit one if none is declared).
+    pub ctors: Vec<MethodSig>,
+    /// Access of the class (`public` or package).
+    pub public: bool,
+}
+
+/// What one bytecode function's body is made from.
+#[derive(Clone, Debug)]
+pub enum JobKind {
+    /// A method: (unit, class index in unit, member index).
+    Method(usize, usize, usize),
+    /// A constructor; `None` for the implicit one.
+    Ctor(Option<(usize, usize, usize)>),
+    /// The class's static initialiser.
+    Clinit,
+}
+
+/// A function body to lower.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Bytecode function index.
+    pub func: u32,
+    /// Owning class.
+    pub class: u32,
+    /// Which body.
+    pub kind: JobKind,
+    /// The signature (methods and constructors).
+    pub sig: Option<MethodSig>,
+}
+
+/// Per-unit name environment.
+#[derive(Clone, Debug, Default)]
+pub struct UnitEnv {
+    /// The package.
+    pub package: String,
+    /// Single-type imports: simple name → qualified name.
+    pub single: HashMap<String, String>,
+    /// Wildcard-imported packages.
+    pub wildcards: Vec<String>,
+}
+
+/// A class reference: user or library.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ClassRef {
+    /// A class of the program.
+    User(u32),
+    /// A library class.
+    Lib(LibClass),
+}
+
+/// Everything known about the program before bodies are lowered.
+pub struct Program {
+    /// Classes (index = bytecode class index).
+    pub classes: Vec<ClassInfo>,
+    /// Static fields (index = bytecode static index).
+    pub statics: Vec<StaticInfo>,
+    /// Function shells (bodies filled in by lowering).
+    pub functions: Vec<Function>,
+    /// Bodies to lower.
+    pub jobs: Vec<Job>,
+    /// `<clinit>` functions in initialisation order.
+    pub init: Vec<u32>,
+    /// The default entry point.
+    pub entry: Option<u32>,
+    /// Name environments per unit.
+    pub envs: Vec<UnitEnv>,
+    by_qual: HashMap<String, u32>,
+}
+
+impl Program {
+    /// Resolves a simple type name in a unit (LANGUAGE §5.1).
+    pub fn lookup_class(&self, unit: usize, name: &str) -> Option<ClassRef> {
+        let env = &self.envs[unit];
+        let same = if env.package.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}.{name}", env.package)
+        };
+        if let Some(&c) = self.by_qual.get(&same) {
+            return Some(ClassRef::User(c));
+        }
+        if let Some(q) = env.single.get(name) {
+            return self.lookup_qualified(q);
+        }
+        let mut found = None;
+        for w in &env.wildcards {
+            if let Some(c) = self.lookup_qualified(&format!("{w}.{name}")) {
+                found = Some(c);
+                break;
+            }
+        }
+        if found.is_some() {
+            return found;
+        }
+        builtins::always_visible(name).map(ClassRef::Lib)
+    }
+
+    /// Resolves a fully qualified class name.
+    pub fn lookup_qualified(&self, q: &str) -> Option<ClassRef> {
+        if let Some(&c) = self.by_qual.get(q) {
+            return Some(ClassRef::User(c));
+        }
+        builtins::library_class(q).map(ClassRef::Lib)
+    }
+
+    /// Resolves a written type in a unit.
+    pub fn resolve_type(&self, unit: usize, t: &TypeExpr) -> Result<Ty, Diag> {
+        match &t.kind {
+            TypeKind::Prim(p) => prim_type(*p, t.span),
+            TypeKind::Array(inner) => {
+                let e = self.resolve_type(unit, inner)?;
+                if matches!(e, Ty::Array(_)) {
+                    return Err(Diag::error(
+                        code::NOT_IMPLEMENTED,
+                        t.span,
+                        "multi-dimensional arrays are not implemented (T2)",
+                    ));
+                }
+                Ok(Ty::Array(Box::new(e)))
+            }
+            TypeKind::Named { name, args } => {
+                let text = name.joined();
+                if name.parts.len() == 1 && text == "bfloat16" {
+                    return Err(Diag::error(
+                        code::NOT_IMPLEMENTED,
+                        t.span,
+                        "bfloat16 is not implemented yet (T2)",
+                    ));
+                }
+                let class = if name.parts.len() == 1 {
+                    self.lookup_class(unit, &text)
+                } else {
+                    self.lookup_qualified(&text)
+                };
+                let Some(class) = class else {
+                    return Err(Diag::error(
+                        code::UNRESOLVED_TYPE,
+                        t.span,
+                        format!("unknown type '{text}'"),
+                    ));
+                };
+                match class {
+                    ClassRef::User(c) => {
+                        if !args.is_empty() {
+                            return Err(Diag::error(
+                                code::TYPE_MISMATCH,
+                                t.span,
+                                format!("class '{text}' takes no type arguments"),
+                            ));
+                        }
+                        Ok(Ty::Class(c))
+                    }
+                    ClassRef::Lib(lib) => self.lib_type(unit, lib, args, t.span),
+                }
+            }
+        }
+    }
+
+    fn lib_type(&self, unit: usize, lib: LibClass, args: &[TypeArg], span: Span) -> Result<Ty, Diag> {
+        let no_args = |ty: Ty| {
+            if args.is_empty() {
+                Ok(ty)
+            } else {
+                Err(Diag::error(code::TYPE_MISMATCH, span, "this type takes no type arguments"))
+            }
+        };
+        match lib {
+            LibClass::String => no_args(Ty::Str),
+            LibClass::KernelStream => no_args(Ty::Stream),
+            LibClass::MemoryKind => no_args(Ty::Enum(super::ty::EnumTy::MemoryKind)),
+            LibClass::MemoryOrder => no_args(Ty::Enum(super::ty::EnumTy::MemoryOrder)),
+            LibClass::KernelBuffer => {
+                let [TypeArg::Type(e)] = args else {
+                    return Err(Diag::error(
+                        code::TYPE_MISMATCH,
+                        span,
+                        "KernelBuffer takes exactly one element type",
+                    ));
+                };
+                match self.resolve_type(unit, e)? {
+                    Ty::Prim(s) if s.is_numeric() => Ok(Ty::Buffer(s)),
+                    other => Err(Diag::error(
+                        code::TYPE_MISMATCH,
+                        e.span,
+                        format!("'{}' is not a buffer element type", builtins::ty_name(self, &other)),
+                    )),
+                }
+            }
+            other => Err(Diag::error(
+                code::NOT_IMPLEMENTED,
+                span,
+                format!("'{}' cannot be used as a type here yet", other.name()),
+            )),
+        }
+    }
+
+    /// The qualified name of a class.
+    pub fn class_name(&self, c: u32) -> &str {
+        &self.classes[c as usize].qual
+    }
+}
+
+fn prim_type(p: PrimType, span: Span) -> Result<Ty, Diag> {
+    Ok(Ty::Prim(match p {
+        PrimType::Bool => Scalar::Bool,
+        PrimType::Char => Scalar::Char,
+        PrimType::I8 => Scalar::I8,
+        PrimType::U8 => Scalar::U8,
+        PrimType::I16 => Scalar::I16,
+        PrimType::U16 => Scalar::U16,
+        PrimType::I32 => Scalar::I32,
+        PrimType::U32 => Scalar::U32,
+        PrimType::I64 => Scalar::I64,
+        PrimType::U64 => Scalar::U64,
+        PrimType::F32 => Scalar::F32,
+        PrimType::F64 => Scalar::F64,
+        PrimType::F16 => {
+            return Err(Diag::error(code::NOT_IMPLEMENTED, span, "float16 is not implemented yet (T2)"))
+        }
+        PrimType::Unsupported(name) => {
+            return Err(Diag::error(
+                code::NOT_IMPLEMENTED,
+                span,
+                format!("type '{name}' is not implemented"),
+            ))
+        }
+    }))
+}
+
+fn annotation_kind(anns: &[ast::Annotation]) -> FnKind {
+    for a in anns {
+        match a.name.joined().as_str() {
+            "Kernel" => return FnKind::Kernel,
+            "Device" => return FnKind::Device,
+            _ => {}
+        }
+    }
+    FnKind::Host
+}
+
+fn shell(name: String, kind: FnKind, file: u32) -> Function {
+    Function {
+        name,
+        kind,
+        params: 0,
+        ret: None,
+        regs: vec![],
+        code: vec![],
+        file,
+        lines: vec![],
+        regions: vec![],
+        locals: vec![],
+    }
+}
+
+/// Collects declarations from every unit.
+pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
+    let mut errors = Vec::new();
+    let mut p = Program {
+        classes: vec![],
+        statics: vec![],
+        functions: vec![],
+        jobs: vec![],
+        init: vec![],
+        entry: None,
+        envs: vec![],
+        by_qual: HashMap::new(),
+    };
+    // Pass 1: class names and unit environments.
+    for (ui, unit) in units.iter().enumerate() {
+        let package = unit.package.as_ref().map(|q| q.joined()).unwrap_or_default();
+        let mut env = UnitEnv { package: package.clone(), ..Default::default() };
+        for (ci, c) in unit.classes.iter().enumerate() {
+            let qual = if package.is_empty() {
+                c.name.name.clone()
+            } else {
+                format!("{package}.{}", c.name.name)
+            };
+            if p.by_qual.contains_key(&qual) {
+                errors.push(Diag::error(
+                    code::VARIABLE_DUPLICATE,
+                    c.name.span,
+                    format!("class '{qual}' is declared twice"),
+                ));
+                continue;
+            }
+            p.by_qual.insert(qual.clone(), p.classes.len() as u32);
+            p.classes.push(ClassInfo {
+                name: c.name.name.clone(),
+                qual,
+                package: package.clone(),
+                unit: ui,
+                index: ci,
+                fields: vec![],
+                statics: vec![],
+                methods: vec![],
+                ctors: vec![],
+                public: c.modifiers.public,
+            });
+        }
+        for imp in &unit.imports {
+            let q = imp.path.joined();
+            if imp.wildcard {
+                env.wildcards.push(q);
+            } else {
+                let simple = imp.path.parts.last().map(|p| p.name.clone()).unwrap_or_default();
+                env.single.insert(simple, q);
+            }
+        }
+        p.envs.push(env);
+    }
+    // Imports must name something that exists.
+    for (ui, unit) in units.iter().enumerate() {
+        for imp in &unit.imports {
+            let q = imp.path.joined();
+            let ok = if imp.wildcard {
+                builtins::is_library_package(&q)
+                    || p.classes.iter().any(|c| c.package == q)
+            } else {
+                p.lookup_qualified(&q).is_some()
+            };
+            if !ok {
+                errors.push(Diag::error(
+                    code::UNRESOLVED_TYPE,
+                    imp.path.span,
+                    format!("cannot resolve import '{q}'"),
+                ));
+            }
+        }
+        let _ = ui;
+    }
+    // Pass 2: members.
+    for ci in 0..p.classes.len() {
+        let (ui, idx) = (p.classes[ci].unit, p.classes[ci].index);
+        let decl = &units[ui].classes[idx];
+        let file = units[ui].file;
+        let qual = p.classes[ci].qual.clone();
+        let mut names: HashMap<String, Span> = HashMap::new();
+        let mut has_static_init = false;
+        let mut fields = vec![];
+        let mut statics = vec![];
+        for m in &decl.members {
+            if let Member::Field(f) = m {
+                let ty = match p.resolve_type(ui, &f.ty) {
+                    Ok(t) => t,
+                    Err(d) => {
+                        errors.push(d);
+                        Ty::Error
+                    }
+                };
+                for (name, init) in &f.vars {
+                    if names.insert(name.name.clone(), name.span).is_some() {
+                        errors.push(Diag::error(
+                            code::VARIABLE_DUPLICATE,
+                            name.span,
+                            format!("field '{}' is declared twice", name.name),
+                        ));
+                        continue;
+                    }
+                    if f.modifiers.is_static {
+                        if init.is_some() {
+                            has_static_init = true;
+                        }
+                        statics.push(p.statics.len() as u32);
+                        p.statics.push(StaticInfo {
+                            name: name.name.clone(),
+                            qual: format!("{qual}.{}", name.name),
+                            ty: ty.clone(),
+                            class: ci as u32,
+                            is_final: f.modifiers.is_final,
+                            access: Access::of(&f.modifiers),
+                        });
+                    } else {
+                        if !matches!(ty, Ty::Prim(_) | Ty::Error) {
+                            errors.push(Diag::error(
+                                code::NOT_IMPLEMENTED,
+                                f.ty.span,
+                                "instance fields of reference type are not implemented (T2)",
+                            ));
+                        }
+                        fields.push(FieldInfo {
+                            name: name.name.clone(),
+                            ty: ty.clone(),
+                            is_final: f.modifiers.is_final,
+                            access: Access::of(&f.modifiers),
+                        });
+                    }
+                }
+            }
+        }
+        p.classes[ci].fields = fields;
+        p.classes[ci].statics = statics;
+        if has_static_init {
+            let f = p.functions.len() as u32;
+            p.functions.push(shell(format!("{qual}.<clinit>"), FnKind::Host, file));
+            p.jobs.push(Job { func: f, class: ci as u32, kind: JobKind::Clinit, sig: None });
+            p.init.push(f);
+        }
+        let mut methods: Vec<MethodSig> = vec![];
+        let mut ctors: Vec<MethodSig> = vec![];
+        for (mi, m) in decl.members.iter().enumerate() {
+            match m {
+                Member::Method(md) => {
+                    let kind = annotation_kind(&md.annotations);
+                    let mut params = vec![];
+                    for prm in &md.params {
+                        match p.resolve_type(ui, &prm.ty) {
+                            Ok(t) => params.push((prm.name.name.clone(), t)),
+                            Err(d) => {
+                                errors.push(d);
+                                params.push((prm.name.name.clone(), Ty::Error));
+                            }
+                        }
+                    }
+                    let ret = match &md.ret {
+                        None => Ty::Void,
+                        Some(t) => p.resolve_type(ui, t).unwrap_or_else(|d| {
+                            errors.push(d);
+                            Ty::Error
+                        }),
+                    };
+                    if !md.modifiers.is_static {
+                        errors.push(Diag::error(
+                            code::NOT_IMPLEMENTED,
+                            md.name.span,
+                            "instance methods are not implemented yet (T2)",
+                        ));
+                    }
+                    if methods.iter().any(|o| {
+                        o.name == md.name.name
+                            && o.params.iter().map(|x| &x.1).eq(params.iter().map(|x| &x.1))
+                    }) {
+                        errors.push(Diag::error(
+                            code::VARIABLE_DUPLICATE,
+                            md.name.span,
+                            format!("method '{}' is declared twice with the same parameters", md.name.name),
+                        ));
+                        continue;
+                    }
+                    let f = p.functions.len() as u32;
+                    p.functions.push(shell(format!("{qual}.{}", md.name.name), kind, file));
+                    let sig = MethodSig {
+                        name: md.name.name.clone(),
+                        params,
+                        ret,
+                        is_static: md.modifiers.is_static,
+                        access: Access::of(&md.modifiers),
+                        kind,
+                        func: f,
+                        body: Some((ui, idx, mi)),
+                        span: md.name.span,
+                    };
+                    p.jobs.push(Job {
+                        func: f,
+                        class: ci as u32,
+                        kind: JobKind::Method(ui, idx, mi),
+                        sig: Some(sig.clone()),
+                    });
+                    methods.push(sig);
+                }
+                Member::Constructor(cd) => {
+                    if cd.name.name != decl.name.name {
+                        errors.push(Diag::error(
+                            code::SYNTAX,
+                            cd.name.span,
+                            format!("constructor name '{}' does not match class '{}'", cd.name.name, decl.name.name),
+                        ));
+                        continue;
+                    }
+                    let mut params = vec![];
+                    for prm in &cd.params {
+                        match p.resolve_type(ui, &prm.ty) {
+                            Ok(t) => params.push((prm.name.name.clone(), t)),
+                            Err(d) => {
+                                errors.push(d);
+                                params.push((prm.name.name.clone(), Ty::Error));
+                            }
+                        }
+                    }
+                    if ctors.iter().any(|o| o.params.iter().map(|x| &x.1).eq(params.iter().map(|x| &x.1))) {
+                        errors.push(Diag::error(
+                            code::DUPLICATE_CONSTRUCTOR,
+                            cd.name.span,
+                            "constructor declared twice with the same parameters",
+                        ));
+                        continue;
+                    }
+                    let f = p.functions.len() as u32;
+                    p.functions.push(shell(format!("{qual}.<init>"), FnKind::Host, file));
+                    let sig = MethodSig {
+                        name: "<init>".into(),
+                        params,
+                        ret: Ty::Void,
+                        is_static: false,
+                        access: Access::of(&cd.modifiers),
+                        kind: FnKind::Host,
+                        func: f,
+                        body: Some((ui, idx, mi)),
+                        span: cd.name.span,
+                    };
+                    p.jobs.push(Job {
+                        func: f,
+                        class: ci as u32,
+                        kind: JobKind::Ctor(Some((ui, idx, mi))),
+                        sig: Some(sig.clone()),
+                    });
+                    ctors.push(sig);
+                }
+                Member::Destructor(d) => errors.push(Diag::error(
+                    code::NOT_IMPLEMENTED,
+                    d.span,
+                    "destructors are not implemented yet (T2)",
+                )),
+                Member::StaticInit(b) => errors.push(Diag::error(
+                    code::NOT_IMPLEMENTED,
+                    b.span,
+                    "static initialiser blocks are not implemented yet (T2)",
+                )),
+                Member::Field(_) => {}
+            }
+        }
+        if ctors.is_empty() {
+            let f = p.functions.len() as u32;
+            p.functions.push(shell(format!("{qual}.<init>"), FnKind::Host, file));
+            let sig = MethodSig {
+                name: "<init>".into(),
+                params: vec![],
+                ret: Ty::Void,
+                is_static: false,
+                access: Access::Public,
+                kind: FnKind::Host,
+                func: f,
+                body: None,
+                span: decl.name.span,
+            };
+            p.jobs.push(Job { func: f, class: ci as u32, kind: JobKind::Ctor(None), sig: Some(sig.clone()) });
+            ctors.push(sig);
+        }
+        p.classes[ci].methods = methods;
+        p.classes[ci].ctors = ctors;
+    }
+    // The default entry: the unique static main(), main(String[]) or run().
+    let mut candidates = vec![];
+    for c in &p.classes {
+        for m in &c.methods {
+            if (m.name == "main" || m.name == "run") && m.kind == FnKind::Host {
+                candidates.push(m.clone());
+            }
+        }
+    }
+    if let [m] = candidates.as_slice() {
+        if entry_signature_ok(m) {
+            p.entry = Some(m.func);
+        }
+    }
+    if errors.is_empty() {
+        Ok(p)
+    } else {
+        errors.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
+        Err(errors)
+    }
+}
+
+/// Whether a method may be an entry point (LANGUAGE §5.8).
+pub fn entry_signature_ok(m: &MethodSig) -> bool {
+    let params_ok = match m.params.as_slice() {
+        [] => true,
+        [(_, Ty::Array(e))] => **e == Ty::Str,
+        _ => false,
+    };
+    let ret_ok = matches!(m.ret, Ty::Void | Ty::Prim(_) | Ty::Str);
+    m.is_static && params_ok && ret_ok && m.kind == FnKind::Host
+}

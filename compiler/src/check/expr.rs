@@ -1,0 +1,1522 @@
+//! Lowering of expressions: names, fields, literals and untyped constants, operators with the
+//! numeric rules of LANGUAGE §3–§4, assignments with ownership (§6), casts, creation, indexing
+//! and calls with overload resolution and named arguments (§8.4).
+
+use super::builtins::LibClass;
+use super::collect::ClassRef;
+use super::func::{FnBuilder, Loc, Own, Reg, Val};
+use super::ty::{self, Num, Ty};
+use super::{Access, MethodSig};
+use crate::ast::{Arg, BinOp, Expr, ExprKind, Placement, UnOp};
+use crate::diag::{code, Span};
+use cajeta_bytecode::{Op, Scalar, Type};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// The opcode with mnemonic `name.suffix` (e.g. `add.i32`), if it exists.
+pub fn typed_op(name: &str, s: Scalar) -> Option<Op> {
+    static TABLE: OnceLock<HashMap<&'static str, Op>> = OnceLock::new();
+    let t = TABLE.get_or_init(|| Op::ALL.iter().map(|op| (op.mnemonic(), *op)).collect());
+    t.get(format!("{name}.{}", s.suffix()).as_str()).copied()
+}
+
+/// A resolved assignment target.
+enum Place {
+    Local(usize),
+    Static(u32),
+    Field { obj: Reg, field: u16, ty: Ty },
+    Elem { arr: Reg, idx: Reg, elem: Ty },
+}
+
+impl FnBuilder<'_> {
+    /// Lowers an expression whose value will be converted to `target` (a hint; the caller
+    /// still converts).
+    pub fn expr_for(&mut self, e: &Expr, _target: &Ty) -> Val {
+        self.expr(e)
+    }
+
+    /// Lowers a condition: must be boolean.
+    pub fn cond(&mut self, e: &Expr) -> Option<Reg> {
+        let v = self.expr(e);
+        match v.ty {
+            Ty::Prim(Scalar::Bool) => self.to_reg(&v),
+            Ty::Error => None,
+            ref t => {
+                let n = self.ty_name(t);
+                self.error(code::TYPE_MISMATCH, e.span, format!("condition must be boolean, found {n}"));
+                None
+            }
+        }
+    }
+
+    /// Emits an instruction defining a fresh temporary (so that a following move can retarget
+    /// it, see [`FnBuilder::move_into`]).
+    pub fn def(&mut self, op: Op, t: Type, b: u16, c: u16) -> Reg {
+        let r = self.temp(t);
+        let pc = self.emit(op, r, b, c);
+        self.last_def = Some((pc, r));
+        r
+    }
+
+    /// Moves `src` into `dst`, retargeting the instruction that just computed `src` when it
+    /// was a single-definition temporary.
+    pub fn move_into(&mut self, dst: Reg, src: Reg) {
+        if dst == src {
+            return;
+        }
+        if let Some((pc, r)) = self.last_def {
+            if r == src && pc + 1 == self.code.len() {
+                self.code[pc].a = dst;
+                self.last_def = None;
+                return;
+            }
+        }
+        self.emit(Op::Mov, dst, src, 0);
+    }
+
+    /// Lowers an expression.
+    pub fn expr(&mut self, e: &Expr) -> Val {
+        match &e.kind {
+            ExprKind::Int { value, non_decimal, long } => self.int_lit(*value, *non_decimal, *long, false, e.span),
+            ExprKind::Float { value, f32_suffix, .. } => {
+                let s = if *f32_suffix { Scalar::F32 } else { Scalar::F64 };
+                let untyped = !*f32_suffix && !matches!(&e.kind, ExprKind::Float { f64_suffix: true, .. });
+                Val { ty: Ty::Prim(s), loc: Loc::Num(Num::Float(*value)), untyped, own: Own::No }
+            }
+            ExprKind::Char(c) => Val { ty: Ty::Prim(Scalar::Char), loc: Loc::Char(*c), untyped: false, own: Own::No },
+            ExprKind::Str(s) => Val { ty: Ty::Str, loc: Loc::Str(s.clone()), untyped: false, own: Own::No },
+            ExprKind::Bool(b) => Val { ty: Ty::BOOL, loc: Loc::Bool(*b), untyped: false, own: Own::No },
+            ExprKind::Null => Val { ty: Ty::Null, loc: Loc::Null, untyped: false, own: Own::No },
+            ExprKind::Paren(inner) => {
+                let mut v = self.expr(inner);
+                v.untyped = false;
+                v
+            }
+            ExprKind::Name(id) => self.name(&id.name, e.span),
+            ExprKind::This => match self.this {
+                Some(r) => Val::reg(Ty::Class(self.class), r),
+                None => {
+                    self.error(code::VARIABLE_NOT_FOUND, e.span, "'this' is only available in constructors");
+                    Val::error()
+                }
+            },
+            ExprKind::Field { target, name } => self.field(target, name, e.span),
+            ExprKind::Unary { op: UnOp::Neg, operand }
+                if matches!(operand.kind, ExprKind::Int { .. }) =>
+            {
+                let ExprKind::Int { value, non_decimal, long } = operand.kind else { unreachable!() };
+                self.int_lit(value, non_decimal, long, true, e.span)
+            }
+            ExprKind::Unary { op: UnOp::Neg, operand } if matches!(operand.kind, ExprKind::Float { .. }) => {
+                let mut v = self.expr(operand);
+                if let Loc::Num(Num::Float(f)) = v.loc {
+                    v.loc = Loc::Num(Num::Float(-f));
+                }
+                v
+            }
+            ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
+            ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, e.span),
+            ExprKind::Assign { op, transfer, target, value } => self.assign(*op, *transfer, target, value, e.span),
+            ExprKind::Cast { ty, expr } => self.cast(ty, expr, e.span),
+            ExprKind::Transfer(inner) => {
+                if !matches!(inner.kind, ExprKind::Name(_) | ExprKind::Field { .. }) {
+                    self.error(code::SYNTAX, e.span, "the operand of '#' must be a local, parameter or field name");
+                    return Val::error();
+                }
+                let v = self.expr(inner);
+                self.take_title(inner, v)
+            }
+            ExprKind::New { placement, ty, args } => self.new_object(*placement, ty, args, e.span),
+            ExprKind::NewArray { elem, dims, init, .. } => self.new_array(elem, dims, init.as_ref(), e.span),
+            ExprKind::Index { target, index } => self.index(target, index, e.span),
+            ExprKind::Call { target, name, type_args: _, args } => self.call(target.as_deref(), name, args, e.span),
+            ExprKind::Invoke { callee, args } => self.invoke(callee, args, e.span),
+            ExprKind::SharedArray { .. } => {
+                self.error(code::XPU_K03, e.span, "'shared' arrays are only allowed in @Kernel code");
+                Val::error()
+            }
+            ExprKind::GenericName { name, .. } => {
+                self.error(code::VARIABLE_NOT_FOUND, e.span, format!("'{}' is a type, not a value", name.name));
+                Val::error()
+            }
+            ExprKind::Postfix { .. } | ExprKind::Cond { .. } | ExprKind::ArrayLit(_) | ExprKind::Switch { .. } => {
+                self.error(code::NOT_IMPLEMENTED, e.span, "this expression form is not implemented yet (T2)");
+                Val::error()
+            }
+        }
+    }
+
+    fn int_lit(&mut self, mag: u64, non_decimal: bool, long: bool, neg: bool, span: Span) -> Val {
+        let (value, s, untyped): (i128, Scalar, bool) = if long {
+            // `L`: int64; hex/octal/binary up to 2^64-1 reinterpret in two's complement.
+            let v: i128 = if non_decimal {
+                mag as i64 as i128
+            } else if mag > i64::MAX as u64 && !(neg && mag == 1u64 << 63) {
+                self.error(code::SYNTAX, span, "integer literal out of range for int64");
+                return Val::error();
+            } else {
+                mag as i128
+            };
+            (if neg { -v } else { v }, Scalar::I64, false)
+        } else {
+            if neg && mag > 1u64 << 63 {
+                self.error(code::SYNTAX, span, "integer literal out of range");
+                return Val::error();
+            }
+            let s = ty::int_literal_type(mag, neg);
+            let v = if neg { -(mag as i128) } else { mag as i128 };
+            (v, s, true)
+        };
+        Val { ty: Ty::Prim(s), loc: Loc::Num(Num::Int(value)), untyped, own: Own::No }
+    }
+
+    // ----- names and fields -----
+
+    fn name(&mut self, name: &str, span: Span) -> Val {
+        if let Some(li) = self.lookup_local(name) {
+            let l = &self.locals[li];
+            let (ty, reg, da) = (l.ty.clone(), l.reg, l.da);
+            if self.reachable && !self.da[da] {
+                self.error(code::VARIABLE_NOT_ASSIGNED, span, format!("variable '{name}' might not have been assigned"));
+            }
+            return Val::reg(ty, reg);
+        }
+        if let Some(v) = self.class_member_value(self.class, name, span, true) {
+            return v;
+        }
+        self.error(code::VARIABLE_NOT_FOUND, span, format!("unknown name '{name}'"));
+        Val::error()
+    }
+
+    /// A static field of `class` (or an instance field of `this` in constructors) as a value.
+    fn class_member_value(&mut self, class: u32, name: &str, span: Span, implicit: bool) -> Option<Val> {
+        let c = &self.p.classes[class as usize];
+        if let Some(&si) = c.statics.iter().find(|&&s| self.p.statics[s as usize].name == name) {
+            let st = &self.p.statics[si as usize];
+            let ty = st.ty.clone();
+            self.check_access(st.access, st.class, span, name);
+            let r = self.def(Op::GetStatic, ty.reg(), si as u16, 0);
+            return Some(Val::reg(ty, r));
+        }
+        if implicit {
+            if let Some(fi) = c.fields.iter().position(|f| f.name == name) {
+                let ty = c.fields[fi].ty.clone();
+                let Some(this) = self.this else {
+                    self.error(code::VARIABLE_NOT_FOUND, span, format!("instance field '{name}' used in a static context"));
+                    return Some(Val::error());
+                };
+                self.set_pos(span);
+                let r = self.def(Op::GetField, ty.reg(), this, fi as u16);
+                return Some(Val::reg(ty, r));
+            }
+        }
+        None
+    }
+
+    /// Reports `CAJETA_ERROR_METHOD_NOT_ACCESSIBLE` when a member is not visible here.
+    pub fn check_access(&mut self, access: Access, owner: u32, span: Span, name: &str) {
+        let ok = match access {
+            Access::Public => true,
+            Access::Private => owner == self.class,
+            Access::Package => self.p.classes[owner as usize].package == self.p.classes[self.class as usize].package,
+        };
+        if !ok {
+            self.error(code::METHOD_NOT_ACCESSIBLE, span, format!("'{name}' is not accessible here"));
+        }
+    }
+
+    /// Resolves an expression that names a class (`Foo`, `pkg.Foo`), if it does and is not
+    /// shadowed by a variable.
+    pub fn class_path(&self, e: &Expr) -> Option<ClassRef> {
+        match &e.kind {
+            ExprKind::Name(id) => {
+                if self.lookup_local(&id.name).is_some() {
+                    return None;
+                }
+                let c = &self.p.classes[self.class as usize];
+                if c.statics.iter().any(|&s| self.p.statics[s as usize].name == id.name)
+                    || (self.this.is_some() && c.fields.iter().any(|f| f.name == id.name))
+                {
+                    return None;
+                }
+                self.p.lookup_class(self.unit, &id.name)
+            }
+            ExprKind::GenericName { name, .. } => self.p.lookup_class(self.unit, &name.name),
+            ExprKind::Field { .. } => {
+                let mut parts = vec![];
+                let mut cur = e;
+                loop {
+                    match &cur.kind {
+                        ExprKind::Field { target, name } => {
+                            parts.push(name.name.clone());
+                            cur = target;
+                        }
+                        ExprKind::Name(id) => {
+                            if self.lookup_local(&id.name).is_some() {
+                                return None;
+                            }
+                            parts.push(id.name.clone());
+                            break;
+                        }
+                        _ => return None,
+                    }
+                }
+                parts.reverse();
+                self.p.lookup_qualified(&parts.join("."))
+            }
+            _ => None,
+        }
+    }
+
+    fn field(&mut self, target: &Expr, name: &crate::ast::Ident, span: Span) -> Val {
+        if let Some(cls) = self.class_path(target) {
+            match cls {
+                ClassRef::User(c) => {
+                    if let Some(v) = self.class_member_value(c, &name.name, name.span, false) {
+                        return v;
+                    }
+                    let cn = self.p.class_name(c).to_string();
+                    self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{cn}' has no static field '{}'", name.name));
+                    return Val::error();
+                }
+                ClassRef::Lib(lib) => return self.lib_field(lib, name, span),
+            }
+        }
+        let obj = self.expr(target);
+        match obj.ty.clone() {
+            Ty::Class(c) => {
+                let cls = &self.p.classes[c as usize];
+                let Some(fi) = cls.fields.iter().position(|f| f.name == name.name) else {
+                    if cls.statics.iter().any(|&s| self.p.statics[s as usize].name == name.name) {
+                        return self.class_member_value(c, &name.name, name.span, false).unwrap_or_else(Val::error);
+                    }
+                    let cn = cls.qual.clone();
+                    self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{cn}' has no field '{}'", name.name));
+                    return Val::error();
+                };
+                let (fty, access) = (cls.fields[fi].ty.clone(), cls.fields[fi].access);
+                self.check_access(access, c, name.span, &name.name);
+                let Some(r) = self.to_reg(&obj) else { return Val::error() };
+                self.set_pos(span);
+                let d = self.def(Op::GetField, fty.reg(), r, fi as u16);
+                Val::reg(fty, d)
+            }
+            Ty::Error => Val::error(),
+            Ty::Array(_) if name.name == "length" => {
+                self.error(code::VARIABLE_NOT_FOUND, name.span, "arrays have no 'length' field: use count()");
+                Val::error()
+            }
+            t => {
+                let n = self.ty_name(&t);
+                self.error(code::VARIABLE_NOT_FOUND, name.span, format!("{n} has no field '{}'", name.name));
+                Val::error()
+            }
+        }
+    }
+
+    // ----- ownership -----
+
+    /// `#v`: the value of `v`, owned iff `v` owned it; `v` becomes a borrow.
+    pub fn take_title(&mut self, e: &Expr, v: Val) -> Val {
+        let inner = match &e.kind {
+            ExprKind::Transfer(i) | ExprKind::Paren(i) => i,
+            _ => e,
+        };
+        if let ExprKind::Name(id) = &inner.kind {
+            if let Some(li) = self.lookup_local(&id.name) {
+                if let Some(f) = self.locals[li].flag {
+                    let t = self.temp(Type::BOOL);
+                    self.emit(Op::Mov, t, f, 0);
+                    self.emit_bc(Op::LoadI, f, 0);
+                    return Val { own: Own::Dyn(t), ..v };
+                }
+            }
+        }
+        Val { own: Own::No, ..v }
+    }
+
+    /// Stores a value into a local (initialisation or assignment), handling the owns-flag and
+    /// the drop of the overwritten object (LANGUAGE §6.3).
+    pub fn store_local(&mut self, li: usize, v: Val, span: Span, init: bool) -> Option<Reg> {
+        let l = self.locals[li].clone();
+        if l.is_final && (l.assigned_once || !init && self.da[l.da]) {
+            self.error(code::FINAL_ASSIGNMENT, span, format!("final variable '{}' is assigned twice", l.name));
+        }
+        let own = v.own;
+        let r = self.coerce(v, &l.ty, span)?;
+        if let Some(f) = l.flag {
+            // Drop the old object after the right side is evaluated, before the store.
+            if !init {
+                self.emit(Op::Drop, l.reg, f, 0);
+            }
+            self.move_into(l.reg, r);
+            match own {
+                Own::No => {
+                    self.emit_bc(Op::LoadI, f, 0);
+                }
+                Own::Yes => {
+                    self.emit_bc(Op::LoadI, f, 1);
+                }
+                Own::Dyn(o) => {
+                    self.emit(Op::Mov, f, o, 0);
+                }
+            }
+        } else {
+            self.move_into(l.reg, r);
+        }
+        self.locals[li].assigned_once = true;
+        let da = self.locals[li].da;
+        self.da[da] = true;
+        Some(l.reg)
+    }
+
+    // ----- operators -----
+
+    fn unary(&mut self, op: UnOp, operand: &Expr, span: Span) -> Val {
+        if matches!(op, UnOp::PreInc | UnOp::PreDec) {
+            self.error(code::NOT_IMPLEMENTED, span, "'++'/'--' are not implemented yet (T2)");
+            return Val::error();
+        }
+        let v = self.expr(operand);
+        match (op, v.ty.clone()) {
+            (_, Ty::Error) => Val::error(),
+            (UnOp::Not, Ty::Prim(Scalar::Bool)) => {
+                if let Loc::Bool(b) = v.loc {
+                    return Val { loc: Loc::Bool(!b), ..v };
+                }
+                let Some(r) = self.to_reg(&v) else { return Val::error() };
+                let d = self.def(Op::LNot, Type::BOOL, r, 0);
+                Val::reg(Ty::BOOL, d)
+            }
+            (UnOp::Plus, Ty::Prim(s)) if s.is_numeric() => Val { untyped: false, ..v },
+            (UnOp::Neg, Ty::Prim(s)) if s.is_numeric() => {
+                if let Some(n) = v.num() {
+                    let bits = ty::const_cell(n, s);
+                    let folded = match n {
+                        Num::Float(f) => Num::Float(-f),
+                        Num::Int(_) => ty::cell_num(ty::canon((bits as i64).wrapping_neg() as u64, s), s),
+                    };
+                    return Val { ty: Ty::Prim(s), loc: Loc::Num(folded), untyped: false, own: Own::No };
+                }
+                let Some(r) = self.to_reg(&v) else { return Val::error() };
+                self.set_pos(span);
+                let d = self.def(typed_op("neg", s).expect("neg"), Type::Scalar(s), r, 0);
+                Val::reg(Ty::Prim(s), d)
+            }
+            (UnOp::BitNot, Ty::Prim(s)) if s.is_int() => {
+                if let Some(Num::Int(i)) = v.num() {
+                    let bits = ty::canon(!ty::int_cell(i, s), s);
+                    return Val { ty: Ty::Prim(s), loc: Loc::Num(ty::cell_num(bits, s)), untyped: false, own: Own::No };
+                }
+                let Some(r) = self.to_reg(&v) else { return Val::error() };
+                let d = self.def(typed_op("not", s).expect("not"), Type::Scalar(s), r, 0);
+                Val::reg(Ty::Prim(s), d)
+            }
+            (_, t) => {
+                let n = self.ty_name(&t);
+                let sym = match op {
+                    UnOp::Not => "!",
+                    UnOp::BitNot => "~",
+                    UnOp::Neg => "-",
+                    _ => "+",
+                };
+                self.error(code::TYPE_MISMATCH, span, format!("operator '{sym}' cannot be applied to {n}"));
+                Val::error()
+            }
+        }
+    }
+
+    /// The operand type an untyped constant adopts next to an operand of type `other`
+    /// (LANGUAGE §3.3).
+    fn adopt(v: &Val, other: Scalar) -> Scalar {
+        let own = v.ty.scalar().unwrap_or(Scalar::I32);
+        match v.num() {
+            Some(Num::Int(i)) if v.untyped && other.is_numeric() && ty::int_fits(i, other) => other,
+            Some(Num::Float(_)) if v.untyped && other.is_float() => other,
+            _ => own,
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, span: Span) -> Val {
+        if matches!(op, BinOp::And | BinOp::Or) {
+            return self.short_circuit(op, lhs, rhs, span);
+        }
+        let l = self.expr(lhs);
+        let r = self.expr(rhs);
+        self.binary_vals(op, l, r, span)
+    }
+
+    /// Applies a binary operator to two lowered operands.
+    pub fn binary_vals(&mut self, op: BinOp, l: Val, r: Val, span: Span) -> Val {
+        if l.ty == Ty::Error || r.ty == Ty::Error {
+            return Val::error();
+        }
+        if l.ty == Ty::Void || r.ty == Ty::Void {
+            self.error(code::UNRESOLVED_EXPRESSION, span, "a void call has no value");
+            return Val::error();
+        }
+        if op == BinOp::Add && (l.ty == Ty::Str || r.ty == Ty::Str) {
+            return self.concat(l, r, span);
+        }
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            if let Some(v) = self.equality(op, &l, &r, span) {
+                return v;
+            }
+        }
+        let (Some(ls), Some(rs)) = (l.ty.scalar(), r.ty.scalar()) else {
+            return self.mismatch(op, &l, &r, span);
+        };
+        if ls == Scalar::Bool && rs == Scalar::Bool && matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor) {
+            let name = match op {
+                BinOp::BitAnd => "and",
+                BinOp::BitOr => "or",
+                _ => "xor",
+            };
+            let (Some(a), Some(b)) = (self.to_reg(&l), self.to_reg(&r)) else { return Val::error() };
+            let d = self.def(typed_op(name, Scalar::Bool).expect("bool op"), Type::BOOL, a, b);
+            return Val::reg(Ty::BOOL, d);
+        }
+        if !ls.is_numeric() || !rs.is_numeric() {
+            return self.mismatch(op, &l, &r, span);
+        }
+        // Untyped constants adopt the other operand's type.
+        let (lt, rt) = match (l.untyped, r.untyped) {
+            (true, false) => (Self::adopt(&l, rs), rs),
+            (false, true) => (ls, Self::adopt(&r, ls)),
+            _ => (ls, rs),
+        };
+        if matches!(op, BinOp::Shl | BinOp::Shr | BinOp::Ushr) {
+            return self.shift(op, l, r, lt, rt, span);
+        }
+        let p = ty::promote(lt, rt);
+        let any_unsigned = (lt.is_int() && !lt.is_signed()) || (rt.is_int() && !rt.is_signed());
+        let any_signed = lt.is_signed() || rt.is_signed();
+        match op {
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor if !p.is_int() => self.mismatch(op, &l, &r, span),
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+                // Division is unsigned if either operand type is unsigned (LANGUAGE §4).
+                let work = if matches!(op, BinOp::Div | BinOp::Rem) && p.is_int() && p.is_signed() && any_unsigned {
+                    unsigned_of(p)
+                } else {
+                    p
+                };
+                if let (Some(a), Some(b)) = (l.num(), r.num()) {
+                    if let Some(v) = fold_arith(op, a, lt, b, rt, work, p) {
+                        return Val { ty: Ty::Prim(p), loc: Loc::Num(v), untyped: false, own: Own::No };
+                    }
+                }
+                if matches!(op, BinOp::Add | BinOp::Sub) && matches!(work, Scalar::I32 | Scalar::I64) {
+                    if let Some(Num::Int(k)) = r.num() {
+                        let k = if op == BinOp::Sub { -k } else { k };
+                        if (-32768..=32767).contains(&k) && !r.ty.is_numeric() || (-32768..=32767).contains(&k) && rt.is_int() {
+                            let Some(a) = self.operand(&l, lt, work) else { return Val::error() };
+                            let opc = if work == Scalar::I32 { Op::AddImmI32 } else { Op::AddImmI64 };
+                            let d = self.def(opc, Type::Scalar(work), a, k as i16 as u16);
+                            return Val::reg(Ty::Prim(p), d);
+                        }
+                    }
+                }
+                let (Some(a), Some(b)) = (self.operand(&l, lt, work), self.operand(&r, rt, work)) else {
+                    return Val::error();
+                };
+                let name = match op {
+                    BinOp::Add => "add",
+                    BinOp::Sub => "sub",
+                    BinOp::Mul => "mul",
+                    BinOp::Div => "div",
+                    BinOp::Rem => "rem",
+                    BinOp::BitAnd => "and",
+                    BinOp::BitOr => "or",
+                    _ => "xor",
+                };
+                if matches!(op, BinOp::Div | BinOp::Rem) && p.is_int() && lt.is_int() && rt.is_int() && any_signed && any_unsigned {
+                    self.warn(code::WARN_MIXED_SIGNEDNESS, span, "division mixes signed and unsigned operands");
+                }
+                self.set_pos(span);
+                let d = self.def(typed_op(name, work).expect("arith op"), Type::Scalar(work), a, b);
+                if work != p {
+                    let c = self.convert(d, work, p);
+                    return Val::reg(Ty::Prim(p), c);
+                }
+                Val::reg(Ty::Prim(p), d)
+            }
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
+                // Integer comparisons are signed if either original operand is signed.
+                let work = if p.is_int() && !p.is_signed() && any_signed && matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge) {
+                    signed_of(p)
+                } else {
+                    p
+                };
+                if p.is_int() && any_signed && any_unsigned && !matches!(op, BinOp::Eq | BinOp::Ne) {
+                    self.warn(code::WARN_MIXED_SIGNEDNESS, span, "comparison mixes signed and unsigned operands");
+                }
+                if let (Some(a), Some(b)) = (l.num(), r.num()) {
+                    let (x, y) = (ty::cell_num(ty::const_cell(a, work), work), ty::cell_num(ty::const_cell(b, work), work));
+                    if let Some(res) = fold_cmp(op, x, y) {
+                        return Val { ty: Ty::BOOL, loc: Loc::Bool(res), untyped: false, own: Own::No };
+                    }
+                }
+                let (Some(a), Some(b)) = (self.operand(&l, lt, work), self.operand(&r, rt, work)) else {
+                    return Val::error();
+                };
+                let (name, x, y) = match op {
+                    BinOp::Lt => ("lt", a, b),
+                    BinOp::Le => ("le", a, b),
+                    BinOp::Gt => ("lt", b, a),
+                    BinOp::Ge => ("le", b, a),
+                    BinOp::Eq => ("eq", a, b),
+                    _ => ("ne", a, b),
+                };
+                let d = self.def(typed_op(name, work).expect("cmp op"), Type::BOOL, x, y);
+                Val::reg(Ty::BOOL, d)
+            }
+            _ => self.mismatch(op, &l, &r, span),
+        }
+    }
+
+    /// Materialises an operand of (adopted) type `t` converted to `work`.
+    fn operand(&mut self, v: &Val, t: Scalar, work: Scalar) -> Option<Reg> {
+        if let Some(n) = v.num() {
+            let cell = ty::const_cell(n, t);
+            let cell = ty::const_cell(ty::cell_num(cell, t), work);
+            return Some(self.load_bits(Type::Scalar(work), cell));
+        }
+        let r = self.to_reg(v)?;
+        let from = v.ty.scalar()?;
+        Some(self.convert(r, from, work))
+    }
+
+    fn shift(&mut self, op: BinOp, l: Val, r: Val, lt: Scalar, rt: Scalar, span: Span) -> Val {
+        if !lt.is_int() || !rt.is_int() {
+            return self.mismatch(op, &l, &r, span);
+        }
+        // The result has the left operand's type; an untyped left constant adopts the right's.
+        let res = if l.untyped { Self::adopt(&l, rt) } else { lt };
+        let name = match op {
+            BinOp::Shl => "shl",
+            BinOp::Shr => "shr",
+            _ => "ushr",
+        };
+        let (Some(a), Some(b)) = (self.operand(&l, lt, res), self.operand(&r, rt, rt)) else {
+            return Val::error();
+        };
+        let d = self.def(typed_op(name, res).expect("shift op"), Type::Scalar(res), a, b);
+        Val::reg(Ty::Prim(res), d)
+    }
+
+    fn mismatch(&mut self, op: BinOp, l: &Val, r: &Val, span: Span) -> Val {
+        let (a, b) = (self.ty_name(&l.ty), self.ty_name(&r.ty));
+        self.error(code::TYPE_MISMATCH, span, format!("operator '{}' cannot be applied to {a} and {b}", op.symbol()));
+        Val::error()
+    }
+
+    fn equality(&mut self, op: BinOp, l: &Val, r: &Val, span: Span) -> Option<Val> {
+        let ne = op == BinOp::Ne;
+        let result = |this: &mut Self, d: Reg| {
+            if ne {
+                let n = this.def(Op::LNot, Type::BOOL, d, 0);
+                Val::reg(Ty::BOOL, n)
+            } else {
+                Val::reg(Ty::BOOL, d)
+            }
+        };
+        match (&l.ty, &r.ty) {
+            (Ty::Prim(a), Ty::Prim(b)) if a == b && matches!(a, Scalar::Bool | Scalar::Char) => {
+                let (x, y) = (self.to_reg(l)?, self.to_reg(r)?);
+                let name = if ne { "ne" } else { "eq" };
+                let d = self.def(typed_op(name, *a).expect("eq"), Type::BOOL, x, y);
+                Some(Val::reg(Ty::BOOL, d))
+            }
+            (Ty::Str, Ty::Str) | (Ty::Str, Ty::Null) | (Ty::Null, Ty::Str) => {
+                let (x, y) = (self.str_reg(l)?, self.str_reg(r)?);
+                let d = self.def(Op::EqStr, Type::BOOL, x, y);
+                Some(result(self, d))
+            }
+            (Ty::Enum(a), Ty::Enum(b)) if a == b => {
+                if let (Loc::Enum(x), Loc::Enum(y)) = (&l.loc, &r.loc) {
+                    return Some(Val { ty: Ty::BOOL, loc: Loc::Bool((x == y) != ne), untyped: false, own: Own::No });
+                }
+                let (x, y) = (self.to_reg(l)?, self.to_reg(r)?);
+                let name = if ne { "ne" } else { "eq" };
+                let d = self.def(typed_op(name, Scalar::I32).expect("eq"), Type::BOOL, x, y);
+                Some(Val::reg(Ty::BOOL, d))
+            }
+            (Ty::Null, Ty::Null) => Some(Val { ty: Ty::BOOL, loc: Loc::Bool(!ne), untyped: false, own: Own::No }),
+            (a, b) if a.is_ref() && b.is_ref() && (a == b || *a == Ty::Null || *b == Ty::Null) => {
+                let t = if *a == Ty::Null { b.reg() } else { a.reg() };
+                let x = self.ref_reg(l, t)?;
+                let y = self.ref_reg(r, t)?;
+                let d = self.def(Op::EqRef, Type::BOOL, x, y);
+                Some(result(self, d))
+            }
+            (Ty::Prim(a), Ty::Prim(b)) if a.is_numeric() && b.is_numeric() => None,
+            _ => {
+                let _ = span;
+                Some(self.mismatch(op, l, r, span))
+            }
+        }
+    }
+
+    fn ref_reg(&mut self, v: &Val, t: Type) -> Option<Reg> {
+        if v.ty == Ty::Null {
+            let r = self.temp(t);
+            self.emit(Op::LoadNull, r, 0, 0);
+            return Some(r);
+        }
+        self.to_reg(v)
+    }
+
+    fn str_reg(&mut self, v: &Val) -> Option<Reg> {
+        self.ref_reg(v, Type::Str)
+    }
+
+    fn short_circuit(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, span: Span) -> Val {
+        let l = self.expr(lhs);
+        if l.ty != Ty::BOOL {
+            if l.ty != Ty::Error {
+                let n = self.ty_name(&l.ty);
+                self.error(code::TYPE_MISMATCH, lhs.span, format!("operator '{}' needs boolean operands, found {n}", op.symbol()));
+            }
+            return Val::error();
+        }
+        let Some(a) = self.to_reg(&l) else { return Val::error() };
+        let d = self.temp(Type::BOOL);
+        self.emit(Op::Mov, d, a, 0);
+        let j = if op == BinOp::And {
+            self.emit_bc(Op::JmpIfNot, d, 0)
+        } else {
+            self.emit_bc(Op::JmpIf, d, 0)
+        };
+        let header = j as u32;
+        let saved = self.da.clone();
+        let r = self.expr(rhs);
+        if r.ty != Ty::BOOL {
+            if r.ty != Ty::Error {
+                let n = self.ty_name(&r.ty);
+                self.error(code::TYPE_MISMATCH, rhs.span, format!("operator '{}' needs boolean operands, found {n}", op.symbol()));
+            }
+            return Val::error();
+        }
+        if let Some(b) = self.to_reg(&r) {
+            self.emit(Op::Mov, d, b, 0);
+        }
+        // Assignments in the right operand are not definite afterwards.
+        self.da = saved;
+        let merge = self.pc();
+        self.patch(j, merge);
+        self.region(cajeta_bytecode::RegionKind::If, header, 0, merge);
+        let _ = span;
+        Val::reg(Ty::BOOL, d)
+    }
+
+    /// String conversion of a value (LANGUAGE §3.5) into a String register.
+    pub fn to_string_reg(&mut self, v: &Val, span: Span) -> Option<Reg> {
+        match (&v.ty, &v.loc) {
+            (Ty::Str, _) => self.str_reg(v),
+            (Ty::Null, _) => Some(self.load_str("null")),
+            (Ty::Enum(e), Loc::Enum(o)) => Some(self.load_str(e.constants()[*o as usize])),
+            (Ty::Prim(s), _) => {
+                let r = self.to_reg(v)?;
+                let d = self.def(typed_op("tostr", *s).expect("tostr"), Type::Str, r, 0);
+                Some(d)
+            }
+            (Ty::Error, _) => None,
+            (Ty::Void, _) => {
+                self.error(code::UNRESOLVED_EXPRESSION, span, "a void call has no value");
+                None
+            }
+            (t, _) => {
+                let n = self.ty_name(t);
+                self.error(code::TYPE_MISMATCH, span, format!("{n} has no string conversion"));
+                None
+            }
+        }
+    }
+
+    fn concat(&mut self, l: Val, r: Val, span: Span) -> Val {
+        // Fold constant strings so `"a" + 1 + "b"` needs no runtime work.
+        if let (Some(a), Some(b)) = (const_string(&l), const_string(&r)) {
+            return Val { ty: Ty::Str, loc: Loc::Str(a + &b), untyped: false, own: Own::No };
+        }
+        let (Some(a), Some(b)) = (self.to_string_reg(&l, span), self.to_string_reg(&r, span)) else {
+            return Val::error();
+        };
+        let d = self.def(Op::Concat, Type::Str, a, b);
+        Val::reg(Ty::Str, d)
+    }
+
+    fn cast(&mut self, t: &crate::ast::TypeExpr, e: &Expr, span: Span) -> Val {
+        let target = match self.p.resolve_type(self.unit, t) {
+            Ok(t) => t,
+            Err(d) => {
+                self.diags.push(d);
+                return Val::error();
+            }
+        };
+        let v = self.expr(e);
+        if v.ty == Ty::Error {
+            return Val::error();
+        }
+        let (Some(from), Ty::Prim(to)) = (v.ty.scalar(), target.clone()) else {
+            if v.ty == target {
+                return v;
+            }
+            let (a, b) = (self.ty_name(&v.ty), self.ty_name(&target));
+            self.error(code::TYPE_MISMATCH, span, format!("cannot cast {a} to {b}"));
+            return Val::error();
+        };
+        let ok = from == to
+            || (from.is_numeric() && to.is_numeric())
+            || (from == Scalar::Char && to.is_int())
+            || (from.is_int() && to == Scalar::Char);
+        if !ok {
+            let (a, b) = (self.ty_name(&v.ty), self.ty_name(&target));
+            self.error(code::TYPE_MISMATCH, span, format!("cannot cast {a} to {b}"));
+            return Val::error();
+        }
+        match v.loc {
+            Loc::Num(n) if to.is_numeric() => {
+                let cell = ty::const_cell(n, to);
+                Val { ty: Ty::Prim(to), loc: Loc::Num(ty::cell_num(cell, to)), untyped: false, own: Own::No }
+            }
+            Loc::Num(Num::Int(i)) if to == Scalar::Char => {
+                Val { ty: Ty::Prim(to), loc: Loc::Char(i as u32), untyped: false, own: Own::No }
+            }
+            Loc::Char(c) if to.is_int() => {
+                let cell = ty::const_cell(Num::Int(c as i128), to);
+                Val { ty: Ty::Prim(to), loc: Loc::Num(ty::cell_num(cell, to)), untyped: false, own: Own::No }
+            }
+            _ => {
+                let Some(r) = self.to_reg(&v) else { return Val::error() };
+                let d = self.convert(r, from, to);
+                Val::reg(Ty::Prim(to), d)
+            }
+        }
+    }
+
+    // ----- assignment -----
+
+    fn place(&mut self, target: &Expr) -> Option<Place> {
+        match &target.kind {
+            ExprKind::Paren(inner) => self.place(inner),
+            ExprKind::Name(id) => {
+                if let Some(li) = self.lookup_local(&id.name) {
+                    return Some(Place::Local(li));
+                }
+                let c = &self.p.classes[self.class as usize];
+                if let Some(&si) = c.statics.iter().find(|&&s| self.p.statics[s as usize].name == id.name) {
+                    return Some(Place::Static(si));
+                }
+                if let Some(fi) = c.fields.iter().position(|f| f.name == id.name) {
+                    let ty = c.fields[fi].ty.clone();
+                    if let Some(this) = self.this {
+                        return Some(Place::Field { obj: this, field: fi as u16, ty });
+                    }
+                }
+                self.error(code::VARIABLE_NOT_FOUND, target.span, format!("unknown name '{}'", id.name));
+                None
+            }
+            ExprKind::Field { target: obj, name } => {
+                if let Some(ClassRef::User(c)) = self.class_path(obj) {
+                    let cls = &self.p.classes[c as usize];
+                    if let Some(&si) = cls.statics.iter().find(|&&s| self.p.statics[s as usize].name == name.name) {
+                        let access = self.p.statics[si as usize].access;
+                        self.check_access(access, c, name.span, &name.name);
+                        return Some(Place::Static(si));
+                    }
+                    let cn = cls.qual.clone();
+                    self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{cn}' has no static field '{}'", name.name));
+                    return None;
+                }
+                let o = self.expr(obj);
+                match o.ty.clone() {
+                    Ty::Class(c) => {
+                        let cls = &self.p.classes[c as usize];
+                        let Some(fi) = cls.fields.iter().position(|f| f.name == name.name) else {
+                            let cn = cls.qual.clone();
+                            self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{cn}' has no field '{}'", name.name));
+                            return None;
+                        };
+                        let (ty, access, is_final) = (cls.fields[fi].ty.clone(), cls.fields[fi].access, cls.fields[fi].is_final);
+                        self.check_access(access, c, name.span, &name.name);
+                        if is_final && !(self.this.is_some() && c == self.class) {
+                            self.error(code::FINAL_ASSIGNMENT, name.span, format!("final field '{}' cannot be assigned here", name.name));
+                        }
+                        let r = self.to_reg(&o)?;
+                        Some(Place::Field { obj: r, field: fi as u16, ty })
+                    }
+                    Ty::Error => None,
+                    t => {
+                        let n = self.ty_name(&t);
+                        self.error(code::VARIABLE_NOT_FOUND, name.span, format!("{n} has no field '{}'", name.name));
+                        None
+                    }
+                }
+            }
+            ExprKind::Index { target: arr, index } => {
+                let a = self.expr(arr);
+                let elem = match &a.ty {
+                    Ty::Array(e) => (**e).clone(),
+                    Ty::Error => return None,
+                    Ty::Buffer(_) => {
+                        self.error(code::XPU_K04, target.span, "buffer elements can only be accessed in @Kernel or @Device code");
+                        return None;
+                    }
+                    t => {
+                        let n = self.ty_name(t);
+                        self.error(code::TYPE_MISMATCH, target.span, format!("{n} cannot be indexed"));
+                        return None;
+                    }
+                };
+                let ar = self.to_reg(&a)?;
+                let idx = self.index_reg(index)?;
+                Some(Place::Elem { arr: ar, idx, elem })
+            }
+            _ => {
+                self.error(code::SYNTAX, target.span, "not an assignable target");
+                None
+            }
+        }
+    }
+
+    fn place_ty(&self, p: &Place) -> Ty {
+        match p {
+            Place::Local(li) => self.locals[*li].ty.clone(),
+            Place::Static(si) => self.p.statics[*si as usize].ty.clone(),
+            Place::Field { ty, .. } => ty.clone(),
+            Place::Elem { elem, .. } => elem.clone(),
+        }
+    }
+
+    fn load_place(&mut self, p: &Place, span: Span) -> Val {
+        let ty = self.place_ty(p);
+        match p {
+            Place::Local(li) => {
+                let l = &self.locals[*li];
+                let (reg, da, name) = (l.reg, l.da, l.name.clone());
+                if self.reachable && !self.da[da] {
+                    self.error(code::VARIABLE_NOT_ASSIGNED, span, format!("variable '{name}' might not have been assigned"));
+                }
+                Val::reg(ty, reg)
+            }
+            Place::Static(si) => {
+                let d = self.def(Op::GetStatic, ty.reg(), *si as u16, 0);
+                Val::reg(ty, d)
+            }
+            Place::Field { obj, field, .. } => {
+                let d = self.def(Op::GetField, ty.reg(), *obj, *field);
+                Val::reg(ty, d)
+            }
+            Place::Elem { arr, idx, elem } => {
+                self.set_pos(span);
+                let d = self.elem_get(*arr, *idx, elem);
+                Val::reg(ty, d)
+            }
+        }
+    }
+
+    fn elem_get(&mut self, arr: Reg, idx: Reg, elem: &Ty) -> Reg {
+        let op = match elem {
+            Ty::Prim(s) => typed_op("aget", *s).expect("aget"),
+            _ => Op::ArrGetRef,
+        };
+        self.def(op, elem.reg(), arr, idx)
+    }
+
+    fn assign(&mut self, op: Option<BinOp>, transfer: bool, target: &Expr, value: &Expr, span: Span) -> Val {
+        let Some(place) = self.place(target) else {
+            let _ = self.expr(value);
+            return Val::error();
+        };
+        let ty = self.place_ty(&place);
+        if let Place::Static(si) = place {
+            let st = &self.p.statics[si as usize];
+            if st.is_final && !(matches!(self.job.kind, super::collect::JobKind::Clinit) && st.class == self.class) {
+                let n = st.name.clone();
+                self.error(code::FINAL_ASSIGNMENT, target.span, format!("final field '{n}' cannot be assigned here"));
+            }
+        }
+        let v = match op {
+            None => {
+                let v = self.expr(value);
+                if transfer {
+                    self.transfer_name(value, v)
+                } else {
+                    v
+                }
+            }
+            Some(bop) => {
+                let cur = self.load_place(&place, target.span);
+                let rhs = self.expr(value);
+                if ty == Ty::Str && bop == BinOp::Add {
+                    self.concat(cur, rhs, span)
+                } else {
+                    let res = self.binary_vals(bop, cur, rhs, span);
+                    // `a op= b` is `a = (A)(a op b)`: an explicit cast, never a warning.
+                    match (res.ty.scalar(), ty.scalar()) {
+                        (Some(from), Some(to)) if from != to && from.is_numeric() && to.is_numeric() => {
+                            match self.to_reg(&res) {
+                                Some(r) => {
+                                    let c = self.convert(r, from, to);
+                                    Val::reg(ty.clone(), c)
+                                }
+                                None => Val::error(),
+                            }
+                        }
+                        _ => res,
+                    }
+                }
+            }
+        };
+        if v.ty == Ty::Error {
+            return Val::error();
+        }
+        self.set_pos(span);
+        match place {
+            Place::Local(li) => match self.store_local(li, v, value.span, false) {
+                Some(r) => Val::reg(ty, r),
+                None => Val::error(),
+            },
+            Place::Static(si) => {
+                let Some(r) = self.coerce(v, &ty, value.span) else { return Val::error() };
+                self.emit(Op::SetStatic, r, si as u16, 0);
+                Val::reg(ty, r)
+            }
+            Place::Field { obj, field, .. } => {
+                let Some(r) = self.coerce(v, &ty, value.span) else { return Val::error() };
+                self.set_pos(span);
+                self.emit(Op::SetField, obj, field, r);
+                Val::reg(ty, r)
+            }
+            Place::Elem { arr, idx, elem } => {
+                let Some(r) = self.coerce(v, &ty, value.span) else { return Val::error() };
+                let op = match elem {
+                    Ty::Prim(s) => typed_op("aset", s).expect("aset"),
+                    _ => Op::ArrSetRef,
+                };
+                self.set_pos(span);
+                self.emit(op, arr, idx, r);
+                Val::reg(ty, r)
+            }
+        }
+    }
+
+    // ----- arrays and objects -----
+
+    /// Lowers an index expression to an int64 register.
+    fn index_reg(&mut self, index: &Expr) -> Option<Reg> {
+        let iv = self.expr(index);
+        match iv.ty.scalar() {
+            Some(s) if s.is_int() => self.coerce(iv, &Ty::Prim(Scalar::I64), index.span),
+            _ if iv.ty == Ty::Error => None,
+            _ => {
+                let n = self.ty_name(&iv.ty);
+                self.error(code::TYPE_MISMATCH, index.span, format!("an index must be an integer, found {n}"));
+                None
+            }
+        }
+    }
+
+    fn index(&mut self, target: &Expr, index: &Expr, span: Span) -> Val {
+        let a = self.expr(target);
+        let elem = match &a.ty {
+            Ty::Array(e) => (**e).clone(),
+            Ty::Error => return Val::error(),
+            Ty::Buffer(_) => {
+                self.error(code::XPU_K04, span, "buffer elements can only be accessed in @Kernel or @Device code");
+                return Val::error();
+            }
+            t => {
+                let n = self.ty_name(t);
+                self.error(code::TYPE_MISMATCH, span, format!("{n} cannot be indexed"));
+                return Val::error();
+            }
+        };
+        let Some(ar) = self.to_reg(&a) else { return Val::error() };
+        let Some(idx) = self.index_reg(index) else { return Val::error() };
+        self.set_pos(span);
+        let d = self.elem_get(ar, idx, &elem);
+        Val::reg(elem, d)
+    }
+
+    fn new_array(&mut self, elem: &crate::ast::TypeExpr, dims: &[Expr], init: Option<&Vec<Expr>>, span: Span) -> Val {
+        if init.is_some() || dims.len() != 1 {
+            self.error(code::NOT_IMPLEMENTED, span, "array initialisers and multi-dimensional arrays are not implemented yet (T2)");
+            return Val::error();
+        }
+        let et = match self.p.resolve_type(self.unit, elem) {
+            Ok(t) => t,
+            Err(d) => {
+                self.diags.push(d);
+                return Val::error();
+            }
+        };
+        let len = self.expr(&dims[0]);
+        let Some(s) = len.ty.scalar().filter(|s| s.is_int()) else {
+            if len.ty != Ty::Error {
+                let n = self.ty_name(&len.ty);
+                self.error(code::TYPE_MISMATCH, dims[0].span, format!("an array length must be an integer, found {n}"));
+            }
+            return Val::error();
+        };
+        let _ = s;
+        let Some(lr) = self.coerce(len, &Ty::Prim(Scalar::I64), dims[0].span) else { return Val::error() };
+        let ty = Ty::Array(Box::new(et));
+        self.set_pos(span);
+        let d = self.def(Op::NewArr, ty.reg(), lr, 0);
+        Val { ty, loc: Loc::Reg(d), untyped: false, own: Own::Yes }
+    }
+
+    fn new_object(&mut self, _placement: Placement, t: &crate::ast::TypeExpr, args: &[Arg], span: Span) -> Val {
+        let ty = match self.p.resolve_type(self.unit, t) {
+            Ok(t) => t,
+            Err(d) => {
+                self.diags.push(d);
+                for a in args {
+                    let _ = self.expr(&a.value);
+                }
+                return Val::error();
+            }
+        };
+        match ty {
+            Ty::Class(c) => {
+                let vals = self.eval_args(args);
+                let ctors = self.p.classes[c as usize].ctors.clone();
+                let Some(sig) = self.resolve_overload(&ctors, args, &vals, span, true) else {
+                    return Val::error();
+                };
+                self.check_access(sig.access, c, span, "<init>");
+                self.set_pos(span);
+                let obj = self.def(Op::NewObj, Type::Object(c), 0, 0);
+                let last = self.code.len() - 1;
+                self.code[last].set_bc(c);
+                self.emit_call(&sig, Some((obj, c)), vals, args, span);
+                Val { ty: Ty::Class(c), loc: Loc::Reg(obj), untyped: false, own: Own::Yes }
+            }
+            Ty::Buffer(_) | Ty::Stream => {
+                self.error(code::NOT_IMPLEMENTED, span, "device buffers are not implemented yet");
+                Val::error()
+            }
+            other => {
+                let n = self.ty_name(&other);
+                self.error(code::NO_MATCHING_CONSTRUCTOR, span, format!("{n} cannot be created with heap/stack"));
+                Val::error()
+            }
+        }
+    }
+
+    // ----- calls -----
+
+    /// Evaluates call arguments in written order.
+    pub fn eval_args(&mut self, args: &[Arg]) -> Vec<Val> {
+        args.iter().map(|a| self.expr(&a.value)).collect()
+    }
+
+    /// Binds arguments to a candidate's parameters: for each parameter, the argument index.
+    fn bind(sig: &MethodSig, args: &[Arg]) -> Result<Vec<usize>, String> {
+        let n = sig.params.len();
+        let mut slots: Vec<Option<usize>> = vec![None; n];
+        let mut seen_named = false;
+        for (i, a) in args.iter().enumerate() {
+            match &a.name {
+                None => {
+                    if seen_named {
+                        return Err("a positional argument follows a named argument".into());
+                    }
+                    if i >= n {
+                        return Err("too many arguments".into());
+                    }
+                    slots[i] = Some(i);
+                }
+                Some(name) => {
+                    seen_named = true;
+                    let Some(p) = sig.params.iter().position(|(pn, _)| *pn == name.name) else {
+                        return Err(format!("no parameter named '{}'", name.name));
+                    };
+                    if slots[p].is_some() {
+                        return Err(format!("parameter '{}' is bound twice", name.name));
+                    }
+                    slots[p] = Some(i);
+                }
+            }
+        }
+        slots.into_iter().map(|s| s.ok_or_else(|| "not every parameter is bound".to_string())).collect()
+    }
+
+    /// Overload resolution (LANGUAGE §8.4).
+    pub fn resolve_overload(&mut self, cands: &[MethodSig], args: &[Arg], vals: &[Val], span: Span, ctor: bool) -> Option<MethodSig> {
+        if vals.iter().any(|v| v.ty == Ty::Error) {
+            return None;
+        }
+        let not_found = if ctor { code::NO_MATCHING_CONSTRUCTOR } else { code::UNRESOLVED_METHOD };
+        // Named-argument misuse is its own error.
+        let mut seen_named = false;
+        for a in args {
+            if a.name.is_some() {
+                seen_named = true;
+            } else if seen_named {
+                self.error(code::NAMEDARG, a.value.span, "a positional argument follows a named argument");
+                return None;
+            }
+        }
+        let mut scored: Vec<(MethodSig, Vec<u32>)> = vec![];
+        let mut bind_err = None;
+        for c in cands {
+            let binding = match Self::bind(c, args) {
+                Ok(b) => b,
+                Err(e) => {
+                    bind_err = Some(e);
+                    continue;
+                }
+            };
+            let mut ranks = vec![0; c.params.len()];
+            let mut ok = true;
+            for (pi, &ai) in binding.iter().enumerate() {
+                match ty::arg_rank(&vals[ai].ty, &c.params[pi].1) {
+                    Some(r) => ranks[ai] = r,
+                    None => ok = false,
+                }
+            }
+            if ok {
+                scored.push((c.clone(), ranks));
+            }
+        }
+        let named = args.iter().any(|a| a.name.is_some());
+        if scored.is_empty() {
+            if named && cands.len() == 1 {
+                if let Some(e) = bind_err {
+                    self.error(code::NAMEDARG, span, e);
+                    return None;
+                }
+            }
+            let types: Vec<String> = vals.iter().map(|v| self.ty_name(&v.ty)).collect();
+            self.error(not_found, span, format!("no matching {} for arguments ({})", if ctor { "constructor" } else { "method" }, types.join(", ")));
+            return None;
+        }
+        let best: Vec<usize> = (0..scored.len())
+            .filter(|&i| {
+                scored.iter().enumerate().all(|(j, o)| {
+                    i == j || {
+                        let (a, b) = (&scored[i].1, &o.1);
+                        a.iter().zip(b).all(|(x, y)| x <= y) && a.iter().zip(b).any(|(x, y)| x < y)
+                    }
+                })
+            })
+            .collect();
+        match best.as_slice() {
+            [i] => Some(scored[*i].0.clone()),
+            _ if scored.len() == 1 => Some(scored[0].0.clone()),
+            _ => {
+                self.error(not_found, span, "ambiguous call: several overloads match equally well");
+                None
+            }
+        }
+    }
+
+    /// Emits a call with already-evaluated arguments. `this` is the receiver of a constructor.
+    /// Returns the result value.
+    pub fn emit_call(&mut self, sig: &MethodSig, this: Option<(Reg, u32)>, vals: Vec<Val>, args: &[Arg], span: Span) -> Val {
+        let binding = Self::bind(sig, args).unwrap_or_default();
+        let mut types: Vec<Type> = vec![];
+        if let Some((_, class)) = this {
+            types.push(Type::Object(class));
+        }
+        types.extend(sig.params.iter().map(|(_, t)| t.reg()));
+        types.extend(std::iter::repeat_n(Type::BOOL, sig.flag_count()));
+        // Convert every argument before the window is allocated, so that no conversion
+        // temporary lands above it.
+        let mut regs = vec![];
+        let mut owns = vec![];
+        for (pi, (_, pty)) in sig.params.iter().enumerate() {
+            let ai = binding.get(pi).copied().unwrap_or(pi);
+            let v = vals[ai].clone();
+            owns.push(v.own);
+            let Some(r) = self.coerce(v, pty, args.get(ai).map_or(span, |a| a.value.span)) else {
+                return Val::error();
+            };
+            regs.push(r);
+        }
+        let mut flag_srcs = vec![];
+        for (pi, (_, pty)) in sig.params.iter().enumerate() {
+            if pty.is_owned_kind() {
+                let f = match owns[pi] {
+                    Own::No => None,
+                    Own::Yes => Some(self.load_bool(true)),
+                    Own::Dyn(f) => Some(f),
+                };
+                flag_srcs.push(f);
+            }
+        }
+        let base = self.window(&types);
+        let mut slot = base;
+        if let Some((t, _)) = this {
+            self.emit(Op::Mov, slot, t, 0);
+            slot += 1;
+        }
+        for r in regs {
+            self.emit(Op::Mov, slot, r, 0);
+            slot += 1;
+        }
+        for f in flag_srcs {
+            match f {
+                Some(f) => self.emit(Op::Mov, slot, f, 0),
+                None => self.emit_bc(Op::LoadI, slot, 0),
+            };
+            slot += 1;
+        }
+        self.set_pos(span);
+        let ret = sig.ret.clone();
+        if ret == Ty::Void {
+            self.emit(Op::Call, 0, base, sig.func as u16);
+            return Val { ty: Ty::Void, loc: Loc::None, untyped: false, own: Own::No };
+        }
+        let d = self.def(Op::Call, ret.reg(), base, sig.func as u16);
+        if ret.is_owned_kind() {
+            let f = self.temp(Type::BOOL);
+            self.emit(Op::TakeOwn, f, 0, 0);
+            return Val { ty: ret, loc: Loc::Reg(d), untyped: false, own: Own::Dyn(f) };
+        }
+        Val::reg(ret, d)
+    }
+
+    fn call(&mut self, target: Option<&Expr>, name: &crate::ast::Ident, args: &[Arg], span: Span) -> Val {
+        match target {
+            None => {
+                let methods: Vec<MethodSig> = self.p.classes[self.class as usize]
+                    .methods
+                    .iter()
+                    .filter(|m| m.name == name.name)
+                    .cloned()
+                    .collect();
+                if methods.is_empty() {
+                    let _ = self.eval_args(args);
+                    self.error(code::UNRESOLVED_METHOD, name.span, format!("unknown method '{}'", name.name));
+                    return Val::error();
+                }
+                self.static_call(self.class, &methods, args, span)
+            }
+            Some(t) => {
+                if let Some(cls) = self.class_path(t) {
+                    return match cls {
+                        ClassRef::User(c) => {
+                            let methods: Vec<MethodSig> = self.p.classes[c as usize]
+                                .methods
+                                .iter()
+                                .filter(|m| m.name == name.name)
+                                .cloned()
+                                .collect();
+                            if methods.is_empty() {
+                                let _ = self.eval_args(args);
+                                let cn = self.p.class_name(c).to_string();
+                                self.error(code::UNRESOLVED_METHOD, name.span, format!("'{cn}' has no method '{}'", name.name));
+                                return Val::error();
+                            }
+                            self.static_call(c, &methods, args, span)
+                        }
+                        ClassRef::Lib(lib) => self.lib_call(lib, t, name, args, span),
+                    };
+                }
+                if let Some(v) = self.system_stream_call(t, name, args, span) {
+                    return v;
+                }
+                let recv = self.expr(t);
+                self.method_on_value(recv, name, args, span)
+            }
+        }
+    }
+
+    fn static_call(&mut self, class: u32, methods: &[MethodSig], args: &[Arg], span: Span) -> Val {
+        let vals = self.eval_args(args);
+        let Some(sig) = self.resolve_overload(methods, args, &vals, span, false) else {
+            return Val::error();
+        };
+        self.check_access(sig.access, class, span, &sig.name);
+        if sig.kind != cajeta_bytecode::FnKind::Host && !self.device {
+            self.error(code::XPU_N02, span, format!("'{}' is device code: launch it with .launch(...)", sig.name));
+            return Val::error();
+        }
+        if !sig.is_static {
+            self.error(code::UNRESOLVED_METHOD, span, "instance method called from a static context");
+            return Val::error();
+        }
+        self.emit_call(&sig, None, vals, args, span)
+    }
+
+    fn method_on_value(&mut self, recv: Val, name: &crate::ast::Ident, args: &[Arg], span: Span) -> Val {
+        match recv.ty.clone() {
+            Ty::Error => {
+                let _ = self.eval_args(args);
+                Val::error()
+            }
+            Ty::Array(_) if name.name == "count" && args.is_empty() => {
+                let Some(r) = self.to_reg(&recv) else { return Val::error() };
+                self.set_pos(span);
+                let d = self.def(Op::ArrLen, Type::I64, r, 0);
+                self.drop_unstored(&recv);
+                Val::reg(Ty::Prim(Scalar::I64), d)
+            }
+            t => {
+                let _ = self.eval_args(args);
+                let n = self.ty_name(&t);
+                self.error(code::UNRESOLVED_METHOD, name.span, format!("{n} has no method '{}'", name.name));
+                Val::error()
+            }
+        }
+    }
+
+    fn invoke(&mut self, callee: &Expr, args: &[Arg], span: Span) -> Val {
+        let _ = self.eval_args(args);
+        if let ExprKind::Call { name, .. } = &callee.kind {
+            if name.name == "launch" {
+                self.error(code::NOT_IMPLEMENTED, span, "kernel launches are not implemented yet");
+                return Val::error();
+            }
+        }
+        self.error(code::NOT_IMPLEMENTED, span, "calling the result of a call is not supported");
+        Val::error()
+    }
+
+    /// Library fields: enum constants.
+    fn lib_field(&mut self, lib: LibClass, name: &crate::ast::Ident, span: Span) -> Val {
+        let e = match lib {
+            LibClass::MemoryKind => Some(ty::EnumTy::MemoryKind),
+            LibClass::MemoryOrder => Some(ty::EnumTy::MemoryOrder),
+            _ => None,
+        };
+        if let Some(e) = e {
+            if let Some(o) = e.constants().iter().position(|c| *c == name.name) {
+                return Val { ty: Ty::Enum(e), loc: Loc::Enum(o as u32), untyped: false, own: Own::No };
+            }
+        }
+        if lib == LibClass::System {
+            self.error(code::UNKNOWN_SYSTEM_STREAM, name.span, format!("'System.{}' is not a known member (use System.stdout or System.stderr)", name.name));
+            return Val::error();
+        }
+        let _ = span;
+        self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{}' has no member '{}'", lib.name(), name.name));
+        Val::error()
+    }
+}
+
+fn unsigned_of(s: Scalar) -> Scalar {
+    match s {
+        Scalar::I8 => Scalar::U8,
+        Scalar::I16 => Scalar::U16,
+        Scalar::I32 => Scalar::U32,
+        Scalar::I64 => Scalar::U64,
+        s => s,
+    }
+}
+
+fn signed_of(s: Scalar) -> Scalar {
+    match s {
+        Scalar::U8 => Scalar::I8,
+        Scalar::U16 => Scalar::I16,
+        Scalar::U32 => Scalar::I32,
+        Scalar::U64 => Scalar::I64,
+        s => s,
+    }
+}
+
+fn const_string(v: &Val) -> Option<String> {
+    match (&v.loc, &v.ty) {
+        (Loc::Str(s), _) => Some(s.clone()),
+        (Loc::Bool(b), _) => Some(b.to_string()),
+        (Loc::Null, _) => Some("null".into()),
+        (Loc::Enum(o), Ty::Enum(e)) => Some(e.constants()[*o as usize].to_string()),
+        (Loc::Num(Num::Int(i)), Ty::Prim(s)) if s.is_int() => Some(i.to_string()),
+        _ => None,
+    }
+}
+
+/// Folds `a op b` on constants (operand types `lt`, `rt`, computed in `work`, result `p`).
+/// `None` when the operation would raise a runtime error (then it is not constant).
+fn fold_arith(op: BinOp, a: Num, lt: Scalar, b: Num, rt: Scalar, work: Scalar, p: Scalar) -> Option<Num> {
+    let x = ty::const_cell(ty::cell_num(ty::const_cell(a, lt), lt), work);
+    let y = ty::const_cell(ty::cell_num(ty::const_cell(b, rt), rt), work);
+    let res_bits = if work.is_float() {
+        let (fx, fy) = match (ty::cell_num(x, work), ty::cell_num(y, work)) {
+            (Num::Float(p), Num::Float(q)) => (p, q),
+            _ => return None,
+        };
+        let r = match op {
+            BinOp::Add => fx + fy,
+            BinOp::Sub => fx - fy,
+            BinOp::Mul => fx * fy,
+            BinOp::Div => fx / fy,
+            BinOp::Rem => fx % fy,
+            _ => return None,
+        };
+        if work == Scalar::F32 {
+            // float32 arithmetic rounds once: compute exactly representable ops in f32.
+            let (gx, gy) = (fx as f32, fy as f32);
+            let r32 = match op {
+                BinOp::Add => gx + gy,
+                BinOp::Sub => gx - gy,
+                BinOp::Mul => gx * gy,
+                BinOp::Div => gx / gy,
+                _ => gx % gy,
+            };
+            (r32.to_bits()) as u64
+        } else {
+            r.to_bits()
+        }
+    } else {
+        let signed = work.is_signed();
+        let (ix, iy) = (x as i64, y as i64);
+        let r: u64 = match op {
+            BinOp::Add => x.wrapping_add(y),
+            BinOp::Sub => x.wrapping_sub(y),
+            BinOp::Mul => x.wrapping_mul(y),
+            BinOp::BitAnd => x & y,
+            BinOp::BitOr => x | y,
+            BinOp::BitXor => x ^ y,
+            BinOp::Div | BinOp::Rem => {
+                if y == 0 {
+                    return None;
+                }
+                if signed {
+                    let min = ty::canon(1u64 << (work.bits() - 1), work) as i64;
+                    if op == BinOp::Div && ix == min && iy == -1 {
+                        return None;
+                    }
+                    if op == BinOp::Div {
+                        ix.wrapping_div(iy) as u64
+                    } else {
+                        ix.wrapping_rem(iy) as u64
+                    }
+                } else if op == BinOp::Div {
+                    x / y
+                } else {
+                    x % y
+                }
+            }
+            _ => return None,
+        };
+        ty::canon(r, work)
+    };
+    let n = ty::cell_num(res_bits, work);
+    Some(ty::cell_num(ty::const_cell(n, p), p))
+}
+
+fn fold_cmp(op: BinOp, x: Num, y: Num) -> Option<bool> {
+    Some(match (x, y) {
+        (Num::Int(a), Num::Int(b)) => match op {
+            BinOp::Lt => a < b,
+            BinOp::Le => a <= b,
+            BinOp::Gt => a > b,
+            BinOp::Ge => a >= b,
+            BinOp::Eq => a == b,
+            _ => a != b,
+        },
+        (Num::Float(a), Num::Float(b)) => match op {
+            BinOp::Lt => a < b,
+            BinOp::Le => a <= b,
+            BinOp::Gt => a > b,
+            BinOp::Ge => a >= b,
+            BinOp::Eq => a == b,
+            _ => a != b,
+        },
+        _ => return None,
+    })
+}

@@ -1,0 +1,745 @@
+//! The per-function builder: registers, code emission, scopes and locals, definite assignment,
+//! ownership flags and drops. Statements and expressions are lowered in `stmt.rs`/`expr.rs`.
+//!
+//! Register discipline: locals get a register for their whole scope; temporaries are taken from
+//! per-type free lists and returned at the end of each statement. A call window is always
+//! allocated at the top of the register file, above every register allocated so far, so the
+//! callee's frame (which starts at the window) never overlaps a live register of the caller.
+
+use super::collect::{Job, JobKind, Program};
+use super::ty::{self, Num, Ty};
+use super::ConstPool;
+use crate::ast::Unit;
+use crate::diag::{code, Diag, Severity, SourceMap, Span};
+use cajeta_bytecode::{
+    Function, Instr, LineEntry, LocalName, Op, Region, RegionKind, Scalar, Type,
+};
+use std::collections::HashMap;
+
+/// Register index.
+pub type Reg = u16;
+
+/// Whether a reference value carries a title (LANGUAGE §6.3).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Own {
+    /// Borrowed (or not an owned kind).
+    No,
+    /// Statically owned (a creation expression).
+    Yes,
+    /// Owned iff this boolean register is true (a call result, `#v`).
+    Dyn(Reg),
+}
+
+/// Where a value is.
+#[derive(Clone, PartialEq, Debug)]
+pub enum Loc {
+    /// In a register.
+    Reg(Reg),
+    /// A numeric/boolean/char constant not yet materialised (cell bits for typed constants are
+    /// computed from [`Num`] at materialisation).
+    Num(Num),
+    /// A boolean constant.
+    Bool(bool),
+    /// A char constant.
+    Char(u32),
+    /// A string constant.
+    Str(String),
+    /// `null`.
+    Null,
+    /// An enum constant (ordinal).
+    Enum(u32),
+    /// No value (void call or error).
+    None,
+}
+
+/// A lowered expression.
+#[derive(Clone, Debug)]
+pub struct Val {
+    /// Its type.
+    pub ty: Ty,
+    /// Where it is.
+    pub loc: Loc,
+    /// An untyped constant (LANGUAGE §3.3).
+    pub untyped: bool,
+    /// Ownership.
+    pub own: Own,
+}
+
+impl Val {
+    /// A value in a register.
+    pub fn reg(ty: Ty, r: Reg) -> Val {
+        Val { ty, loc: Loc::Reg(r), untyped: false, own: Own::No }
+    }
+
+    /// The error value (a diagnostic was already reported).
+    pub fn error() -> Val {
+        Val { ty: Ty::Error, loc: Loc::None, untyped: false, own: Own::No }
+    }
+
+    /// A constant numeric value, if this is one.
+    pub fn num(&self) -> Option<Num> {
+        match self.loc {
+            Loc::Num(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// A local variable (or parameter).
+#[derive(Clone, Debug)]
+pub struct Local {
+    /// Source name.
+    pub name: String,
+    /// Type.
+    pub ty: Ty,
+    /// Its register.
+    pub reg: Reg,
+    /// Owns-flag register for owned kinds.
+    pub flag: Option<Reg>,
+    /// `final`.
+    pub is_final: bool,
+    /// Has been assigned somewhere (for `final`).
+    pub assigned_once: bool,
+    /// Index into the definite-assignment set.
+    pub da: usize,
+}
+
+/// A lexical scope.
+#[derive(Default, Debug)]
+pub struct Scope {
+    /// Locals declared in it, in order (indices into [`FnBuilder::locals`]).
+    pub locals: Vec<usize>,
+    /// Names visible in it.
+    pub names: HashMap<String, usize>,
+}
+
+/// An enclosing loop, for `break`/`continue`.
+#[derive(Debug)]
+pub struct LoopCtx {
+    /// Its label.
+    pub label: Option<String>,
+    /// Scope depth outside the loop (drops down to it on `break`).
+    pub depth: usize,
+    /// Scope depth of the body (drops down to it on `continue`).
+    pub body_depth: usize,
+    /// Jumps to patch to the merge point.
+    pub breaks: Vec<usize>,
+    /// Jumps to patch to the continue point.
+    pub continues: Vec<usize>,
+    /// Definite-assignment states at each `break` (intersected at the merge).
+    pub break_da: Vec<Vec<bool>>,
+}
+
+/// Lowers one function.
+pub struct FnBuilder<'a> {
+    pub(super) p: &'a Program,
+    pub(super) units: &'a [Unit],
+    pub(super) sources: &'a SourceMap,
+    pub(super) pool: &'a mut ConstPool,
+    pub(super) job: Job,
+    /// The unit of the function (for name resolution).
+    pub(super) unit: usize,
+    /// The class of the function.
+    pub(super) class: u32,
+    pub(super) regs: Vec<Type>,
+    pub(super) code: Vec<Instr>,
+    pub(super) lines: Vec<LineEntry>,
+    pub(super) regions: Vec<Region>,
+    pub(super) local_names: Vec<LocalName>,
+    pub(super) locals: Vec<Local>,
+    pub(super) scopes: Vec<Scope>,
+    pub(super) loops: Vec<LoopCtx>,
+    free: HashMap<Type, Vec<Reg>>,
+    temps: Vec<Reg>,
+    pub(super) diags: Vec<Diag>,
+    /// Definitely-assigned flags, by [`Local::da`].
+    pub(super) da: Vec<bool>,
+    /// Whether the current point is reachable.
+    pub(super) reachable: bool,
+    pos: (u32, u32),
+    /// Result type.
+    pub(super) ret: Ty,
+    /// `this` register (constructors).
+    pub(super) this: Option<Reg>,
+    /// Number of parameter registers (declared + flags + this).
+    nparams: u16,
+    /// Flag registers of owned-kind parameters (dropped at return).
+    pub(super) param_owned: Vec<usize>,
+    /// Labels pending for the next loop statement.
+    pub(super) pending_label: Option<String>,
+    /// Whether this is device code (kernel or device function).
+    pub(super) device: bool,
+    overflowed: bool,
+    /// The last instruction, if it defined a single-use temporary (see `move_into`).
+    pub(super) last_def: Option<(usize, Reg)>,
+}
+
+impl<'a> FnBuilder<'a> {
+    /// Starts a builder for one job.
+    pub fn new(
+        p: &'a Program,
+        units: &'a [Unit],
+        sources: &'a SourceMap,
+        pool: &'a mut ConstPool,
+        job: Job,
+    ) -> Self {
+        let class = job.class;
+        let unit = p.classes[class as usize].unit;
+        let device = job
+            .sig
+            .as_ref()
+            .is_some_and(|s| s.kind != cajeta_bytecode::FnKind::Host);
+        FnBuilder {
+            p,
+            units,
+            sources,
+            pool,
+            ret: job.sig.as_ref().map_or(Ty::Void, |s| s.ret.clone()),
+            job,
+            unit,
+            class,
+            regs: vec![],
+            code: vec![],
+            lines: vec![],
+            regions: vec![],
+            local_names: vec![],
+            locals: vec![],
+            scopes: vec![],
+            loops: vec![],
+            free: HashMap::new(),
+            temps: vec![],
+            diags: vec![],
+            da: vec![],
+            reachable: true,
+            pos: (0, 0),
+            this: None,
+            nparams: 0,
+            param_owned: vec![],
+            pending_label: None,
+            device,
+            overflowed: false,
+            last_def: None,
+        }
+    }
+
+    /// Lowers the body.
+    pub fn lower(&mut self) {
+        self.scopes.push(Scope::default());
+        let job = self.job.clone();
+        let sig = job.sig.clone();
+        // Parameters: `this` (constructors), declared parameters, then owns-flags.
+        if matches!(job.kind, JobKind::Ctor(_)) {
+            let r = self.new_reg(Type::Object(self.class));
+            self.this = Some(r);
+        }
+        let mut owned_params = vec![];
+        if let Some(sig) = &sig {
+            let decl_params: Vec<crate::ast::Param> = match job.kind {
+                JobKind::Method(u, c, m) | JobKind::Ctor(Some((u, c, m))) => {
+                    match &self.units[u].classes[c].members[m] {
+                        crate::ast::Member::Method(md) => md.params.clone(),
+                        crate::ast::Member::Constructor(cd) => cd.params.clone(),
+                        _ => vec![],
+                    }
+                }
+                _ => vec![],
+            };
+            for (i, (name, ty)) in sig.params.iter().enumerate() {
+                let r = self.new_reg(ty.reg());
+                let span = decl_params.get(i).map(|p| p.name.span).unwrap_or_default();
+                let is_final = decl_params.get(i).is_some_and(|p| p.is_final);
+                let li = self.add_local(name, ty.clone(), r, is_final, span);
+                if let Some(li) = li {
+                    let da = self.locals[li].da;
+                    self.da[da] = true;
+                    if ty.is_owned_kind() {
+                        owned_params.push(li);
+                    }
+                }
+            }
+            for &li in &owned_params {
+                let f = self.new_reg(Type::BOOL);
+                self.locals[li].flag = Some(f);
+            }
+        }
+        self.param_owned = owned_params;
+        self.nparams = self.regs.len() as u16;
+        match job.kind.clone() {
+            JobKind::Clinit => self.lower_clinit(),
+            JobKind::Ctor(None) => {
+                self.lower_field_inits();
+                self.emit(Op::RetVoid, 0, 0, 0);
+                self.reachable = false;
+            }
+            JobKind::Ctor(Some((u, c, m))) => {
+                self.lower_field_inits();
+                if let crate::ast::Member::Constructor(cd) = &self.units[u].classes[c].members[m] {
+                    let body = cd.body.clone();
+                    self.block_stmts(&body.stmts);
+                    if self.reachable {
+                        self.emit_return_drops();
+                        self.emit(Op::RetVoid, 0, 0, 0);
+                    }
+                }
+            }
+            JobKind::Method(u, c, m) => {
+                if let crate::ast::Member::Method(md) = &self.units[u].classes[c].members[m] {
+                    let body = md.body.clone();
+                    self.set_pos(body.span);
+                    self.block_stmts(&body.stmts);
+                    if self.reachable {
+                        if self.ret == Ty::Void {
+                            self.set_pos(Span { start: body.span.end.saturating_sub(1), ..body.span });
+                            self.emit_return_drops();
+                            self.emit(Op::RetVoid, 0, 0, 0);
+                        } else {
+                            self.error(code::MISSING_RETURN, md.name.span, format!(
+                                "method '{}' can complete without returning a value",
+                                md.name.name
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if self.code.last().is_none_or(|i| !i.op.is_terminator()) {
+            // Unreachable end (after a return, or an error): keep the verifier's invariant that
+            // code ends in a terminator.
+            self.emit_unreachable_end();
+        }
+    }
+
+    fn emit_unreachable_end(&mut self) {
+        if self.ret == Ty::Void {
+            self.emit(Op::RetVoid, 0, 0, 0);
+        } else {
+            let t = self.ret.reg();
+            let r = self.new_reg(t);
+            if t.is_ref() {
+                self.emit(Op::LoadNull, r, 0, 0);
+            } else {
+                self.emit_bc(Op::LoadI, r, 0);
+            }
+            self.emit(Op::Ret, r, 0, 0);
+        }
+    }
+
+    fn lower_clinit(&mut self) {
+        let c = &self.p.classes[self.class as usize];
+        let decl = &self.units[c.unit].classes[c.index];
+        for m in &decl.members {
+            if let crate::ast::Member::Field(f) = m {
+                if !f.modifiers.is_static {
+                    continue;
+                }
+                for (name, init) in &f.vars {
+                    let Some(init) = init else { continue };
+                    let Some(&si) = c.statics.iter().find(|&&s| self.p.statics[s as usize].name == name.name) else {
+                        continue;
+                    };
+                    let ty = self.p.statics[si as usize].ty.clone();
+                    self.set_pos(init.span);
+                    let v = self.expr(init);
+                    if let Some(r) = self.coerce(v, &ty, init.span) {
+                        self.emit(Op::SetStatic, r, si as u16, 0);
+                    }
+                    self.end_statement();
+                }
+            }
+        }
+        self.emit(Op::RetVoid, 0, 0, 0);
+        self.reachable = false;
+    }
+
+    fn lower_field_inits(&mut self) {
+        let c = &self.p.classes[self.class as usize];
+        let decl = &self.units[c.unit].classes[c.index];
+        let this = self.this.unwrap_or(0);
+        for m in &decl.members {
+            if let crate::ast::Member::Field(f) = m {
+                if f.modifiers.is_static {
+                    continue;
+                }
+                for (name, init) in &f.vars {
+                    let Some(init) = init else { continue };
+                    let Some(fi) = c.fields.iter().position(|x| x.name == name.name) else { continue };
+                    let ty = c.fields[fi].ty.clone();
+                    self.set_pos(init.span);
+                    let v = self.expr(init);
+                    if let Some(r) = self.coerce(v, &ty, init.span) {
+                        self.emit(Op::SetField, this, fi as u16, r);
+                    }
+                    self.end_statement();
+                }
+            }
+        }
+    }
+
+    /// Finishes: the function and its diagnostics.
+    pub fn finish(self) -> (Function, Vec<Diag>) {
+        let shell = &self.p.functions[self.job.func as usize];
+        let f = Function {
+            name: shell.name.clone(),
+            kind: shell.kind,
+            params: self.nparams,
+            ret: if self.ret == Ty::Void { None } else { Some(self.ret.reg()) },
+            regs: self.regs,
+            code: self.code,
+            file: shell.file,
+            lines: self.lines,
+            regions: self.regions,
+            locals: self.local_names,
+        };
+        (f, self.diags)
+    }
+
+    // ----- diagnostics -----
+
+    /// Reports an error.
+    pub fn error(&mut self, code: &'static str, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diag::error(code, span, msg));
+    }
+
+    /// Reports a warning (shown by `cajeta check`).
+    pub fn warn(&mut self, code: &'static str, span: Span, msg: impl Into<String>) {
+        self.diags.push(Diag { severity: Severity::Warning, ..Diag::warning(code, span, msg) });
+    }
+
+    // ----- registers -----
+
+    /// A fresh register of this type that lives for the whole function.
+    pub fn new_reg(&mut self, t: Type) -> Reg {
+        if self.regs.len() >= 60000 {
+            if !self.overflowed {
+                self.overflowed = true;
+                self.diags.push(Diag::unlocated(code::NOT_IMPLEMENTED, "function too large (register limit)"));
+            }
+            return 0;
+        }
+        self.regs.push(t);
+        (self.regs.len() - 1) as Reg
+    }
+
+    /// A temporary register, released at the end of the statement.
+    pub fn temp(&mut self, t: Type) -> Reg {
+        let r = match self.free.get_mut(&t).and_then(|v| v.pop()) {
+            Some(r) => r,
+            None => self.new_reg(t),
+        };
+        self.temps.push(r);
+        r
+    }
+
+    /// `n` consecutive fresh registers of the given types at the top (a call window).
+    pub fn window(&mut self, types: &[Type]) -> Reg {
+        let base = self.regs.len() as Reg;
+        for &t in types {
+            let r = self.new_reg(t);
+            self.temps.push(r);
+        }
+        base
+    }
+
+    /// Releases this statement's temporaries.
+    pub fn end_statement(&mut self) {
+        for r in std::mem::take(&mut self.temps) {
+            let t = self.regs[r as usize];
+            self.free.entry(t).or_default().push(r);
+        }
+    }
+
+    // ----- emission -----
+
+    /// Sets the source position of the following instructions.
+    pub fn set_pos(&mut self, span: Span) {
+        self.pos = self.line_col(span);
+    }
+
+    fn line_col(&self, span: Span) -> (u32, u32) {
+        self.sources.file(span.file).line_col(span.start)
+    }
+
+    /// Appends an instruction.
+    pub fn emit(&mut self, op: Op, a: Reg, b: u16, c: u16) -> usize {
+        let pc = self.code.len() as u32;
+        if self.lines.last().is_none_or(|e| (e.line, e.col) != self.pos) {
+            if self.lines.last().is_some_and(|e| e.pc == pc) {
+                self.lines.pop();
+            }
+            self.lines.push(LineEntry { pc, line: self.pos.0, col: self.pos.1 });
+        }
+        self.code.push(Instr::new(op, a, b, c));
+        self.last_def = None;
+        pc as usize
+    }
+
+    /// Appends an instruction with a 32-bit immediate.
+    pub fn emit_bc(&mut self, op: Op, a: Reg, bc: u32) -> usize {
+        let pc = self.emit(op, a, 0, 0);
+        self.code[pc].set_bc(bc);
+        pc
+    }
+
+    /// The pc of the next instruction.
+    pub fn pc(&self) -> u32 {
+        self.code.len() as u32
+    }
+
+    /// Patches a jump to target `to`.
+    pub fn patch(&mut self, at: usize, to: u32) {
+        self.code[at].set_bc(to);
+    }
+
+    /// Records a control-flow region.
+    pub fn region(&mut self, kind: RegionKind, header: u32, cont: u32, merge: u32) {
+        self.regions.push(Region { kind, header, merge, cont });
+    }
+
+    // ----- constants -----
+
+    /// Loads a cell constant into a new temporary of type `t`.
+    pub fn load_bits(&mut self, t: Type, bits: u64) -> Reg {
+        let r = self.temp(t);
+        self.load_bits_into(r, t, bits);
+        r
+    }
+
+    /// Loads a cell constant into `r`.
+    pub fn load_bits_into(&mut self, r: Reg, t: Type, bits: u64) {
+        let small = (bits as i64) >= i32::MIN as i64 && (bits as i64) <= i32::MAX as i64;
+        let int_like = matches!(t, Type::Scalar(s) if !s.is_float());
+        let pc = if int_like && small {
+            self.emit_bc(Op::LoadI, r, bits as i64 as i32 as u32)
+        } else {
+            let k = self.pool.bits(bits);
+            self.emit_bc(Op::LoadK, r, k)
+        };
+        self.last_def = Some((pc, r));
+    }
+
+    /// Loads a string constant.
+    pub fn load_str(&mut self, s: &str) -> Reg {
+        let r = self.temp(Type::Str);
+        let k = self.pool.str(s);
+        self.emit_bc(Op::LoadK, r, k);
+        r
+    }
+
+    /// Loads a boolean constant.
+    pub fn load_bool(&mut self, v: bool) -> Reg {
+        self.load_bits(Type::BOOL, v as u64)
+    }
+
+    // ----- scopes and locals -----
+
+    /// Declares a local in the innermost scope. `None` (after a diagnostic) on a duplicate.
+    pub fn add_local(&mut self, name: &str, ty: Ty, reg: Reg, is_final: bool, span: Span) -> Option<usize> {
+        let scope = self.scopes.last_mut().expect("scope");
+        if scope.names.contains_key(name) {
+            self.error(code::VARIABLE_DUPLICATE, span, format!("'{name}' is already declared in this scope"));
+            return None;
+        }
+        let li = self.locals.len();
+        let da = self.da.len();
+        self.da.push(false);
+        self.locals.push(Local {
+            name: name.to_string(),
+            ty,
+            reg,
+            flag: None,
+            is_final,
+            assigned_once: false,
+            da,
+        });
+        let scope = self.scopes.last_mut().expect("scope");
+        scope.names.insert(name.to_string(), li);
+        scope.locals.push(li);
+        self.local_names.push(LocalName { reg, name: name.to_string() });
+        Some(li)
+    }
+
+    /// Finds a visible local.
+    pub fn lookup_local(&self, name: &str) -> Option<usize> {
+        self.scopes.iter().rev().find_map(|s| s.names.get(name).copied())
+    }
+
+    /// Opens a scope.
+    pub fn push_scope(&mut self) {
+        self.scopes.push(Scope::default());
+    }
+
+    /// Closes a scope, emitting drops of its owning locals (reverse declaration order).
+    pub fn pop_scope(&mut self) {
+        let scope = self.scopes.pop().expect("scope");
+        if self.reachable {
+            for &li in scope.locals.iter().rev() {
+                self.drop_local(li);
+            }
+        }
+    }
+
+    /// Emits the drop of one local if it owns its object.
+    pub fn drop_local(&mut self, li: usize) {
+        if let Some(f) = self.locals[li].flag {
+            let r = self.locals[li].reg;
+            self.emit(Op::Drop, r, f, 0);
+        }
+    }
+
+    /// Emits drops for every scope deeper than `depth` (innermost first), without closing them.
+    pub fn drop_scopes_to(&mut self, depth: usize) {
+        let lists: Vec<Vec<usize>> = self.scopes[depth..].iter().rev().map(|s| s.locals.clone()).collect();
+        for list in lists {
+            for li in list.into_iter().rev() {
+                self.drop_local(li);
+            }
+        }
+    }
+
+    /// Drops before a return: every scope (locals, then parameters, last first).
+    pub fn emit_return_drops(&mut self) {
+        // Scope 0 holds the parameters; locals live in deeper scopes.
+        self.drop_scopes_to(1);
+        let params = self.param_owned.clone();
+        for li in params.into_iter().rev() {
+            self.drop_local(li);
+        }
+    }
+
+    // ----- conversions -----
+
+    /// Materialises a value into a register of its own type.
+    pub fn to_reg(&mut self, v: &Val) -> Option<Reg> {
+        match &v.loc {
+            Loc::Reg(r) => Some(*r),
+            Loc::Num(n) => {
+                let s = v.ty.scalar()?;
+                Some(self.load_bits(Type::Scalar(s), ty::const_cell(*n, s)))
+            }
+            Loc::Bool(b) => Some(self.load_bool(*b)),
+            Loc::Char(c) => Some(self.load_bits(Type::Scalar(Scalar::Char), *c as u64)),
+            Loc::Str(s) => Some(self.load_str(&s.clone())),
+            Loc::Enum(o) => Some(self.load_bits(Type::I32, *o as u64)),
+            Loc::Null => {
+                let t = v.ty.reg();
+                let r = self.temp(t);
+                self.emit(Op::LoadNull, r, 0, 0);
+                Some(r)
+            }
+            Loc::None => None,
+        }
+    }
+
+    /// Converts a value for a conversion context (LANGUAGE §3.2) to `target`, returning a
+    /// register of `target`'s register type. Reports `CAJETA_ERROR_TYPE_MISMATCH` otherwise.
+    pub fn coerce(&mut self, v: Val, target: &Ty, span: Span) -> Option<Reg> {
+        if v.ty == Ty::Error || *target == Ty::Error {
+            return None;
+        }
+        if v.ty == Ty::Void {
+            self.error(code::UNRESOLVED_EXPRESSION, span, "a void call has no value");
+            return None;
+        }
+        match (&v.ty, target) {
+            (a, b) if a == b => self.to_reg(&v),
+            (Ty::Prim(from), Ty::Prim(to)) if from.is_numeric() && to.is_numeric() => {
+                if let Some(n) = v.num() {
+                    if ty::const_conversion_is_lossy(n, *to) {
+                        self.warn(code::WARN_LOSSY_CONVERSION, span, format!(
+                            "constant changes value when converted to {}", to.name()
+                        ));
+                    }
+                    return Some(self.load_bits(Type::Scalar(*to), ty::const_cell(n, *to)));
+                }
+                if ty::conversion_is_lossy(*from, *to) {
+                    self.warn(code::WARN_LOSSY_CONVERSION, span, format!(
+                        "implicit conversion from {} to {} may change the value", from.name(), to.name()
+                    ));
+                }
+                let r = self.to_reg(&v)?;
+                Some(self.convert(r, *from, *to))
+            }
+            (Ty::Null, t) if t.is_ref() => {
+                let r = self.temp(t.reg());
+                self.emit(Op::LoadNull, r, 0, 0);
+                Some(r)
+            }
+            (Ty::Enum(_), Ty::Prim(Scalar::I32)) => self.to_reg(&v),
+            _ => {
+                let (a, b) = (self.ty_name(&v.ty), self.ty_name(target));
+                self.error(code::TYPE_MISMATCH, span, format!("cannot convert {a} to {b}"));
+                None
+            }
+        }
+    }
+
+    /// Emits the conversion of register `r` from scalar `from` to scalar `to` (cast rules).
+    pub fn convert(&mut self, r: Reg, from: Scalar, to: Scalar) -> Reg {
+        if from == to {
+            return r;
+        }
+        let dst = self.temp(Type::Scalar(to));
+        let op = conv_op(from, to);
+        let pc = self.emit(op, dst, r, 0);
+        self.last_def = Some((pc, dst));
+        dst
+    }
+
+    /// A type's name for messages.
+    pub fn ty_name(&self, t: &Ty) -> String {
+        super::builtins::ty_name(self.p, t)
+    }
+}
+
+/// The opcode converting scalar `from` to scalar `to` (both numeric or char; not equal).
+pub fn conv_op(from: Scalar, to: Scalar) -> Op {
+    use Scalar::*;
+    let int_like = |s: Scalar| s.is_int() || s == Char;
+    if int_like(from) && int_like(to) {
+        return match to {
+            I8 => Op::WrapI8,
+            U8 => Op::WrapU8,
+            I16 => Op::WrapI16,
+            U16 => Op::WrapU16,
+            I32 => Op::WrapI32,
+            U32 => Op::WrapU32,
+            I64 => Op::WrapI64,
+            U64 => Op::WrapU64,
+            _ => Op::WrapChar,
+        };
+    }
+    if int_like(from) {
+        let signed = from.is_signed();
+        return match (to, signed) {
+            (F32, true) => Op::SToF32,
+            (F32, false) => Op::UToF32,
+            (_, true) => Op::SToF64,
+            (_, false) => Op::UToF64,
+        };
+    }
+    if to.is_float() {
+        return if to == F64 { Op::F32ToF64 } else { Op::F64ToF32 };
+    }
+    let f32src = from == F32;
+    match (to, f32src) {
+        (I8, true) => Op::F32ToI8,
+        (U8, true) => Op::F32ToU8,
+        (I16, true) => Op::F32ToI16,
+        (U16, true) => Op::F32ToU16,
+        (I32, true) => Op::F32ToI32,
+        (U32, true) => Op::F32ToU32,
+        (I64, true) => Op::F32ToI64,
+        (U64, true) => Op::F32ToU64,
+        (I8, false) => Op::F64ToI8,
+        (U8, false) => Op::F64ToU8,
+        (I16, false) => Op::F64ToI16,
+        (U16, false) => Op::F64ToU16,
+        (I32, false) => Op::F64ToI32,
+        (U32, false) => Op::F64ToU32,
+        (I64, false) => Op::F64ToI64,
+        (U64, false) => Op::F64ToU64,
+        // Char targets: through uint32.
+        (_, true) => Op::F32ToU32,
+        (_, false) => Op::F64ToU32,
+    }
+}

@@ -1,0 +1,168 @@
+//! The checker: resolves names, checks types, ownership and definite assignment, and lowers
+//! each method body to bytecode in the same walk.
+//!
+//! Phases: [`collect`] builds the program's class table (fields, statics, method signatures)
+//! from every unit; then each body is lowered by a [`func::FnBuilder`]. Diagnostics of one phase
+//! are reported in source order; bodies are lowered only when collection succeeded.
+
+mod builtins;
+mod collect;
+mod expr;
+mod func;
+mod stmt;
+pub mod ty;
+
+use crate::ast::{self, Unit};
+use crate::diag::{Diag, SourceMap};
+use cajeta_bytecode::{Const, FnKind, Module, Type};
+use std::collections::HashMap;
+use ty::Ty;
+
+pub use collect::Program;
+
+/// Access level of a member (LANGUAGE §5.2).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Access {
+    /// `public`.
+    Public,
+    /// No modifier or `protected`: the same package.
+    Package,
+    /// `private`: the same class.
+    Private,
+}
+
+impl Access {
+    fn of(m: &ast::Modifiers) -> Access {
+        if m.private {
+            Access::Private
+        } else if m.public {
+            Access::Public
+        } else {
+            Access::Package
+        }
+    }
+}
+
+/// A method or constructor signature.
+#[derive(Clone, Debug)]
+pub struct MethodSig {
+    /// Simple name (`<init>` for constructors).
+    pub name: String,
+    /// Declared parameters (name, type).
+    pub params: Vec<(String, Ty)>,
+    /// Result type ([`Ty::Void`] for none).
+    pub ret: Ty,
+    /// Static method (constructors are not).
+    pub is_static: bool,
+    /// Access.
+    pub access: Access,
+    /// Host, kernel or device.
+    pub kind: FnKind,
+    /// Index of the bytecode function.
+    pub func: u32,
+    /// Where (unit, class, member) the body is.
+    pub body: Option<(usize, usize, usize)>,
+    /// The name's span.
+    pub span: crate::diag::Span,
+}
+
+impl MethodSig {
+    /// Registers the caller passes: declared parameters, then one owns-flag per parameter of an
+    /// owned kind (LANGUAGE §6: a fresh object passed as an argument moves into the parameter).
+    pub fn flag_count(&self) -> usize {
+        self.params.iter().filter(|(_, t)| t.is_owned_kind()).count()
+    }
+}
+
+/// Builds the constant pool without duplicates (deterministic: first use order).
+#[derive(Default)]
+pub struct ConstPool {
+    consts: Vec<Const>,
+    bits: HashMap<u64, u32>,
+    strs: HashMap<String, u32>,
+}
+
+impl ConstPool {
+    /// Index of a numeric cell constant.
+    pub fn bits(&mut self, v: u64) -> u32 {
+        if let Some(&i) = self.bits.get(&v) {
+            return i;
+        }
+        let i = self.consts.len() as u32;
+        self.consts.push(Const::Bits(v));
+        self.bits.insert(v, i);
+        i
+    }
+
+    /// Index of a string constant.
+    pub fn str(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.strs.get(s) {
+            return i;
+        }
+        let i = self.consts.len() as u32;
+        self.consts.push(Const::Str(s.to_string()));
+        self.strs.insert(s.to_string(), i);
+        i
+    }
+}
+
+/// Compiles parsed units to a module. `sources` names the files (for the module's file table).
+/// Returns the module, or every error found; warnings (for `cajeta check`) are returned in both
+/// cases through `warnings`.
+pub fn compile_units(
+    sources: &SourceMap,
+    units: &[Unit],
+    warnings: &mut Vec<Diag>,
+) -> Result<Module, Vec<Diag>> {
+    let program = collect::collect(units)?;
+    let mut errors = Vec::new();
+    let mut pool = ConstPool::default();
+    let mut functions = program.functions.clone();
+    for job in program.jobs.clone() {
+        let mut b = func::FnBuilder::new(&program, units, sources, &mut pool, job.clone());
+        b.lower();
+        let (f, mut diags) = b.finish();
+        for d in diags.drain(..) {
+            match d.severity {
+                crate::diag::Severity::Error => errors.push(d),
+                crate::diag::Severity::Warning => warnings.push(d),
+            }
+        }
+        functions[job.func as usize] = f;
+    }
+    if !errors.is_empty() {
+        errors.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
+        return Err(errors);
+    }
+    let classes = program
+        .classes
+        .iter()
+        .map(|c| cajeta_bytecode::Class {
+            name: c.qual.clone(),
+            fields: c
+                .fields
+                .iter()
+                .map(|f| cajeta_bytecode::Field { name: f.name.clone(), ty: f.ty.reg() })
+                .collect(),
+        })
+        .collect();
+    let statics = program
+        .statics
+        .iter()
+        .map(|s| cajeta_bytecode::Static { name: s.qual.clone(), ty: s.ty.reg() })
+        .collect();
+    Ok(Module {
+        files: sources.files.iter().map(|f| f.name.clone()).collect(),
+        consts: pool.consts,
+        classes,
+        statics,
+        functions,
+        init: program.init.clone(),
+        entry: program.entry,
+    })
+}
+
+/// The register type of an entry's `String[] args` parameter.
+pub fn string_array_type() -> Type {
+    Ty::Array(Box::new(Ty::Str)).reg()
+}

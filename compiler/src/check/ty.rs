@@ -1,0 +1,293 @@
+//! Semantic types of the checker and the numeric rules of LANGUAGE §3–§4: literal typing,
+//! untyped constants, binary numeric promotion, and what converts to what.
+
+use cajeta_bytecode::{Elem, Scalar, Type};
+
+/// A library enum (LANGUAGE §2: only the library's enums exist).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum EnumTy {
+    /// `MemoryKind { Device, Pinned, Unified }`.
+    MemoryKind,
+    /// `MemoryOrder { Relaxed, Acquire, Release, AcqRel, SeqCst }`.
+    MemoryOrder,
+}
+
+impl EnumTy {
+    /// The constants in ordinal order.
+    pub fn constants(self) -> &'static [&'static str] {
+        match self {
+            EnumTy::MemoryKind => &["Device", "Pinned", "Unified"],
+            EnumTy::MemoryOrder => &["Relaxed", "Acquire", "Release", "AcqRel", "SeqCst"],
+        }
+    }
+
+    /// The type name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EnumTy::MemoryKind => "MemoryKind",
+            EnumTy::MemoryOrder => "MemoryOrder",
+        }
+    }
+}
+
+/// The type of an expression or declaration.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Ty {
+    /// A primitive.
+    Prim(Scalar),
+    /// `String`.
+    Str,
+    /// `T[]`.
+    Array(Box<Ty>),
+    /// A class of the program (index into the checker's class table).
+    Class(u32),
+    /// `KernelBuffer<T>`.
+    Buffer(Scalar),
+    /// `KernelStream`.
+    Stream,
+    /// A library enum constant's type.
+    Enum(EnumTy),
+    /// The type of `null`.
+    Null,
+    /// The result of a `void` call.
+    Void,
+    /// An expression that already produced a diagnostic: accepted everywhere, reported nowhere.
+    Error,
+}
+
+impl Ty {
+    /// `boolean`.
+    pub const BOOL: Ty = Ty::Prim(Scalar::Bool);
+
+    /// The scalar, if primitive.
+    pub fn scalar(&self) -> Option<Scalar> {
+        match self {
+            Ty::Prim(s) => Some(*s),
+            _ => None,
+        }
+    }
+
+    /// True for integer and float types.
+    pub fn is_numeric(&self) -> bool {
+        self.scalar().is_some_and(Scalar::is_numeric)
+    }
+
+    /// True for integer types.
+    pub fn is_int(&self) -> bool {
+        self.scalar().is_some_and(Scalar::is_int)
+    }
+
+    /// True for reference types (and null).
+    pub fn is_ref(&self) -> bool {
+        matches!(
+            self,
+            Ty::Str | Ty::Array(_) | Ty::Class(_) | Ty::Buffer(_) | Ty::Stream | Ty::Null
+        )
+    }
+
+    /// True for owned-object types (those with titles and drops, LANGUAGE §6): everything
+    /// reference-typed except Strings.
+    pub fn is_owned_kind(&self) -> bool {
+        matches!(self, Ty::Array(_) | Ty::Class(_) | Ty::Buffer(_) | Ty::Stream)
+    }
+
+    /// The register type that holds a value of this type. Enums are their ordinal (`int32`).
+    pub fn reg(&self) -> Type {
+        match self {
+            Ty::Prim(s) => Type::Scalar(*s),
+            Ty::Str => Type::Str,
+            Ty::Array(e) => Type::Array(match &**e {
+                Ty::Prim(s) => Elem::Scalar(*s),
+                Ty::Class(c) => Elem::Object(*c),
+                // Strings and anything else (nested arrays are T2) are reference elements.
+                _ => Elem::Str,
+            }),
+            Ty::Class(c) => Type::Object(*c),
+            Ty::Buffer(s) => Type::Buffer(*s),
+            Ty::Stream => Type::Stream,
+            Ty::Enum(_) => Type::Scalar(Scalar::I32),
+            Ty::Null | Ty::Void | Ty::Error => Type::Scalar(Scalar::I32),
+        }
+    }
+}
+
+/// Binary numeric promotion (LANGUAGE §3.4) of two numeric scalars.
+pub fn promote(a: Scalar, b: Scalar) -> Scalar {
+    if a.is_float() || b.is_float() {
+        if a == Scalar::F64 || b == Scalar::F64 {
+            Scalar::F64
+        } else {
+            Scalar::F32
+        }
+    } else if a.bits() != b.bits() {
+        if a.bits() > b.bits() {
+            a
+        } else {
+            b
+        }
+    } else if a.is_signed() && !b.is_signed() {
+        b
+    } else {
+        a
+    }
+}
+
+/// The type of an unsuffixed integer literal (LANGUAGE §1): the first of int32, int64, uint64
+/// holding it. `negative` is a directly applied unary minus. Hex/octal/binary literals denote
+/// their unsigned magnitude.
+pub fn int_literal_type(magnitude: u64, negative: bool) -> Scalar {
+    if negative {
+        if magnitude <= 1 << 31 {
+            Scalar::I32
+        } else {
+            // Up to 2^63 fits int64; beyond, the parser-accepted magnitude is a syntax error
+            // reported by the caller.
+            Scalar::I64
+        }
+    } else if magnitude <= i32::MAX as u64 {
+        Scalar::I32
+    } else if magnitude <= i64::MAX as u64 {
+        Scalar::I64
+    } else {
+        Scalar::U64
+    }
+}
+
+/// A compile-time numeric value.
+#[derive(Copy, Clone, PartialEq, Debug)]
+pub enum Num {
+    /// An integer (as i128 so every int64/uint64 value fits).
+    Int(i128),
+    /// A float (float32 values are stored exactly widened).
+    Float(f64),
+}
+
+/// True if integer `v` is exactly representable in `t` (floats: always, rounded).
+pub fn int_fits(v: i128, t: Scalar) -> bool {
+    match t {
+        Scalar::I8 => i8::try_from(v).is_ok(),
+        Scalar::U8 => u8::try_from(v).is_ok(),
+        Scalar::I16 => i16::try_from(v).is_ok(),
+        Scalar::U16 => u16::try_from(v).is_ok(),
+        Scalar::I32 => i32::try_from(v).is_ok(),
+        Scalar::U32 => u32::try_from(v).is_ok(),
+        Scalar::I64 => i64::try_from(v).is_ok(),
+        Scalar::U64 => u64::try_from(v).is_ok(),
+        Scalar::F32 | Scalar::F64 => true,
+        Scalar::Bool | Scalar::Char => false,
+    }
+}
+
+/// The canonical 64-bit cell of integer `v` converted to `t` by the cast rules (low bits, then
+/// extension by the target's signedness).
+pub fn int_cell(v: i128, t: Scalar) -> u64 {
+    let bits = v as u64;
+    canon(bits, t)
+}
+
+/// Re-canonicalises 64 bits to integer type `t` (wrap.* semantics).
+pub fn canon(bits: u64, t: Scalar) -> u64 {
+    match t {
+        Scalar::I8 => bits as i8 as i64 as u64,
+        Scalar::U8 | Scalar::Bool => bits as u8 as u64,
+        Scalar::I16 => bits as i16 as i64 as u64,
+        Scalar::U16 => bits as u16 as u64,
+        Scalar::I32 => bits as i32 as i64 as u64,
+        Scalar::U32 | Scalar::Char => bits as u32 as u64,
+        _ => bits,
+    }
+}
+
+/// The cell of a numeric constant converted to scalar `t` as by a cast (LANGUAGE §3.1).
+pub fn const_cell(n: Num, t: Scalar) -> u64 {
+    match (n, t) {
+        (Num::Int(v), Scalar::F32) => (v as f32).to_bits() as u64,
+        (Num::Int(v), Scalar::F64) => (v as f64).to_bits(),
+        (Num::Int(v), _) => int_cell(v, t),
+        (Num::Float(f), Scalar::F32) => (f as f32).to_bits() as u64,
+        (Num::Float(f), Scalar::F64) => f.to_bits(),
+        (Num::Float(f), _) => {
+            let v: i128 = match t {
+                Scalar::I8 => f as i8 as i128,
+                Scalar::U8 => f as u8 as i128,
+                Scalar::I16 => f as i16 as i128,
+                Scalar::U16 => f as u16 as i128,
+                Scalar::I32 => f as i32 as i128,
+                Scalar::U32 => f as u32 as i128,
+                Scalar::I64 => f as i64 as i128,
+                Scalar::U64 => f as u64 as i128,
+                _ => 0,
+            };
+            int_cell(v, t)
+        }
+    }
+}
+
+/// Reads a canonical cell of scalar `t` back as a [`Num`].
+pub fn cell_num(bits: u64, t: Scalar) -> Num {
+    match t {
+        Scalar::F32 => Num::Float(f32::from_bits(bits as u32) as f64),
+        Scalar::F64 => Num::Float(f64::from_bits(bits)),
+        s if s.is_signed() => Num::Int(bits as i64 as i128),
+        _ => Num::Int(bits as i128),
+    }
+}
+
+/// Would converting constant `n` to `t` change its value (for `CAJETA_WARN_LOSSY_CONVERSION`)?
+pub fn const_conversion_is_lossy(n: Num, t: Scalar) -> bool {
+    match n {
+        Num::Int(v) if t.is_int() => !int_fits(v, t),
+        Num::Int(_) => false,
+        Num::Float(f) => match t {
+            Scalar::F64 => false,
+            Scalar::F32 => (f as f32) as f64 != f && !f.is_nan(),
+            _ => true,
+        },
+    }
+}
+
+/// Can a value of type `from` be lossy when implicitly converted to `to` (non-constant)?
+pub fn conversion_is_lossy(from: Scalar, to: Scalar) -> bool {
+    if from == to {
+        return false;
+    }
+    if from.is_int() && to.is_float() {
+        return false;
+    }
+    if from.is_float() {
+        return !(from == Scalar::F32 && to == Scalar::F64);
+    }
+    // Integer to integer: lossless only if every source value fits.
+    if from.is_signed() == to.is_signed() {
+        to.bits() < from.bits()
+    } else if from.is_signed() {
+        true
+    } else {
+        to.bits() <= from.bits()
+    }
+}
+
+/// The ranking of an argument against a parameter for overload resolution (LANGUAGE §8.4):
+/// lower is better. `None` if the argument does not convert at all.
+pub fn arg_rank(arg: &Ty, param: &Ty) -> Option<u32> {
+    if arg == param {
+        return Some(0);
+    }
+    if *arg == Ty::Error || *param == Ty::Error {
+        return Some(0);
+    }
+    match (arg, param) {
+        (Ty::Prim(a), Ty::Prim(p)) if a.is_numeric() && p.is_numeric() => {
+            if !conversion_is_lossy(*a, *p) {
+                // Lossless; prefer integer targets, then narrower ones.
+                let float_pen = if a.is_int() && p.is_float() { 100 } else { 0 };
+                Some(1 + float_pen + p.bits())
+            } else {
+                Some(1000 + p.bits())
+            }
+        }
+        (Ty::Null, p) if p.is_ref() => Some(1),
+        (Ty::Enum(_), Ty::Prim(Scalar::I32)) => Some(500),
+        _ => None,
+    }
+}

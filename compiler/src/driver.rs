@@ -1,0 +1,147 @@
+//! The compiler driver: collects source files from command-line paths, parses and checks them,
+//! and renders diagnostics in the spec's format (LANGUAGE §10.1).
+
+use crate::diag::{code, Diag, Severity, SourceMap, Span};
+use cajeta_bytecode::Module;
+use std::path::{Path, PathBuf};
+
+/// The outcome of compiling a program.
+pub struct Compilation {
+    /// The sources (for rendering diagnostics).
+    pub sources: SourceMap,
+    /// The module, if there were no errors.
+    pub module: Option<Module>,
+    /// Errors, in phase and source order.
+    pub errors: Vec<Diag>,
+    /// Warnings (shown by `cajeta check`).
+    pub warnings: Vec<Diag>,
+}
+
+/// Expands command-line paths to `.cajeta` files: a file as given, a directory as every
+/// `.cajeta` file below it in byte-wise path order (LANGUAGE §5.8).
+///
+/// # Errors
+/// A usage-error message for a missing path or a directory without sources.
+pub fn source_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = vec![];
+    for p in paths {
+        if p.is_dir() {
+            let mut found = vec![];
+            walk(p, &mut found).map_err(|e| format!("cannot read directory '{}': {e}", p.display()))?;
+            found.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
+            if found.is_empty() {
+                return Err(format!("no .cajeta files in directory '{}'", p.display()));
+            }
+            out.extend(found);
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            return Err(format!("no such file or directory: '{}'", p.display()));
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "cajeta") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Reads and compiles the given files.
+///
+/// # Errors
+/// A usage-error message when a file cannot be read.
+pub fn compile_files(files: &[PathBuf]) -> Result<Compilation, String> {
+    let mut inputs = vec![];
+    for f in files {
+        let bytes = std::fs::read(f).map_err(|e| format!("cannot read '{}': {e}", f.display()))?;
+        inputs.push((f.display().to_string(), bytes));
+    }
+    Ok(compile_sources(inputs))
+}
+
+/// Compiles in-memory sources `(name, bytes)`.
+pub fn compile_sources(inputs: Vec<(String, Vec<u8>)>) -> Compilation {
+    let mut sources = SourceMap::default();
+    let mut errors = vec![];
+    for (name, bytes) in inputs {
+        match String::from_utf8(bytes) {
+            Ok(text) => {
+                sources.add(name, text);
+            }
+            Err(e) => {
+                // Keep the valid prefix so the error can point at the bad byte.
+                let at = e.utf8_error().valid_up_to();
+                let bytes = e.into_bytes();
+                let text = String::from_utf8_lossy(&bytes[..at]).into_owned();
+                let id = sources.add(name, text);
+                errors.push(Diag::error(
+                    code::SYNTAX,
+                    Span { file: id, start: at as u32, end: at as u32 },
+                    "source is not valid UTF-8",
+                ));
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Compilation { sources, module: None, errors, warnings: vec![] };
+    }
+    let mut units = vec![];
+    for (id, f) in sources.files.iter().enumerate() {
+        let (unit, diags) = crate::parser::parse(id as u32, &f.text);
+        errors.extend(diags.into_iter().filter(|d| d.severity == Severity::Error));
+        units.push(unit);
+    }
+    if !errors.is_empty() {
+        return Compilation { sources, module: None, errors, warnings: vec![] };
+    }
+    let mut warnings = vec![];
+    match crate::check::compile_units(&sources, &units, &mut warnings) {
+        Ok(m) => Compilation { sources, module: Some(m), errors: vec![], warnings },
+        Err(errors) => Compilation { sources, module: None, errors, warnings },
+    }
+}
+
+/// Renders one diagnostic:
+///
+/// ```text
+/// src/demo/Main.cajeta:7:15: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]: unknown name 'cnt'
+///  7 |     int32 y = cnt + 1;
+///    |               ^^^
+/// ```
+pub fn render(sources: &SourceMap, d: &Diag) -> String {
+    let sev = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    let Some(span) = d.span else {
+        return format!("cajeta: {sev}[{}]: {}\n", d.code, d.message);
+    };
+    let file = sources.file(span.file);
+    let (line, col) = file.line_col(span.start);
+    let mut out = format!("{}:{line}:{col}: {sev}[{}]: {}\n", file.name, d.code, d.message);
+    if let Some(text) = file.text.lines().nth(line as usize - 1) {
+        // Excerpt: the line, then carets under the span (clipped to the line).
+        let num = line.to_string();
+        let pad = " ".repeat(num.len());
+        let text = text.trim_end_matches('\r');
+        let (_, end_col) = file.line_col(span.end.max(span.start));
+        let line_len = text.chars().count() as u32;
+        let width = if end_col > col { end_col - col } else { 1 };
+        let width = width.min(line_len.saturating_sub(col - 1).max(1));
+        out.push_str(&format!(" {num} | {text}\n"));
+        out.push_str(&format!(
+            " {pad} | {}{}\n",
+            " ".repeat(col as usize - 1),
+            "^".repeat(width as usize)
+        ));
+    }
+    out
+}
