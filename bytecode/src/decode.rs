@@ -1,10 +1,11 @@
 //! The `.cjb` decoder: bytes → [`Module`], trusting nothing.
 //!
 //! [`decode`] checks that the bytes are the canonical encoding (see `docs/cjb-format.md` and
-//! [`crate::encode`]) of *some* module: framing, tags, UTF-8, opcode numbers, integer ranges and
-//! the module-level cross references that can be checked while reading (class indices inside
-//! types, file indices, init and entry function indices). Everything about instructions and
-//! their operands is left to [`crate::verify::verify`], which must run before execution.
+//! [`encode`](mod@crate::encode)) of *some* module: framing, tags, UTF-8, opcode numbers,
+//! integer ranges and the module-level cross references that can be checked while reading
+//! (class indices inside types, file indices, init and entry function indices). Everything
+//! about instructions and their operands is left to [`crate::verify::verify`], which must run
+//! before execution.
 //!
 //! Guarantees, for any input:
 //! - it never panics;

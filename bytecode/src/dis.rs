@@ -185,12 +185,16 @@ impl Dis<'_> {
             .enumerate()
             .map(|(r, &t)| format!("r{r} {}", self.ty(t)))
             .collect();
-        let _ = writeln!(out, "  registers: {}", regs.join(", "));
+        if regs.is_empty() {
+            let _ = writeln!(out, "  registers: none");
+        } else {
+            let _ = writeln!(out, "  registers: {}", regs.join(", "));
+        }
         if !f.locals.is_empty() {
             let locals: Vec<String> = f
                 .locals
                 .iter()
-                .map(|l| format!("r{} {}", l.reg, l.name))
+                .map(|l| format!("r{} {}", l.reg, local_name(&l.name)))
                 .collect();
             let _ = writeln!(out, "  locals: {}", locals.join(", "));
         }
@@ -244,6 +248,7 @@ impl Dis<'_> {
                 Operand::Dst(_) | Operand::Src(_) | Operand::Special => Some(format!("r{v}")),
                 Operand::Imm16 => Some(match i.op {
                     Op::AddImmI32 | Op::AddImmI64 => (v as i16).to_string(),
+                    Op::Print => print_flags(v),
                     _ => v.to_string(),
                 }),
                 Operand::Imm32 => Some((wide as i32).to_string()),
@@ -314,6 +319,31 @@ impl Dis<'_> {
             Some(_) => format!("r{}, {call}", i.a),
             None => call,
         }
+    }
+}
+
+/// The flags operand of `print`: bit 0 selects stderr, bit 1 appends a newline.
+fn print_flags(v: u16) -> String {
+    let mut s = String::from(if v & 1 == 0 { "stdout" } else { "stderr" });
+    if v & 2 != 0 {
+        s.push_str("|newline");
+    }
+    if v & !3 != 0 {
+        let _ = write!(s, "|{:#x}", v & !3);
+    }
+    s
+}
+
+/// A local's source name, quoted unless it is a plain identifier.
+fn local_name(name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+    if plain {
+        name.to_string()
+    } else {
+        format!("{name:?}")
     }
 }
 

@@ -1,14 +1,16 @@
 //! The `.cjb` encoder: [`Module`] → bytes.
 //!
-//! The byte-level layout is specified in `docs/cjb-format.md`; this file and [`crate::decode`]
-//! are its only implementations. In short: the magic `CJB\0`, the format version as a `u32`,
-//! then seven sections in a fixed order, each a tag byte, a `u32` payload length and the
-//! payload. Counts, indices and small integers are unsigned LEB128 in their shortest form;
-//! constants' bits, instructions and section lengths are fixed-width little-endian.
+//! The byte-level layout is specified in `docs/cjb-format.md`; this file and
+//! [`decode`](mod@crate::decode) are its only implementations. In short: the magic `CJB\0`,
+//! the format version as a `u32`, then seven sections in a fixed order, each a tag byte, a
+//! `u32` payload length and the payload. Counts, indices and small integers are unsigned
+//! LEB128 in their shortest form; constants' bits, instructions and section lengths are
+//! fixed-width little-endian.
 //!
 //! Invariant: encoding is a pure function of the [`Module`] (no maps, no timestamps, no
-//! padding), so the same module always gives the same bytes, and [`crate::decode`] accepts
-//! exactly the canonical encoding, so `encode(&decode(b)?) == b` for every accepted `b`.
+//! padding), so the same module always gives the same bytes, and
+//! [`decode`](mod@crate::decode) accepts exactly the canonical encoding, so
+//! `encode(&decode(b)?) == b` for every accepted `b`.
 
 use crate::module::{Class, Const, FnKind, Function, Module, RegionKind, Static, FORMAT_VERSION};
 use crate::types::{Elem, Type};

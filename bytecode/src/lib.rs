@@ -1,5 +1,6 @@
 //! The Cajeta register bytecode: the instruction set ([`opcodes`]), value types ([`types`]), the
-//! in-memory [`Module`], the `.cjb` file format ([`encode`], [`decode`]), the [`verify`]er and
+//! in-memory [`Module`], the `.cjb` file format ([`encode`](mod@encode), [`decode`](mod@decode), specified in
+//! `docs/cjb-format.md`), the [`verify`](mod@verify)er and
 //! the disassembler ([`dis`]).
 //!
 //! Architecture invariant: this crate depends on no sibling crate; it is the contract every

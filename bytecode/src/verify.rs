@@ -86,7 +86,7 @@
 //!   edge). Lowerings to structured targets must not rely on more than V-REGION.
 //! - **Device restrictions**: kernel and device code may still use host-only opcodes (strings,
 //!   printing, host arrays, objects) and host-only register types; kernel parameter types are
-//!   not checked.
+//!   not checked. Recursion among device functions (impossible in SPIR-V) is not rejected.
 //! - **Entry signature**: the entry's parameters and result type (LANGUAGE §5.8) are not
 //!   checked.
 //! - **Names**: function, class and static names are not checked for uniqueness or syntax.

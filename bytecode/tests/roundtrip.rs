@@ -312,8 +312,10 @@ fn rejects_unknown_opcodes() {
 
 #[test]
 fn rejects_bad_utf8() {
-    let mut m = Module::default();
-    m.files = vec!["abcé".into()];
+    let m = Module {
+        files: vec!["abcé".into()],
+        ..Module::default()
+    };
     let mut bytes = encode(&m);
     let at = bytes.windows(3).position(|w| w == b"abc").unwrap();
     bytes[at + 3] = 0xff;
@@ -323,11 +325,13 @@ fn rejects_bad_utf8() {
 
 #[test]
 fn rejects_bad_types() {
-    let mut m = Module::default();
-    m.statics = vec![Static {
-        name: "s".into(),
-        ty: Type::Buffer(Scalar::F64),
-    }];
+    let m = Module {
+        statics: vec![Static {
+            name: "s".into(),
+            ty: Type::Buffer(Scalar::F64),
+        }],
+        ..Module::default()
+    };
     let bytes = encode(&m);
     let at = bytes
         .windows(2)
@@ -347,14 +351,16 @@ fn rejects_bad_types() {
 
 #[test]
 fn rejects_bad_tags() {
-    let mut m = Module::default();
-    m.consts = vec![Const::Bits(0x1234)];
+    let m = Module {
+        consts: vec![Const::Bits(0x1234)],
+        ..Module::default()
+    };
     let bytes = encode(&m);
     let at = bytes.windows(3).position(|w| w == [0, 0x34, 0x12]).unwrap();
     let mut bad = bytes.clone();
     bad[at] = 2;
     assert_eq!(code_of(&bad), "CJB-E-TAG");
-    // Entry presence byte is the second-to-last… last byte of the file: 0 = none.
+    // The entry section's presence byte is the last byte of the file (0: no entry).
     let mut bad = bytes.clone();
     *bad.last_mut().unwrap() = 2;
     assert_eq!(code_of(&bad), "CJB-E-TAG");
@@ -363,11 +369,13 @@ fn rejects_bad_tags() {
 #[test]
 fn rejects_out_of_range_indices() {
     // A static of a class type in a module without classes.
-    let mut m = Module::default();
-    m.statics = vec![Static {
-        name: "s".into(),
-        ty: Type::Object(0),
-    }];
+    let m = Module {
+        statics: vec![Static {
+            name: "s".into(),
+            ty: Type::Object(0),
+        }],
+        ..Module::default()
+    };
     assert_eq!(code_of(&encode(&m)), "CJB-E-INDEX");
     // A function whose file does not exist.
     let mut m = one_function(vec![], None, vec![Instr::new(Op::RetVoid, 0, 0, 0)]);
@@ -395,4 +403,65 @@ fn huge_counts_fail_fast_without_allocating() {
     let mut bytes = encode(&Module::default());
     bytes[9..13].copy_from_slice(&u32::MAX.to_le_bytes());
     assert_eq!(code_of(&bytes), "CJB-E-TRUNCATED");
+}
+
+#[test]
+fn matches_the_worked_examples_in_docs_cjb_format() {
+    let empty: Vec<u8> = [
+        &[0x43, 0x4a, 0x42, 0x00, 0x01, 0x00, 0x00, 0x00][..],
+        &[0x01, 0x01, 0, 0, 0, 0x00],
+        &[0x02, 0x01, 0, 0, 0, 0x00],
+        &[0x03, 0x01, 0, 0, 0, 0x00],
+        &[0x04, 0x01, 0, 0, 0, 0x00],
+        &[0x05, 0x01, 0, 0, 0, 0x00],
+        &[0x06, 0x01, 0, 0, 0, 0x00],
+        &[0x07, 0x01, 0, 0, 0, 0x00],
+    ]
+    .concat();
+    assert_eq!(encode(&Module::default()), empty);
+
+    let m = one_function(
+        vec![Type::I32],
+        None,
+        vec![
+            Instr::with_bc(Op::LoadI, 0, 7),
+            Instr::new(Op::RetVoid, 0, 0, 0),
+        ],
+    );
+    let payload: Vec<u8> = [
+        &[0x01][..],
+        &[0x09],
+        b"Main.main",
+        &[0x00, 0x00, 0x00],
+        &[0x01, 0x06],
+        &[0x02],
+        &[0x03, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00],
+        &[0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
+        &[0x00],
+        &[0x00, 0x00, 0x00],
+    ]
+    .concat();
+    let mut section = vec![0x05];
+    section.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    section.extend_from_slice(&payload);
+    let bytes = encode(&m);
+    assert!(
+        bytes.windows(section.len()).any(|w| w == section),
+        "functions section differs"
+    );
+}
+
+#[test]
+fn leb128_is_shortest_form() {
+    // Line numbers exercise every LEB128 length; each documented example must appear.
+    let mut m = one_function(vec![], None, vec![Instr::new(Op::RetVoid, 0, 0, 0)]);
+    m.functions[0].lines = vec![LineEntry {
+        pc: 0,
+        line: 300,
+        col: u32::MAX,
+    }];
+    let bytes = round_trip(&m);
+    assert!(bytes
+        .windows(7)
+        .any(|w| w == [0x00, 0xac, 0x02, 0xff, 0xff, 0xff, 0xff]));
 }

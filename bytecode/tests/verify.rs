@@ -1,0 +1,679 @@
+//! Verifier tests: the sample module (every opcode) verifies, and each invariant has at least
+//! one failing case that is reported under its name.
+
+mod common;
+
+use cajeta_bytecode::*;
+use common::*;
+
+/// Asserts that `m` fails verification with invariant `rule`, and returns the error.
+#[track_caller]
+fn rejects(m: &Module, rule: &str) -> VerifyError {
+    match verify(m) {
+        Ok(()) => panic!("verify accepted a module that breaks {rule}"),
+        Err(e) => {
+            assert_eq!(e.code, "CJB-E-VERIFY");
+            assert_eq!(e.invariant(), rule, "wrong invariant: {e}");
+            assert!(
+                e.to_string().starts_with("cajeta: error[CJB-E-VERIFY]: "),
+                "{e}"
+            );
+            e
+        }
+    }
+}
+
+/// The sample module with `f` applied.
+fn sample_with(f: impl FnOnce(&mut Module)) -> Module {
+    let mut m = sample_module();
+    f(&mut m);
+    m
+}
+
+/// A one-function module with the given register types and code followed by `retvoid`.
+fn body(regs: Vec<Type>, mut code: Vec<Instr>) -> Module {
+    code.push(Instr::new(Op::RetVoid, 0, 0, 0));
+    let mut m = one_function(regs, None, code);
+    m.consts = vec![
+        Const::Bits(1),
+        Const::Str("s".into()),
+        Const::Bits(u64::MAX),
+    ];
+    m.classes = vec![Class {
+        name: "P".into(),
+        fields: vec![Field {
+            name: "x".into(),
+            ty: Type::F64,
+        }],
+    }];
+    m.statics = vec![Static {
+        name: "S.n".into(),
+        ty: Type::I32,
+    }];
+    m
+}
+
+fn i(op: Op, a: u16, b: u16, c: u16) -> Instr {
+    Instr::new(op, a, b, c)
+}
+
+const BOOL: Type = Type::BOOL;
+const I32: Type = Type::I32;
+const I64: Type = Type::I64;
+const F64: Type = Type::F64;
+const STR: Type = Type::Str;
+
+#[test]
+fn sample_module_verifies() {
+    verify(&sample_module()).unwrap();
+}
+
+#[test]
+fn sample_module_survives_a_round_trip_verified() {
+    let m = decode(&encode(&sample_module())).unwrap();
+    verify(&m).unwrap();
+}
+
+#[test]
+fn error_carries_function_and_pc() {
+    let m = body(vec![I32], vec![i(Op::Nop, 0, 0, 0), i(Op::AddI32, 0, 0, 9)]);
+    let e = rejects(&m, "V-REG");
+    assert_eq!(e.function.as_deref(), Some("Main.main"));
+    assert_eq!(e.pc, Some(1));
+    assert!(
+        e.to_string().ends_with("(in function `Main.main` at pc 1)"),
+        "{e}"
+    );
+}
+
+// ---- module level ----
+
+#[test]
+fn v_type() {
+    rejects(
+        &sample_with(|m| m.classes[0].fields[1].ty = Type::Object(2)),
+        "V-TYPE",
+    );
+    rejects(
+        &sample_with(|m| m.statics[0].ty = Type::Array(Elem::Object(9))),
+        "V-TYPE",
+    );
+    rejects(
+        &sample_with(|m| m.functions[1].regs[2] = Type::Object(2)),
+        "V-TYPE",
+    );
+    rejects(
+        &sample_with(|m| m.functions[1].ret = Some(Type::Object(77))),
+        "V-TYPE",
+    );
+}
+
+#[test]
+fn v_file() {
+    rejects(&sample_with(|m| m.functions[2].file = 2), "V-FILE");
+}
+
+#[test]
+fn v_frame() {
+    rejects(&sample_with(|m| m.functions[1].params = 4), "V-FRAME");
+    let m = body(vec![I32; 65536], vec![]);
+    rejects(&m, "V-FRAME");
+    verify(&body(vec![I32; 65535], vec![i(Op::Mov, 65534, 0, 0)])).unwrap();
+}
+
+#[test]
+fn v_kernel() {
+    rejects(
+        &sample_with(|m| m.functions[F_KERNEL as usize].ret = Some(I32)),
+        "V-KERNEL",
+    );
+}
+
+#[test]
+fn v_init() {
+    rejects(&sample_with(|m| m.init.push(6)), "V-INIT");
+    rejects(&sample_with(|m| m.init.push(F_ADD)), "V-INIT"); // has parameters
+    rejects(&sample_with(|m| m.init.push(F_HELPER)), "V-INIT"); // device
+    rejects(
+        &sample_with(|m| {
+            let f = &mut m.functions[F_CLINIT as usize];
+            f.ret = Some(I32);
+            f.code[2] = i(Op::Ret, 0, 0, 0);
+        }),
+        "V-INIT",
+    );
+}
+
+#[test]
+fn v_entry() {
+    rejects(&sample_with(|m| m.entry = Some(6)), "V-ENTRY");
+    rejects(&sample_with(|m| m.entry = Some(F_KERNEL)), "V-ENTRY");
+}
+
+// ---- per instruction ----
+
+#[test]
+fn v_end() {
+    rejects(&sample_with(|m| m.functions[1].code.clear()), "V-END");
+    rejects(
+        &sample_with(|m| m.functions[1].code.pop().map(drop).unwrap_or(())),
+        "V-END",
+    );
+    // A conditional branch is not a terminator either.
+    let mut m = body(vec![BOOL], vec![]);
+    m.functions[0].code = vec![Instr::with_bc(Op::JmpIf, 0, 0)];
+    rejects(&m, "V-END");
+    // Every terminator is accepted as the last instruction.
+    let mut m = body(vec![BOOL], vec![]);
+    m.functions[0].code = vec![Instr::with_bc(Op::Jmp, 0, 0)];
+    verify(&m).unwrap();
+}
+
+#[test]
+fn v_zero() {
+    rejects(&body(vec![I32], vec![i(Op::Nop, 0, 0, 1)]), "V-ZERO");
+    rejects(&body(vec![I32], vec![i(Op::NegI32, 0, 0, 1)]), "V-ZERO");
+    rejects(&body(vec![STR], vec![i(Op::LoadNull, 0, 1, 0)]), "V-ZERO");
+    // Slot c after a 32-bit operand is the high half of `bc`, not an unused slot.
+    let mut code = vec![i(Op::Nop, 0, 0, 0); 70_000];
+    code[0] = Instr::with_bc(Op::Jmp, 0, 65_600);
+    verify(&body(vec![], code)).unwrap();
+}
+
+#[test]
+fn v_reg() {
+    rejects(&body(vec![I32], vec![i(Op::AddI32, 0, 1, 0)]), "V-REG");
+    rejects(&body(vec![I32], vec![i(Op::AddI32, 1, 0, 0)]), "V-REG");
+    rejects(&body(vec![], vec![i(Op::GetStatic, 0, 0, 0)]), "V-REG");
+    rejects(&body(vec![], vec![i(Op::Mov, 0, 0, 0)]), "V-REG");
+}
+
+#[test]
+fn v_optype_each_register_class() {
+    // Is(T)
+    rejects(
+        &body(vec![I32, I64], vec![i(Op::AddI32, 0, 0, 1)]),
+        "V-OPTYPE",
+    );
+    // IntLike: a float is not integer-like (bool and char are).
+    rejects(
+        &body(vec![I32, F64], vec![i(Op::WrapI32, 0, 1, 0)]),
+        "V-OPTYPE",
+    );
+    verify(&body(vec![I32, BOOL], vec![i(Op::WrapI32, 0, 1, 0)])).unwrap();
+    // Int: boolean is not an integer.
+    rejects(
+        &body(vec![I32, BOOL], vec![i(Op::ShlI32, 0, 0, 1)]),
+        "V-OPTYPE",
+    );
+    verify(&body(
+        vec![I32, Type::Scalar(Scalar::U8)],
+        vec![i(Op::ShlI32, 0, 0, 1)],
+    ))
+    .unwrap();
+    // Ref
+    rejects(&body(vec![I32], vec![i(Op::LoadNull, 0, 0, 0)]), "V-OPTYPE");
+    verify(&body(vec![Type::Stream], vec![i(Op::LoadNull, 0, 0, 0)])).unwrap();
+    // Array
+    rejects(
+        &body(vec![I64, STR], vec![i(Op::ArrLen, 0, 1, 0)]),
+        "V-OPTYPE",
+    );
+    // Object
+    rejects(
+        &body(vec![STR], vec![Instr::with_bc(Op::NewObj, 0, 0)]),
+        "V-OPTYPE",
+    );
+    // Dst is typed like Src (fma reads and writes a).
+    rejects(
+        &body(
+            vec![F64, Type::Scalar(Scalar::F32)],
+            vec![i(Op::FmaF32, 0, 1, 1)],
+        ),
+        "V-OPTYPE",
+    );
+}
+
+#[test]
+fn v_target() {
+    rejects(
+        &body(vec![], vec![Instr::with_bc(Op::Jmp, 0, 2)]),
+        "V-TARGET",
+    );
+    rejects(
+        &body(vec![BOOL], vec![Instr::with_bc(Op::JmpIfNot, 0, u32::MAX)]),
+        "V-TARGET",
+    );
+    verify(&body(vec![], vec![Instr::with_bc(Op::Jmp, 0, 1)])).unwrap();
+}
+
+#[test]
+fn v_const() {
+    rejects(
+        &body(vec![I32], vec![Instr::with_bc(Op::LoadK, 0, 3)]),
+        "V-CONST",
+    );
+    rejects(
+        &body(vec![I32], vec![Instr::with_bc(Op::LoadK, 0, 1)]),
+        "V-CONST",
+    ); // string → int
+    rejects(
+        &body(vec![STR], vec![Instr::with_bc(Op::LoadK, 0, 0)]),
+        "V-CONST",
+    ); // bits → String
+    rejects(
+        &body(vec![Type::Stream], vec![Instr::with_bc(Op::LoadK, 0, 1)]),
+        "V-CONST",
+    );
+    verify(&body(vec![STR, I32], vec![Instr::with_bc(Op::LoadK, 0, 1)])).unwrap();
+}
+
+#[test]
+fn v_canon() {
+    // K[2] = all ones: canonical for int32 (-1) and uint64, not for uint32 or boolean.
+    verify(&body(vec![I32], vec![Instr::with_bc(Op::LoadK, 0, 2)])).unwrap();
+    verify(&body(
+        vec![Type::Scalar(Scalar::U64)],
+        vec![Instr::with_bc(Op::LoadK, 0, 2)],
+    ))
+    .unwrap();
+    rejects(
+        &body(
+            vec![Type::Scalar(Scalar::U32)],
+            vec![Instr::with_bc(Op::LoadK, 0, 2)],
+        ),
+        "V-CANON",
+    );
+    rejects(
+        &body(vec![BOOL], vec![Instr::with_bc(Op::LoadK, 0, 2)]),
+        "V-CANON",
+    );
+    // loadi sign-extends: -1 is fine for int8, not for uint16; 2 is not a boolean.
+    let minus_one = (-1i32) as u32;
+    verify(&body(
+        vec![Type::Scalar(Scalar::I8)],
+        vec![Instr::with_bc(Op::LoadI, 0, minus_one)],
+    ))
+    .unwrap();
+    rejects(
+        &body(
+            vec![Type::Scalar(Scalar::U16)],
+            vec![Instr::with_bc(Op::LoadI, 0, minus_one)],
+        ),
+        "V-CANON",
+    );
+    rejects(
+        &body(
+            vec![Type::Scalar(Scalar::I8)],
+            vec![Instr::with_bc(Op::LoadI, 0, 128)],
+        ),
+        "V-CANON",
+    );
+    rejects(
+        &body(vec![BOOL], vec![Instr::with_bc(Op::LoadI, 0, 2)]),
+        "V-CANON",
+    );
+    verify(&body(vec![BOOL], vec![Instr::with_bc(Op::LoadI, 0, 1)])).unwrap();
+}
+
+#[test]
+fn v_func() {
+    let m = sample_with(|m| {
+        let f = &mut m.functions[F_KERNEL as usize];
+        f.code[0].c = 6;
+    });
+    rejects(&m, "V-FUNC");
+}
+
+#[test]
+fn v_class() {
+    rejects(
+        &body(
+            vec![Type::Object(0)],
+            vec![Instr::with_bc(Op::NewObj, 0, 1)],
+        ),
+        "V-CLASS",
+    );
+    let mut m = body(
+        vec![Type::Object(1)],
+        vec![Instr::with_bc(Op::NewObj, 0, 0)],
+    );
+    m.classes.push(Class {
+        name: "Q".into(),
+        fields: vec![],
+    });
+    rejects(&m, "V-CLASS");
+    verify(&body(
+        vec![Type::Object(0)],
+        vec![Instr::with_bc(Op::NewObj, 0, 0)],
+    ))
+    .unwrap();
+}
+
+#[test]
+fn v_static() {
+    rejects(
+        &body(vec![I32], vec![i(Op::GetStatic, 0, 1, 0)]),
+        "V-STATIC",
+    );
+    rejects(
+        &body(vec![I64], vec![i(Op::GetStatic, 0, 0, 0)]),
+        "V-STATIC",
+    );
+    rejects(
+        &body(vec![I64], vec![i(Op::SetStatic, 0, 0, 0)]),
+        "V-STATIC",
+    );
+    verify(&body(
+        vec![I32],
+        vec![i(Op::SetStatic, 0, 0, 0), i(Op::GetStatic, 0, 0, 0)],
+    ))
+    .unwrap();
+}
+
+#[test]
+fn v_field() {
+    let p = Type::Object(0);
+    verify(&body(
+        vec![F64, p],
+        vec![i(Op::GetField, 0, 1, 0), i(Op::SetField, 1, 0, 0)],
+    ))
+    .unwrap();
+    rejects(
+        &body(vec![F64, p], vec![i(Op::GetField, 0, 1, 1)]),
+        "V-FIELD",
+    );
+    rejects(
+        &body(vec![F64, p], vec![i(Op::SetField, 1, 1, 0)]),
+        "V-FIELD",
+    );
+    rejects(
+        &body(vec![I32, p], vec![i(Op::GetField, 0, 1, 0)]),
+        "V-FIELD",
+    );
+    rejects(
+        &body(vec![I32, p], vec![i(Op::SetField, 1, 0, 0)]),
+        "V-FIELD",
+    );
+}
+
+#[test]
+fn v_mathfn() {
+    let f32 = Type::Scalar(Scalar::F32);
+    rejects(
+        &body(
+            vec![f32],
+            vec![i(Op::Math1F32, 0, 0, MathFn::ALL.len() as u16)],
+        ),
+        "V-MATHFN",
+    );
+    verify(&body(
+        vec![F64],
+        vec![i(Op::Math1F64, 0, 0, MathFn::Log10 as u16)],
+    ))
+    .unwrap();
+}
+
+#[test]
+fn v_mov() {
+    rejects(&body(vec![I32, I64], vec![i(Op::Mov, 0, 1, 0)]), "V-MOV");
+    rejects(
+        &body(vec![Type::Object(0), STR], vec![i(Op::Mov, 0, 1, 0)]),
+        "V-MOV",
+    );
+    verify(&body(vec![STR, STR], vec![i(Op::Mov, 0, 1, 0)])).unwrap();
+}
+
+#[test]
+fn v_array() {
+    let arr = |s| Type::Array(Elem::Scalar(s));
+    let regs = vec![
+        I32,
+        arr(Scalar::I32),
+        I64,
+        arr(Scalar::U32),
+        STR,
+        Type::Array(Elem::Str),
+    ];
+    verify(&body(
+        regs.clone(),
+        vec![i(Op::ArrGetI32, 0, 1, 2), i(Op::ArrSetI32, 1, 2, 0)],
+    ))
+    .unwrap();
+    rejects(
+        &body(regs.clone(), vec![i(Op::ArrGetI32, 0, 3, 2)]),
+        "V-ARRAY",
+    );
+    rejects(
+        &body(regs.clone(), vec![i(Op::ArrSetI32, 3, 2, 0)]),
+        "V-ARRAY",
+    );
+    verify(&body(
+        regs.clone(),
+        vec![i(Op::ArrGetRef, 4, 5, 2), i(Op::ArrSetRef, 5, 2, 4)],
+    ))
+    .unwrap();
+    // A String out of an object array, an object into a String array.
+    let mut regs2 = regs.clone();
+    regs2.push(Type::Array(Elem::Object(0)));
+    regs2.push(Type::Object(0));
+    rejects(
+        &body(regs2.clone(), vec![i(Op::ArrGetRef, 4, 6, 2)]),
+        "V-ARRAY",
+    );
+    rejects(
+        &body(regs2.clone(), vec![i(Op::ArrSetRef, 5, 2, 7)]),
+        "V-ARRAY",
+    );
+    verify(&body(regs2, vec![i(Op::ArrGetRef, 7, 6, 2)])).unwrap();
+}
+
+/// The sample module with the call `Demo.kernel → Demo.helper` (pc 0) replaced.
+fn kernel_call(call: Instr, regs: Vec<Type>) -> Module {
+    sample_with(|m| {
+        let f = &mut m.functions[F_KERNEL as usize];
+        f.code[0] = call;
+        f.regs = regs;
+    })
+}
+
+#[test]
+fn v_call() {
+    let f32 = Type::Scalar(Scalar::F32);
+    let base = vec![Type::Buffer(Scalar::F32), I32, f32];
+    verify(&kernel_call(
+        i(Op::Call, 2, 2, F_HELPER as u16),
+        base.clone(),
+    ))
+    .unwrap();
+    // Kind rules: a kernel cannot call host code or kernels; host code cannot call device code.
+    let mut with_str = base.clone();
+    with_str.push(STR);
+    rejects(
+        &kernel_call(i(Op::Call, 0, 3, F_LOG as u16), with_str),
+        "V-CALL",
+    );
+    rejects(
+        &kernel_call(i(Op::Call, 0, 2, F_KERNEL as u16), base.clone()),
+        "V-CALL",
+    );
+    let m = sample_with(|m| {
+        let f = &mut m.functions[F_ADD as usize];
+        f.regs.push(f32);
+        f.code.insert(0, i(Op::Call, 3, 3, F_HELPER as u16));
+    });
+    rejects(&m, "V-CALL");
+    // The argument window must fit the frame: b + params <= regs.len().
+    rejects(
+        &kernel_call(i(Op::Call, 2, 3, F_HELPER as u16), base.clone()),
+        "V-CALL",
+    );
+    // Argument type.
+    rejects(
+        &kernel_call(i(Op::Call, 2, 1, F_HELPER as u16), base.clone()),
+        "V-CALL",
+    );
+    // Result type, and void callees need a == 0.
+    let mut regs = base.clone();
+    regs.push(I32);
+    rejects(
+        &kernel_call(i(Op::Call, 3, 2, F_HELPER as u16), regs),
+        "V-CALL",
+    );
+    let m = sample_with(|m| {
+        let f = &mut m.functions[F_EVERYTHING as usize];
+        let call = f
+            .code
+            .iter_mut()
+            .find(|i| i.op == Op::Call && i.c == F_LOG as u16)
+            .unwrap();
+        call.a = 1;
+    });
+    rejects(&m, "V-CALL");
+    // A parameterless callee may start its frame just past the caller's.
+    let m = sample_with(|m| {
+        let f = &mut m.functions[F_ADD as usize];
+        let n = f.regs.len() as u16;
+        f.code.insert(0, i(Op::Call, 0, n, F_CLINIT as u16));
+    });
+    verify(&m).unwrap();
+    let m = sample_with(|m| {
+        let f = &mut m.functions[F_ADD as usize];
+        let n = f.regs.len() as u16;
+        f.code.insert(0, i(Op::Call, 0, n + 1, F_CLINIT as u16));
+    });
+    rejects(&m, "V-CALL");
+}
+
+#[test]
+fn v_ret() {
+    // ret in a void function, retvoid in a non-void one.
+    rejects(&body(vec![I32], vec![i(Op::Ret, 0, 0, 0)]), "V-RET");
+    let mut m = one_function(vec![I32], Some(I32), vec![i(Op::RetVoid, 0, 0, 0)]);
+    rejects(&m, "V-RET");
+    m.functions[0].code[0] = i(Op::Ret, 0, 0, 0);
+    verify(&m).unwrap();
+    // Wrong returned type.
+    let m = one_function(vec![I64], Some(I32), vec![i(Op::Ret, 0, 0, 0)]);
+    rejects(&m, "V-RET");
+    // retown needs a reference result.
+    let m = one_function(vec![I32, BOOL], Some(I32), vec![i(Op::RetOwn, 0, 1, 0)]);
+    rejects(&m, "V-RET");
+    let m = one_function(vec![STR, BOOL], None, vec![i(Op::RetOwn, 0, 1, 0)]);
+    rejects(&m, "V-RET");
+    let m = one_function(vec![STR, BOOL], Some(STR), vec![i(Op::RetOwn, 0, 1, 0)]);
+    verify(&m).unwrap();
+    let m = one_function(vec![STR, I32], Some(STR), vec![i(Op::RetOwn, 0, 1, 0)]);
+    rejects(&m, "V-OPTYPE");
+}
+
+// ---- tables ----
+
+#[test]
+fn v_lines() {
+    let m = sample_with(|m| m.functions[0].lines.swap(0, 1));
+    rejects(&m, "V-LINES");
+    let m = sample_with(|m| {
+        let n = m.functions[1].code.len() as u32;
+        m.functions[1].lines = vec![LineEntry {
+            pc: n,
+            line: 1,
+            col: 1,
+        }];
+    });
+    rejects(&m, "V-LINES");
+}
+
+#[test]
+fn v_region() {
+    let region = |kind, header, merge, cont| Region {
+        kind,
+        header,
+        merge,
+        cont,
+    };
+    use RegionKind::{If, Loop};
+    let with = |regions: Vec<Region>| sample_with(|m| m.functions[0].regions = regions);
+    let n = sample_module().functions[0].code.len() as u32;
+    verify(&with(vec![region(Loop, 0, n, n), region(If, 0, 1, 0)])).unwrap();
+    // Loop order header <= cont <= merge <= len.
+    rejects(&with(vec![region(Loop, 3, 5, 2)]), "V-REGION");
+    rejects(&with(vec![region(Loop, 3, 5, 6)]), "V-REGION");
+    rejects(&with(vec![region(Loop, 3, n + 1, 4)]), "V-REGION");
+    // If: header < merge <= len, cont 0.
+    rejects(&with(vec![region(If, 3, 3, 0)]), "V-REGION");
+    rejects(&with(vec![region(If, 3, n + 1, 0)]), "V-REGION");
+    rejects(&with(vec![region(If, 3, 5, 4)]), "V-REGION");
+    // Sorted by header.
+    rejects(
+        &with(vec![region(If, 5, 6, 0), region(If, 3, 4, 0)]),
+        "V-REGION",
+    );
+    // Overlapping without nesting.
+    rejects(
+        &with(vec![region(Loop, 1, 5, 2), region(If, 3, 7, 0)]),
+        "V-REGION",
+    );
+    verify(&with(vec![
+        region(Loop, 1, 5, 2),
+        region(If, 3, 5, 0),
+        region(If, 5, 7, 0),
+    ]))
+    .unwrap();
+}
+
+#[test]
+fn v_local() {
+    let m = sample_with(|m| {
+        let n = m.functions[1].regs.len() as u16;
+        m.functions[1].locals = vec![LocalName {
+            reg: n,
+            name: "x".into(),
+        }];
+    });
+    rejects(&m, "V-LOCAL");
+}
+
+#[test]
+fn every_opcode_has_a_rejected_operand_mutation() {
+    // For every opcode, a valid instance is accepted, and setting a register operand past the
+    // frame is rejected: no opcode escapes V-REG.
+    for &op in Op::ALL {
+        let mut regs = Regs::new(&[I32]);
+        let Some(instr) = valid_instr(op, &mut regs, 0) else {
+            continue;
+        };
+        let has_reg = op.operands().iter().enumerate().any(|(slot, o)| {
+            matches!(o, opcodes::Operand::Dst(_) | opcodes::Operand::Src(_)) && slot < 3
+        });
+        if !has_reg {
+            continue;
+        }
+        // Demo.everything reduced to this instruction and a `ret`.
+        let ret = regs.of(STR);
+        let mut m = sample_module();
+        let f = &mut m.functions[0];
+        f.regs = regs.types;
+        f.code = vec![instr, i(Op::Ret, ret, 0, 0)];
+        f.lines.clear();
+        f.regions.clear();
+        f.locals.clear();
+        assert!(verify(&m).is_ok(), "`{}`: {:?}", op.mnemonic(), verify(&m));
+        let nregs = m.functions[0].regs.len() as u16;
+        let [a, b, c] = op.operands();
+        let mut bad = m.functions[0].code[0];
+        if matches!(a, opcodes::Operand::Dst(_) | opcodes::Operand::Src(_)) {
+            bad.a = nregs;
+        } else if matches!(b, opcodes::Operand::Dst(_) | opcodes::Operand::Src(_)) {
+            bad.b = nregs;
+        } else {
+            assert!(matches!(
+                c,
+                opcodes::Operand::Dst(_) | opcodes::Operand::Src(_)
+            ));
+            bad.c = nregs;
+        }
+        m.functions[0].code[0] = bad;
+        rejects(&m, "V-REG");
+    }
+}
