@@ -124,6 +124,8 @@ pub struct Program {
     pub entry: Option<u32>,
     /// Name environments per unit.
     pub envs: Vec<UnitEnv>,
+    /// Warnings found while collecting (unknown annotations).
+    pub warnings: Vec<Diag>,
     by_qual: HashMap<String, u32>,
 }
 
@@ -287,6 +289,9 @@ fn prim_type(p: PrimType, span: Span) -> Result<Ty, Diag> {
     }))
 }
 
+/// Annotations with a meaning (LANGUAGE §5.6); others are ignored with a warning.
+const KNOWN_ANNOTATIONS: &[&str] = &["Kernel", "Device", "Host", "FastMath", "Wave", "Occupancy"];
+
 fn annotation_kind(anns: &[ast::Annotation]) -> FnKind {
     for a in anns {
         match a.name.joined().as_str() {
@@ -324,8 +329,32 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         init: vec![],
         entry: None,
         envs: vec![],
+        warnings: vec![],
         by_qual: HashMap::new(),
     };
+    for unit in units {
+        for c in &unit.classes {
+            let mut anns: Vec<&ast::Annotation> = c.annotations.iter().collect();
+            for m in &c.members {
+                match m {
+                    Member::Method(md) => anns.extend(&md.annotations),
+                    Member::Field(f) => anns.extend(&f.annotations),
+                    Member::Constructor(cd) => anns.extend(&cd.annotations),
+                    _ => {}
+                }
+            }
+            for a in anns {
+                let n = a.name.joined();
+                if !KNOWN_ANNOTATIONS.contains(&n.as_str()) {
+                    p.warnings.push(Diag::warning(
+                        code::WARN_UNKNOWN_ANNOTATION,
+                        a.span,
+                        format!("unknown annotation '@{n}' is ignored"),
+                    ));
+                }
+            }
+        }
+    }
     // Pass 1: class names and unit environments.
     for (ui, unit) in units.iter().enumerate() {
         let package = unit.package.as_ref().map(|q| q.joined()).unwrap_or_default();

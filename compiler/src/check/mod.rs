@@ -115,6 +115,7 @@ pub fn compile_units(
     warnings: &mut Vec<Diag>,
 ) -> Result<Module, Vec<Diag>> {
     let program = collect::collect(units)?;
+    warnings.extend(program.warnings.iter().cloned());
     let mut errors = Vec::new();
     let mut pool = ConstPool::default();
     let mut functions = program.functions.clone();

@@ -126,6 +126,9 @@ impl FnBuilder<'_> {
                 let v = self.expr_for(init, &ty);
                 let v = if var.transfer { self.transfer_name(init, v) } else { v };
                 self.store_local(li, v, init.span, true);
+                // Even a failed initialiser counts as an assignment: no cascading errors.
+                let da = self.locals[li].da;
+                self.da[da] = true;
             }
             self.end_statement();
         }

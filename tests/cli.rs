@@ -1,0 +1,168 @@
+//! Command-line behaviour on good and bad input: exit statuses, messages, and no panics
+//! (LANGUAGE §5.10, §10; issue: bad input never panics).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cajeta(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cajeta")).args(args).output().expect("run cajeta")
+}
+
+fn tmp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cajeta-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn write(dir: &Path, name: &str, text: &[u8]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p.display().to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// No run may end in a Rust panic or an internal error.
+fn assert_clean(o: &Output) {
+    let e = stderr(o);
+    assert!(!e.contains("panicked") && !e.contains("internal error"), "crash:\n{e}");
+}
+
+#[test]
+fn help_and_version() {
+    let o = cajeta(&["--help"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("cajeta run"));
+    let o = cajeta(&["--version"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("cajeta "));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        vec!["frobnicate"],
+        vec!["run"],
+        vec!["run", "--no-such-option", "x.cajeta"],
+        vec!["run", "--jit", "sometimes", "x.cajeta"],
+        vec!["run", "--backend"],
+        vec!["run", "/definitely/missing/file.cajeta"],
+    ] {
+        let o = cajeta(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("cajeta: usage error: "), "{args:?}: {}", stderr(&o));
+        assert_clean(&o);
+    }
+}
+
+#[test]
+fn directory_without_sources_is_a_usage_error() {
+    let d = tmp_dir("empty-dir");
+    let o = cajeta(&["run", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_clean(&o);
+}
+
+#[test]
+fn empty_file_has_no_entry() {
+    let d = tmp_dir("empty-file");
+    let f = write(&d, "Empty.cajeta", b"");
+    let o = cajeta(&["run", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("CAJETA_ERROR_NO_ENTRY"), "{}", stderr(&o));
+    assert_clean(&o);
+    // An empty file compiles fine on its own.
+    let o = cajeta(&["check", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn non_utf8_source_is_a_syntax_error() {
+    let d = tmp_dir("utf8");
+    let f = write(&d, "Bad.cajeta", b"public class Bad {\n  // caf\xe9\n}\n");
+    let o = cajeta(&["check", &f]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("Bad.cajeta:2:") && e.contains("error[CAJETA_ERROR_SYNTAX]"), "{e}");
+    assert_clean(&o);
+}
+
+#[test]
+fn unknown_entry() {
+    let d = tmp_dir("entry");
+    let f = write(&d, "M.cajeta", b"public class M { static void main() { } }\n");
+    let o = cajeta(&["run", "--entry", "M.nope", &f]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("CAJETA_ERROR_NO_ENTRY"), "{}", stderr(&o));
+    let o = cajeta(&["run", "--entry", "M.main", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_clean(&o);
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let d = tmp_dir("deep");
+    for depth in [1_000usize, 100_000] {
+        let expr = format!("{}1{}", "(".repeat(depth), ")".repeat(depth));
+        let src = format!("public class D {{ static int32 main() {{ return {expr}; }} }}\n");
+        let f = write(&d, "D.cajeta", src.as_bytes());
+        let o = cajeta(&["run", &f]);
+        assert_eq!(o.status.code(), Some(1), "depth {depth}: {}", stderr(&o));
+        assert!(stderr(&o).contains("CAJETA_ERROR_SYNTAX"), "{}", stderr(&o));
+        assert_clean(&o);
+        let blocks = format!("{}{}", "{".repeat(depth), "}".repeat(depth));
+        let src = format!("public class D {{ static void main() {blocks} }}\n");
+        let f = write(&d, "D.cajeta", src.as_bytes());
+        let o = cajeta(&["run", &f]);
+        assert_eq!(o.status.code(), Some(1), "blocks {depth}: {}", stderr(&o));
+        assert_clean(&o);
+    }
+}
+
+#[test]
+fn malformed_cjb_is_rejected() {
+    let d = tmp_dir("cjb");
+    for (name, bytes) in [("empty.cjb", &b""[..]), ("junk.cjb", b"not a module at all"), ("magic.cjb", b"CJB\0\x01")] {
+        let f = write(&d, name, bytes);
+        let o = cajeta(&["run", &f]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains("error[CJB-E-"), "{name}: {}", stderr(&o));
+        assert_clean(&o);
+    }
+}
+
+#[test]
+fn several_errors_in_one_run() {
+    let d = tmp_dir("multi");
+    let f = write(
+        &d,
+        "M.cajeta",
+        b"public class M {\n  static void main() {\n    int32 a = nope1;\n    int32 b = nope2;\n  }\n}\n",
+    );
+    let o = cajeta(&["check", &f]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("M.cajeta:3:15: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]"), "{e}");
+    assert!(e.contains("M.cajeta:4:15: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]"), "{e}");
+}
+
+#[test]
+fn check_prints_warnings_and_run_does_not() {
+    let d = tmp_dir("warn");
+    let f = write(
+        &d,
+        "W.cajeta",
+        b"public class W {\n  @Frobnicate\n  static void main() {\n    uint8 b = 300;\n  }\n}\n",
+    );
+    let o = cajeta(&["check", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("warning[CAJETA_WARN_LOSSY_CONVERSION]"), "{e}");
+    assert!(e.contains("warning[CAJETA_WARN_UNKNOWN_ANNOTATION]"), "{e}");
+    let o = cajeta(&["run", &f]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stderr(&o), "");
+}
