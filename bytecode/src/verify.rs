@@ -65,9 +65,10 @@
 //! Debug and structure tables:
 //! - **V-LINES**: line entries have `pc < code.len()` and are sorted by pc (non-decreasing).
 //! - **V-REGION**: loops have `header <= cont <= merge <= code.len()`; ifs have
-//!   `header < merge <= code.len()` and `cont == 0`; regions are listed in non-decreasing
-//!   `header` order and properly nested (the ranges `header..merge` of two regions are disjoint
-//!   or one contains the other).
+//!   `header < merge <= code.len()` and `cont == 0`; regions are properly nested (the ranges
+//!   `header..merge` of any two regions are disjoint or one contains the other). The table may
+//!   list regions in any order (the compiler emits them innermost first, as each closes);
+//!   consumers that need header order sort a copy.
 //! - **V-LOCAL**: every local name's register is `< regs.len()`.
 //!
 //! Self-check: **V-RULE** is reported for an opcode whose table row has a `Special` or
@@ -863,7 +864,6 @@ impl FnVerifier<'_, '_> {
         let f = self.f;
         let bad =
             |n: usize, what: String| fail("V-REGION", Some(f), None, format!("region {n}: {what}"));
-        let mut prev_header = 0;
         for (n, r) in f.regions.iter().enumerate() {
             let ok = match r.kind {
                 RegionKind::Loop => {
@@ -888,10 +888,6 @@ impl FnVerifier<'_, '_> {
                     ),
                 ));
             }
-            if r.header < prev_header {
-                return Err(bad(n, "regions are not sorted by header".into()));
-            }
-            prev_header = r.header;
         }
         // Nesting: sorted by header and, among equal headers, outermost first, every region
         // must end inside the innermost open region that contains its start.

@@ -604,9 +604,16 @@ fn v_region() {
     rejects(&with(vec![region(If, 3, 3, 0)]), "V-REGION");
     rejects(&with(vec![region(If, 3, n + 1, 0)]), "V-REGION");
     rejects(&with(vec![region(If, 3, 5, 4)]), "V-REGION");
-    // Sorted by header.
+    // Any order is accepted (the compiler lists inner regions first); nesting is what counts.
+    verify(&with(vec![region(If, 5, 6, 0), region(If, 3, 4, 0)])).unwrap();
+    verify(&with(vec![
+        region(If, 2, 3, 0),
+        region(Loop, 1, 5, 4),
+        region(If, 2, 4, 0),
+    ]))
+    .unwrap();
     rejects(
-        &with(vec![region(If, 5, 6, 0), region(If, 3, 4, 0)]),
+        &with(vec![region(If, 3, 7, 0), region(Loop, 1, 5, 2)]),
         "V-REGION",
     );
     // Overlapping without nesting.
