@@ -150,8 +150,14 @@ fn calls_regions_and_tables() {
     );
     assert!(text.contains("  init: [Demo.<clinit>]\n  entry: Demo.everything\n"));
     assert!(text.contains("[kernel] (KernelBuffer<float32>, int32) -> void"));
-    assert!(text.contains("  locals: r0 n, r1 ünïcödé, r1 \"\"\n"), "{text}");
-    assert!(text.contains("  0000  print       r0, stdout|newline\n"), "{text}");
+    assert!(
+        text.contains("  locals: r0 n, r1 ünïcödé, r1 \"\"\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  0000  print       r0, stdout|newline\n"),
+        "{text}"
+    );
 }
 
 #[test]

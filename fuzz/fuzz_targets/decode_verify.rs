@@ -9,7 +9,11 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(module) = decode(data) else { return };
-    assert_eq!(encode(&module), data, "decode accepted a non-canonical encoding");
+    assert_eq!(
+        encode(&module),
+        data,
+        "decode accepted a non-canonical encoding"
+    );
     // Verification may fail; the disassembler must cope with unverified modules either way.
     let _ = verify(&module);
     let text = disassemble(&module);
