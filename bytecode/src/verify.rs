@@ -21,7 +21,7 @@
 //! - **V-ENTRY**: `entry`, if present, is a function index in range of a `Host` function.
 //!
 //! Per instruction (each function's code):
-//! - **V-END**: the code is non-empty and its last instruction is a terminator
+//! - **V-TERM**: the code is non-empty and its last instruction is a terminator
 //!   ([`Op::is_terminator`]), so execution can never fall off the end: `pc + 1 < code.len()`
 //!   after every non-terminator.
 //! - **V-ZERO**: every operand slot the table marks `N` is 0 (slot `c` after a 32-bit `b`
@@ -31,7 +31,7 @@
 //! - **V-OPTYPE**: every `Dst`/`Src` register has a type of the operand's [`RegClass`]:
 //!   `Is(T)` exactly `T`; `IntLike` an integer, `char` or `boolean`; `Int` an integer; `Ref`
 //!   a reference type; `Array` an array; `Object` a class instance; `Any` anything.
-//! - **V-TARGET**: every jump target (`bc` of a `Target` operand) is `< code.len()`.
+//! - **V-JUMP**: every jump target (`bc` of a `Target` operand) is `< code.len()`.
 //! - **V-CONST**: every constant index is `< consts.len()`; `loadk` of `Const::Bits` writes a
 //!   scalar register, of `Const::Str` a `String` register.
 //! - **V-CANON**: `loadk` bits and `loadi` immediates are canonical for the destination's type
@@ -169,7 +169,7 @@ impl std::error::Error for VerifyError {}
 /// let mut m = Module { files: vec!["main.cajeta".into()], functions: vec![main], ..Module::default() };
 /// assert!(verify(&m).is_ok());
 /// m.functions[0].code.clear();
-/// assert_eq!(verify(&m).unwrap_err().invariant(), "V-END");
+/// assert_eq!(verify(&m).unwrap_err().invariant(), "V-TERM");
 /// ```
 pub fn verify(m: &Module) -> Result<(), VerifyError> {
     let v = Verifier { m };
@@ -410,7 +410,7 @@ impl<'m> Verifier<'m> {
         match f.code.last() {
             None => {
                 return Err(fail(
-                    "V-END",
+                    "V-TERM",
                     Some(f),
                     None,
                     "the function has no code".into(),
@@ -419,7 +419,7 @@ impl<'m> Verifier<'m> {
             Some(last) if !last.op.is_terminator() => {
                 let pc = (f.code.len() - 1) as u32;
                 return Err(fail(
-                    "V-END",
+                    "V-TERM",
                     Some(f),
                     Some(pc),
                     format!(
@@ -564,7 +564,7 @@ impl FnVerifier<'_, '_> {
                 Operand::Target => {
                     if wide_val >= self.code_len {
                         return Err(self.err(
-                            "V-TARGET",
+                            "V-JUMP",
                             pc,
                             format!(
                                 "jump target {wide_val} outside the code (length {})",

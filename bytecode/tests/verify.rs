@@ -153,16 +153,16 @@ fn v_entry() {
 // ---- per instruction ----
 
 #[test]
-fn v_end() {
-    rejects(&sample_with(|m| m.functions[1].code.clear()), "V-END");
+fn v_term() {
+    rejects(&sample_with(|m| m.functions[1].code.clear()), "V-TERM");
     rejects(
         &sample_with(|m| m.functions[1].code.pop().map(drop).unwrap_or(())),
-        "V-END",
+        "V-TERM",
     );
     // A conditional branch is not a terminator either.
     let mut m = body(vec![BOOL], vec![]);
     m.functions[0].code = vec![Instr::with_bc(Op::JmpIf, 0, 0)];
-    rejects(&m, "V-END");
+    rejects(&m, "V-TERM");
     // Every terminator is accepted as the last instruction.
     let mut m = body(vec![BOOL], vec![]);
     m.functions[0].code = vec![Instr::with_bc(Op::Jmp, 0, 0)];
@@ -235,14 +235,14 @@ fn v_optype_each_register_class() {
 }
 
 #[test]
-fn v_target() {
+fn v_jump() {
     rejects(
         &body(vec![], vec![Instr::with_bc(Op::Jmp, 0, 2)]),
-        "V-TARGET",
+        "V-JUMP",
     );
     rejects(
         &body(vec![BOOL], vec![Instr::with_bc(Op::JmpIfNot, 0, u32::MAX)]),
-        "V-TARGET",
+        "V-JUMP",
     );
     verify(&body(vec![], vec![Instr::with_bc(Op::Jmp, 0, 1)])).unwrap();
 }
