@@ -1,1 +1,32 @@
-//! Cajeta VM.
+//! The Cajeta virtual machine: the bytecode interpreter, the runtime object table and the
+//! embedding API.
+//!
+//! A [`Vm`] runs one verified [`cajeta_bytecode::Module`]: [`Vm::run_static_init`], then
+//! [`Vm::call`] any function; [`run_program`] does the whole LANGUAGE §5.8 sequence (static
+//! initialisation, entry, result rule, exit status). Runtime errors are [`RuntimeError`]s whose
+//! `Display` is the §10.3 text.
+//!
+//! Code map:
+//! * `api` — [`Vm`], [`Value`], [`run_program`] (**API Boundary**);
+//! * `interp/` — the dispatch loop (`mod.rs`), frames and register access (`frame.rs`), pure
+//!   instruction helpers (`ops.rs`) and the out-of-line paths (`slow.rs`);
+//! * [`heap`] — the handle table (strings, arrays, instances) and the string collector;
+//! * [`format`] — `%g`, `%.Nf` and the other string conversions;
+//! * [`error`] — the error-code table and [`RuntimeError`];
+//! * `output` — the stdout/stderr sinks and [`Capture`].
+//!
+//! Architecture invariant: the interpreter never checks a type tag; it relies on the facts the
+//! verifier proved (each `unsafe` names the one it uses) and on the handle table's checks.
+#![deny(missing_docs)]
+
+mod api;
+pub mod error;
+pub mod format;
+pub mod heap;
+mod interp;
+mod output;
+
+pub use api::{run_program, run_program_in, Value, Vm, DEFAULT_MAX_DEPTH};
+pub use error::{ErrorCode, RuntimeError, TraceFrame};
+pub use heap::HeapStats;
+pub use output::Capture;

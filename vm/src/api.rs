@@ -1,0 +1,425 @@
+//! The embedding API: [`Vm`] (one program instance), [`Value`] and [`run_program`].
+//!
+//! **API Boundary.** The CLI, the REPL and embedders use only these items.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use cajeta_bytecode::{Const, Elem, Instr, Module, Scalar, Type};
+
+use crate::error::{ErrorCode, RuntimeError};
+use crate::format;
+use crate::heap::{ArrData, Array, Heap, HeapStats, Obj, NULL};
+use crate::interp::{self, Frame};
+use crate::output::Output;
+
+/// The default call depth limit (LANGUAGE §5.4 requires at least 10 000 frames).
+pub const DEFAULT_MAX_DEPTH: usize = 100_000;
+
+/// Registers reserved up front (grown on demand, doubling).
+const INITIAL_STACK: usize = 1 << 14;
+
+/// A value crossing the embedding boundary.
+#[derive(Clone, PartialEq, Debug)]
+pub enum Value {
+    /// `boolean`.
+    Bool(bool),
+    /// `char`: a code point (not necessarily a valid scalar value).
+    Char(u32),
+    /// `int8`.
+    I8(i8),
+    /// `uint8`.
+    U8(u8),
+    /// `int16`.
+    I16(i16),
+    /// `uint16`.
+    U16(u16),
+    /// `int32`.
+    I32(i32),
+    /// `uint32`.
+    U32(u32),
+    /// `int64`.
+    I64(i64),
+    /// `uint64`.
+    U64(u64),
+    /// `float32`.
+    F32(f32),
+    /// `float64`.
+    F64(f64),
+    /// A `String`, or `None` for null.
+    Str(Option<String>),
+    /// A new `String[]` argument (for example an entry point's `args`).
+    StrArray(Vec<String>),
+    /// Any other reference (array, instance), as an opaque VM handle; `Ref(0)` is null. Results
+    /// of array or class type come back in this form and may be passed back in.
+    Ref(u64),
+}
+
+impl Value {
+    /// The §3.5 string conversion of a primitive or String value (what `result:` prints);
+    /// `Ref` and `StrArray` values print as `null` or an opaque `<ref …>`.
+    pub fn to_text(&self) -> String {
+        match self {
+            Value::Bool(b) => b.to_string(),
+            Value::Char(c) => format::char_text(*c as u64).to_string(),
+            Value::I8(v) => v.to_string(),
+            Value::U8(v) => v.to_string(),
+            Value::I16(v) => v.to_string(),
+            Value::U16(v) => v.to_string(),
+            Value::I32(v) => v.to_string(),
+            Value::U32(v) => v.to_string(),
+            Value::I64(v) => v.to_string(),
+            Value::U64(v) => v.to_string(),
+            Value::F32(v) => format::fmt_g(*v as f64),
+            Value::F64(v) => format::fmt_g(*v),
+            Value::Str(s) => s.clone().unwrap_or_else(|| "null".to_string()),
+            Value::StrArray(v) => format!("<String[{}]>", v.len()),
+            Value::Ref(0) => "null".to_string(),
+            Value::Ref(h) => format!("<ref {h:#x}>"),
+        }
+    }
+}
+
+/// Per-function facts the interpreter reads on every call.
+pub(crate) struct FnInfo {
+    /// Start of the function's code. Invariant: points into `module.functions[i].code`,
+    /// which the `Arc<Module>` held by the VM keeps alive and never mutates.
+    pub(crate) code: *const Instr,
+    /// `regs.len()`: the frame size.
+    pub(crate) nregs: u32,
+    /// Registers of type String: the collector's roots in this function's frames.
+    pub(crate) str_regs: Box<[u16]>,
+}
+
+/// One program instance: the module, its statics, the register stack, the object table and
+/// the output sinks.
+///
+/// ```
+/// # use cajeta_vm::{Vm, Value};
+/// # use cajeta_bytecode::{Function, FnKind, Instr, Op, Module, Type};
+/// # use std::sync::Arc;
+/// // int32 add(int32 x, int32 y) { return x + y; }
+/// let add = Function {
+///     name: "Main.add".into(), kind: FnKind::Host, params: 2, ret: Some(Type::I32),
+///     regs: vec![Type::I32; 3],
+///     code: vec![Instr::new(Op::AddI32, 2, 0, 1), Instr::new(Op::Ret, 2, 0, 0)],
+///     file: 0, lines: vec![], regions: vec![], locals: vec![],
+/// };
+/// let module = Module { files: vec!["Main.cajeta".into()], functions: vec![add], ..Default::default() };
+/// let mut vm = Vm::new(Arc::new(module));
+/// assert_eq!(vm.call(0, &[Value::I32(40), Value::I32(2)]).unwrap(), Some(Value::I32(42)));
+/// ```
+pub struct Vm {
+    pub(crate) module: Arc<Module>,
+    pub(crate) fns: Vec<FnInfo>,
+    /// One cell per constant: the bits of a number, or the pinned handle of a string.
+    pub(crate) kvals: Vec<u64>,
+    /// Static fields (zero-initialised).
+    pub(crate) statics: Vec<u64>,
+    /// Indices of the String-typed statics (collector roots).
+    pub(crate) static_str: Box<[u32]>,
+    /// Per class, the indices of its String-typed fields.
+    pub(crate) class_str_fields: Vec<Box<[u32]>>,
+    /// The register stack; frames are windows into it.
+    pub(crate) stack: Vec<u64>,
+    /// The call frames, outermost first; the last is the running one.
+    pub(crate) frames: Vec<Frame>,
+    pub(crate) heap: Heap,
+    pub(crate) out: Output,
+    /// Ownership bit of the last returned value (`takeown`).
+    pub(crate) own: bool,
+    pub(crate) max_depth: usize,
+}
+
+impl Vm {
+    /// A VM for `module` (already verified by `cajeta_bytecode::verify`), printing to the
+    /// process's stdout (buffered) and stderr.
+    pub fn new(module: Arc<Module>) -> Vm {
+        Vm::with_sinks(module, Output::std())
+    }
+
+    /// A VM printing to the given sinks (see [`crate::Capture`] for an in-memory one).
+    pub fn with_output(module: Arc<Module>, out: Box<dyn Write>, err: Box<dyn Write>) -> Vm {
+        Vm::with_sinks(module, Output::new(out, err))
+    }
+
+    fn with_sinks(module: Arc<Module>, out: Output) -> Vm {
+        let fns = module
+            .functions
+            .iter()
+            .map(|f| FnInfo {
+                code: f.code.as_ptr(),
+                nregs: f.regs.len() as u32,
+                str_regs: f
+                    .regs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| **t == Type::Str)
+                    .map(|(i, _)| i as u16)
+                    .collect(),
+            })
+            .collect();
+        let mut heap = Heap::new();
+        let kvals = module
+            .consts
+            .iter()
+            .map(|k| match k {
+                Const::Bits(b) => *b,
+                // A table of 2^32 constants cannot be decoded, so allocation cannot fail here;
+                // null would be the harmless fallback.
+                Const::Str(s) => heap.alloc_str(s.as_str()).unwrap_or(NULL),
+            })
+            .collect();
+        heap.pin_all();
+        let static_str = module
+            .statics
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.ty == Type::Str)
+            .map(|(i, _)| i as u32)
+            .collect();
+        let class_str_fields = module
+            .classes
+            .iter()
+            .map(|c| {
+                c.fields
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.ty == Type::Str)
+                    .map(|(i, _)| i as u32)
+                    .collect()
+            })
+            .collect();
+        Vm {
+            statics: vec![0; module.statics.len()],
+            static_str,
+            class_str_fields,
+            fns,
+            kvals,
+            stack: vec![0; INITIAL_STACK],
+            frames: Vec::with_capacity(256),
+            heap,
+            out,
+            own: false,
+            max_depth: DEFAULT_MAX_DEPTH,
+            module,
+        }
+    }
+
+    /// The module this VM runs.
+    pub fn module(&self) -> &Arc<Module> {
+        &self.module
+    }
+
+    /// Sets the call depth limit (frames; at least 1). The default is [`DEFAULT_MAX_DEPTH`].
+    pub fn set_max_depth(&mut self, frames: usize) {
+        self.max_depth = frames.max(1);
+    }
+
+    /// Object table counters (live strings and objects, allocations, collections).
+    pub fn heap_stats(&self) -> HeapStats {
+        self.heap.stats()
+    }
+
+    /// Runs the static initialisers (`module.init`) in order (LANGUAGE §5.8 step 1).
+    ///
+    /// # Errors
+    ///
+    /// The first runtime error an initialiser raises.
+    pub fn run_static_init(&mut self) -> Result<(), RuntimeError> {
+        let init = self.module.init.clone();
+        for f in init {
+            self.call(f, &[])?;
+        }
+        Ok(())
+    }
+
+    /// Calls function `func` with `args` and returns its result (`None` for `void`).
+    ///
+    /// Arguments must match the parameter types exactly (a `Value::Ref` or `Value::Str(None)`
+    /// is accepted for any reference parameter of a fitting kind). Results of array or class
+    /// type come back as [`Value::Ref`].
+    ///
+    /// # Errors
+    ///
+    /// * `E-CALL` if `func` is out of range or the arguments do not fit the parameters;
+    /// * any runtime error the call raises (LANGUAGE §10.3). The objects allocated during the
+    ///   failed call are released; statics keep their values.
+    pub fn call(&mut self, func: u32, args: &[Value]) -> Result<Option<Value>, RuntimeError> {
+        let module = Arc::clone(&self.module);
+        let Some(f) = module.functions.get(func as usize) else {
+            return Err(RuntimeError::new(
+                ErrorCode::Call,
+                format!("no function #{func}"),
+            ));
+        };
+        if args.len() != f.params as usize || f.regs.len() < args.len() || f.code.is_empty() {
+            return Err(RuntimeError::new(
+                ErrorCode::Call,
+                format!(
+                    "{} takes {} arguments, got {}",
+                    f.name,
+                    f.params,
+                    args.len()
+                ),
+            ));
+        }
+        self.frames.clear();
+        if self.stack.len() < f.regs.len() {
+            self.stack.resize(f.regs.len(), 0);
+        }
+        let epoch = self.heap.next_epoch();
+        for (i, arg) in args.iter().enumerate() {
+            match self.arg_cell(arg, f.regs[i]) {
+                Some(cell) => self.stack[i] = cell,
+                None => {
+                    self.heap.release_epoch(epoch);
+                    return Err(RuntimeError::new(
+                        ErrorCode::Call,
+                        format!(
+                            "argument {} of {}: expected {}, got {:?}",
+                            i + 1,
+                            f.name,
+                            f.regs[i],
+                            arg
+                        ),
+                    ));
+                }
+            }
+        }
+        self.frames.push(Frame {
+            func,
+            base: 0,
+            ip: f.code.as_ptr(),
+        });
+        match interp::run(self, 0) {
+            Ok(cell) => Ok(f.ret.map(|t| self.cell_value(cell, t))),
+            Err(e) => {
+                self.frames.clear();
+                self.heap.release_epoch(epoch);
+                Err(e)
+            }
+        }
+    }
+
+    /// Flushes stdout and stderr.
+    pub fn flush(&mut self) {
+        self.out.flush();
+    }
+
+    /// The register cell for an argument of type `ty`, or `None` if it does not fit. Strings
+    /// allocated here are not yet rooted, so this never triggers a collection.
+    fn arg_cell(&mut self, v: &Value, ty: Type) -> Option<u64> {
+        Some(match (v, ty) {
+            (Value::Bool(b), Type::Scalar(Scalar::Bool)) => *b as u64,
+            (Value::Char(c), Type::Scalar(Scalar::Char)) => *c as u64,
+            (Value::I8(x), Type::Scalar(Scalar::I8)) => *x as i64 as u64,
+            (Value::U8(x), Type::Scalar(Scalar::U8)) => *x as u64,
+            (Value::I16(x), Type::Scalar(Scalar::I16)) => *x as i64 as u64,
+            (Value::U16(x), Type::Scalar(Scalar::U16)) => *x as u64,
+            (Value::I32(x), Type::Scalar(Scalar::I32)) => *x as i64 as u64,
+            (Value::U32(x), Type::Scalar(Scalar::U32)) => *x as u64,
+            (Value::I64(x), Type::Scalar(Scalar::I64)) => *x as u64,
+            (Value::U64(x), Type::Scalar(Scalar::U64)) => *x,
+            (Value::F32(x), Type::Scalar(Scalar::F32)) => x.to_bits() as u64,
+            (Value::F64(x), Type::Scalar(Scalar::F64)) => x.to_bits(),
+            (Value::Str(None), t) if t.is_ref() => NULL,
+            (Value::Str(Some(s)), Type::Str) => self.heap.alloc_str(s.as_str()).ok()?,
+            (Value::StrArray(items), Type::Array(Elem::Str)) => {
+                let mut cells = Vec::with_capacity(items.len());
+                for s in items {
+                    cells.push(self.heap.alloc_str(s.as_str()).ok()?);
+                }
+                self.heap
+                    .alloc(Obj::Array(Array {
+                        elem: Elem::Str,
+                        data: ArrData::Ref(cells),
+                    }))
+                    .ok()?
+            }
+            (Value::Ref(h), t) if t.is_ref() => *h,
+            _ => return None,
+        })
+    }
+
+    /// The embedding form of a result cell of type `ty`.
+    fn cell_value(&self, cell: u64, ty: Type) -> Value {
+        match ty {
+            Type::Scalar(s) => match s {
+                Scalar::Bool => Value::Bool(cell != 0),
+                Scalar::Char => Value::Char(cell as u32),
+                Scalar::I8 => Value::I8(cell as i8),
+                Scalar::U8 => Value::U8(cell as u8),
+                Scalar::I16 => Value::I16(cell as i16),
+                Scalar::U16 => Value::U16(cell as u16),
+                Scalar::I32 => Value::I32(cell as i32),
+                Scalar::U32 => Value::U32(cell as u32),
+                Scalar::I64 => Value::I64(cell as i64),
+                Scalar::U64 => Value::U64(cell),
+                Scalar::F32 => Value::F32(f32::from_bits(cell as u32)),
+                Scalar::F64 => Value::F64(f64::from_bits(cell)),
+            },
+            Type::Str => Value::Str(self.heap.str(cell).map(str::to_string)),
+            _ => Value::Ref(cell),
+        }
+    }
+
+    /// The text of a String handle held by the program (`None` for null or a non-string).
+    pub fn string(&self, handle: u64) -> Option<&str> {
+        self.heap.str(handle)
+    }
+}
+
+/// Runs a whole program per LANGUAGE §5.8 and returns the process exit status.
+///
+/// Static initialisation, then the entry `entry` (given `args`, the words after `--`, when it
+/// takes a `String[]`), then the result rule: `void` → 0; an integer → its low 8 bits
+/// (`777` → 9, `-1` → 255); a float, `boolean`, `char` or `String` → prints
+/// `result: <value>` and a newline on stdout, then 0. A runtime error prints its
+/// [`RuntimeError`] text on stderr (after flushing stdout) and gives 70.
+pub fn run_program(module: Arc<Module>, entry: u32, args: &[String]) -> i32 {
+    let mut vm = Vm::new(module);
+    let status = run_program_in(&mut vm, entry, args);
+    vm.flush();
+    status
+}
+
+/// [`run_program`] on an existing VM (so tests and embedders can choose the output sinks).
+pub fn run_program_in(vm: &mut Vm, entry: u32, args: &[String]) -> i32 {
+    let result = vm.run_static_init().and_then(|()| {
+        let takes_args = vm
+            .module
+            .functions
+            .get(entry as usize)
+            .is_some_and(|f| f.params == 1);
+        let argv = if takes_args {
+            vec![Value::StrArray(args.to_vec())]
+        } else {
+            Vec::new()
+        };
+        vm.call(entry, &argv)
+    });
+    match result {
+        Ok(None) => 0,
+        Ok(Some(v)) => match v {
+            Value::I8(x) => x as u8 as i32,
+            Value::U8(x) => x as i32,
+            Value::I16(x) => x as u8 as i32,
+            Value::U16(x) => x as u8 as i32,
+            Value::I32(x) => x as u8 as i32,
+            Value::U32(x) => x as u8 as i32,
+            Value::I64(x) => x as u8 as i32,
+            Value::U64(x) => x as u8 as i32,
+            Value::Ref(_) | Value::StrArray(_) => 0,
+            other => {
+                vm.out
+                    .write(false, &format!("result: {}", other.to_text()), true);
+                0
+            }
+        },
+        Err(e) => {
+            vm.out.write(true, &e.to_string(), true);
+            70
+        }
+    }
+}

@@ -1,0 +1,582 @@
+//! The object table: strings, host arrays and class instances behind generation-checked
+//! handles, and the mark-sweep collector for strings.
+//!
+//! # Handles
+//!
+//! A handle is `(index + 1) | (generation << 32)`; `0` is `null`. Releasing a slot bumps its
+//! generation, so every handle to the old object becomes *stale*: lookups fail cleanly and the
+//! interpreter reports `E-DROPPED` (or `E-NULL` for 0). A forged handle (any 64-bit value) is
+//! likewise either a live object or a clean failure, never memory unsafety.
+//!
+//! # Ownership and collection
+//!
+//! Arrays and instances are released explicitly (`drop`, compiled from the ownership rules of
+//! LANGUAGE §6). Strings are outside ownership: they are collected by a precise mark-sweep
+//! collector ([`Heap::collect`]) that the VM runs when the number of live strings has doubled
+//! since the last collection. The slots `[0, pinned)` hold the module's constant strings and
+//! are never collected.
+//!
+//! Invariant: `live_strings` equals the number of slots holding [`Obj::Str`].
+//!
+//! Future kinds (`KernelBuffer`, `KernelStream`, `Event`) become further [`Obj`] variants; a
+//! buffer captured by a running launch will carry a reference count, and `release` will defer
+//! freeing its storage until the count drops to zero (DESIGN §3).
+
+use cajeta_bytecode::{Elem, Scalar};
+
+/// The null handle.
+pub const NULL: u64 = 0;
+
+/// Collections never run while fewer strings than this are live.
+const GC_MIN_THRESHOLD: usize = 1 << 14;
+
+/// A heap object.
+#[derive(Debug)]
+pub enum Obj {
+    /// An empty slot (on the free list).
+    Free,
+    /// An immutable string.
+    Str(Box<str>),
+    /// A host array.
+    Array(Array),
+    /// An instance of a class of the module.
+    Instance(Instance),
+}
+
+/// A host array: its element type and compact storage.
+#[derive(Debug)]
+pub struct Array {
+    /// The element type (decides which [`ArrData`] variant `data` is).
+    pub elem: Elem,
+    /// The elements.
+    pub data: ArrData,
+}
+
+/// Array storage, one variant per element representation; scalars are stored at their
+/// natural width (a `float32[]` of 2^24 elements takes 64 MiB, not 128).
+#[derive(Debug)]
+pub enum ArrData {
+    /// `boolean[]`: 0 or 1 per byte.
+    Bool(Vec<u8>),
+    /// `char[]`: code points.
+    Char(Vec<u32>),
+    /// `int8[]`.
+    I8(Vec<i8>),
+    /// `uint8[]`.
+    U8(Vec<u8>),
+    /// `int16[]`.
+    I16(Vec<i16>),
+    /// `uint16[]`.
+    U16(Vec<u16>),
+    /// `int32[]`.
+    I32(Vec<i32>),
+    /// `uint32[]`.
+    U32(Vec<u32>),
+    /// `int64[]`.
+    I64(Vec<i64>),
+    /// `uint64[]`.
+    U64(Vec<u64>),
+    /// `float32[]`.
+    F32(Vec<f32>),
+    /// `float64[]`.
+    F64(Vec<f64>),
+    /// Arrays of references (`String[]`, `C[]`): handles.
+    Ref(Vec<u64>),
+}
+
+impl ArrData {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            ArrData::Bool(v) | ArrData::U8(v) => v.len(),
+            ArrData::Char(v) | ArrData::U32(v) => v.len(),
+            ArrData::I8(v) => v.len(),
+            ArrData::I16(v) => v.len(),
+            ArrData::U16(v) => v.len(),
+            ArrData::I32(v) => v.len(),
+            ArrData::I64(v) => v.len(),
+            ArrData::U64(v) | ArrData::Ref(v) => v.len(),
+            ArrData::F32(v) => v.len(),
+            ArrData::F64(v) => v.len(),
+        }
+    }
+
+    /// True if the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A zero-filled array of `n` elements of type `elem`, or `None` if it cannot be allocated.
+    pub fn zeroed(elem: Elem, n: usize) -> Option<ArrData> {
+        Some(match elem {
+            Elem::Scalar(s) => match s {
+                Scalar::Bool => ArrData::Bool(zeroed_vec(n)?),
+                Scalar::Char => ArrData::Char(zeroed_vec(n)?),
+                Scalar::I8 => ArrData::I8(zeroed_vec(n)?),
+                Scalar::U8 => ArrData::U8(zeroed_vec(n)?),
+                Scalar::I16 => ArrData::I16(zeroed_vec(n)?),
+                Scalar::U16 => ArrData::U16(zeroed_vec(n)?),
+                Scalar::I32 => ArrData::I32(zeroed_vec(n)?),
+                Scalar::U32 => ArrData::U32(zeroed_vec(n)?),
+                Scalar::I64 => ArrData::I64(zeroed_vec(n)?),
+                Scalar::U64 => ArrData::U64(zeroed_vec(n)?),
+                Scalar::F32 => ArrData::F32(zeroed_vec(n)?),
+                Scalar::F64 => ArrData::F64(zeroed_vec(n)?),
+            },
+            Elem::Str | Elem::Object(_) => ArrData::Ref(zeroed_vec(n)?),
+        })
+    }
+}
+
+/// Primitive element types whose all-zero bit pattern is the value zero.
+///
+/// # Safety
+///
+/// Implementors must be plain integer or float types (no padding, every bit pattern valid).
+unsafe trait Zeroable: Copy {}
+// SAFETY: primitive integers and floats: all-zero bits are a valid value (0 / 0.0).
+unsafe impl Zeroable for u8 {}
+// SAFETY: as above.
+unsafe impl Zeroable for i8 {}
+// SAFETY: as above.
+unsafe impl Zeroable for u16 {}
+// SAFETY: as above.
+unsafe impl Zeroable for i16 {}
+// SAFETY: as above.
+unsafe impl Zeroable for u32 {}
+// SAFETY: as above.
+unsafe impl Zeroable for i32 {}
+// SAFETY: as above.
+unsafe impl Zeroable for u64 {}
+// SAFETY: as above.
+unsafe impl Zeroable for i64 {}
+// SAFETY: as above.
+unsafe impl Zeroable for f32 {}
+// SAFETY: as above.
+unsafe impl Zeroable for f64 {}
+
+/// A vector of `n` zeros from `alloc_zeroed` (calloc: large arrays get fresh zero pages instead
+/// of a memset), or `None` when the size overflows or the allocator refuses.
+fn zeroed_vec<T: Zeroable>(n: usize) -> Option<Vec<T>> {
+    if n == 0 || std::mem::size_of::<T>() == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(n).ok()?;
+    // SAFETY: `layout` has non-zero size (n > 0 and T is not zero-sized).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with the layout of `[T; n]`, which is
+    // what `Vec<T>` with capacity `n` uses; all `n` elements are initialised (zero bits are a
+    // valid `T` by `Zeroable`).
+    Some(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
+/// An instance of a class: its class index and one cell per field.
+#[derive(Debug)]
+pub struct Instance {
+    /// The class index in the module.
+    pub class: u32,
+    /// Field cells in declaration order (canonical form, handles for references).
+    pub fields: Box<[u64]>,
+}
+
+/// One entry of the object table.
+#[derive(Debug)]
+struct Slot {
+    /// Bumped on every release; the high half of each handle.
+    generation: u32,
+    /// The top-level call (see [`Heap::epoch`]) during which the object was allocated.
+    epoch: u32,
+    /// The object.
+    obj: Obj,
+}
+
+/// Counters for tests and `--mem-stats`-style reporting.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct HeapStats {
+    /// Objects allocated so far (strings included).
+    pub allocs: u64,
+    /// Objects released or collected so far.
+    pub frees: u64,
+    /// Collections run so far.
+    pub collections: u64,
+    /// Strings live now.
+    pub live_strings: usize,
+    /// Arrays and instances live now.
+    pub live_objects: usize,
+}
+
+/// The object table.
+#[derive(Debug)]
+pub struct Heap {
+    slots: Vec<Slot>,
+    /// Indices of free slots.
+    free: Vec<u32>,
+    /// Slots `[0, pinned)` are constant strings, never collected.
+    pinned: usize,
+    /// Number of slots holding strings.
+    live_strings: usize,
+    /// Number of slots holding arrays or instances.
+    live_objects: usize,
+    /// Collect when `live_strings` reaches this.
+    gc_threshold: usize,
+    /// The current top-level call's number (stamped on every allocation).
+    epoch: u32,
+    /// Mark bits, one per slot, reused between collections.
+    marks: Vec<bool>,
+    allocs: u64,
+    frees: u64,
+    collections: u64,
+}
+
+/// Why an allocation failed.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct TableFull;
+
+impl Default for Heap {
+    fn default() -> Self {
+        Heap::new()
+    }
+}
+
+impl Heap {
+    /// An empty table.
+    pub fn new() -> Heap {
+        Heap {
+            slots: Vec::new(),
+            free: Vec::new(),
+            pinned: 0,
+            live_strings: 0,
+            live_objects: 0,
+            gc_threshold: GC_MIN_THRESHOLD,
+            epoch: 0,
+            marks: Vec::new(),
+            allocs: 0,
+            frees: 0,
+            collections: 0,
+        }
+    }
+
+    /// Makes every slot allocated so far permanent (used once, after the constant strings).
+    pub fn pin_all(&mut self) {
+        self.pinned = self.slots.len();
+    }
+
+    /// Starts a new top-level call: later allocations carry the new epoch number.
+    pub fn next_epoch(&mut self) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.epoch
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> HeapStats {
+        HeapStats {
+            allocs: self.allocs,
+            frees: self.frees,
+            collections: self.collections,
+            live_strings: self.live_strings,
+            live_objects: self.live_objects,
+        }
+    }
+
+    /// Adds `obj` to the table and returns its handle.
+    ///
+    /// # Errors
+    ///
+    /// [`TableFull`] when 2^32 − 1 objects are live.
+    pub fn alloc(&mut self, obj: Obj) -> Result<u64, TableFull> {
+        match &obj {
+            Obj::Free => return Ok(NULL),
+            Obj::Str(_) => self.live_strings += 1,
+            _ => self.live_objects += 1,
+        }
+        self.allocs += 1;
+        if let Some(idx) = self.free.pop() {
+            let slot = &mut self.slots[idx as usize];
+            slot.obj = obj;
+            slot.epoch = self.epoch;
+            return Ok(handle(idx as usize, slot.generation));
+        }
+        let idx = self.slots.len();
+        // Index u32::MAX would make `index + 1` overflow the low half of the handle.
+        if idx >= u32::MAX as usize {
+            match obj {
+                Obj::Str(_) => self.live_strings -= 1,
+                _ => self.live_objects -= 1,
+            }
+            self.allocs -= 1;
+            return Err(TableFull);
+        }
+        self.slots.push(Slot {
+            generation: 0,
+            epoch: self.epoch,
+            obj,
+        });
+        Ok(handle(idx, 0))
+    }
+
+    /// Allocates a string.
+    ///
+    /// # Errors
+    ///
+    /// As [`Heap::alloc`].
+    pub fn alloc_str(&mut self, s: impl Into<Box<str>>) -> Result<u64, TableFull> {
+        self.alloc(Obj::Str(s.into()))
+    }
+
+    /// The object `h` designates, or `None` for null, a stale handle or a free slot.
+    #[inline(always)]
+    pub fn get(&self, h: u64) -> Option<&Obj> {
+        // Null (index 0 - 1 = u32::MAX) is never a valid slot index: see `alloc`.
+        let idx = (h as u32).wrapping_sub(1) as usize;
+        let slot = self.slots.get(idx)?;
+        if slot.generation != (h >> 32) as u32 {
+            return None;
+        }
+        Some(&slot.obj)
+    }
+
+    /// Mutable access to the object `h` designates (see [`Heap::get`]).
+    #[inline(always)]
+    pub fn get_mut(&mut self, h: u64) -> Option<&mut Obj> {
+        let idx = (h as u32).wrapping_sub(1) as usize;
+        let slot = self.slots.get_mut(idx)?;
+        if slot.generation != (h >> 32) as u32 {
+            return None;
+        }
+        Some(&mut slot.obj)
+    }
+
+    /// The text of string `h`, or `None` if `h` is not a live string.
+    pub fn str(&self, h: u64) -> Option<&str> {
+        match self.get(h) {
+            Some(Obj::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Releases the array or instance `h` (the `drop` instruction). Null, stale handles and
+    /// strings (outside ownership) are left alone. Returns whether something was released.
+    pub fn release(&mut self, h: u64) -> bool {
+        match self.get(h) {
+            Some(Obj::Array(_) | Obj::Instance(_)) => {
+                let idx = (h as u32).wrapping_sub(1) as usize;
+                self.free_slot(idx);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Frees slot `idx` (which must hold an object) and bumps its generation.
+    fn free_slot(&mut self, idx: usize) {
+        let slot = &mut self.slots[idx];
+        match std::mem::replace(&mut slot.obj, Obj::Free) {
+            Obj::Free => return,
+            Obj::Str(_) => self.live_strings -= 1,
+            _ => self.live_objects -= 1,
+        }
+        slot.generation = slot.generation.wrapping_add(1);
+        self.frees += 1;
+        self.free.push(idx as u32);
+    }
+
+    /// Releases every array and instance allocated during top-level call `epoch` that is
+    /// still live (used when a runtime error unwinds that call, LANGUAGE §6.4).
+    pub fn release_epoch(&mut self, epoch: u32) {
+        for idx in 0..self.slots.len() {
+            let slot = &self.slots[idx];
+            if slot.epoch == epoch && matches!(slot.obj, Obj::Array(_) | Obj::Instance(_)) {
+                self.free_slot(idx);
+            }
+        }
+    }
+
+    /// True when enough strings were allocated since the last collection to run another.
+    #[inline]
+    pub fn wants_collection(&self) -> bool {
+        self.live_strings >= self.gc_threshold
+    }
+
+    /// Runs a collection: `roots` is called with a [`Marker`] and must mark every string
+    /// handle held outside the heap (registers, statics, the constant table). Strings held by
+    /// live arrays and instances are marked here, using `class_str_fields[c]`, the indices of
+    /// class `c`'s String-typed fields. Unmarked, unpinned strings are freed.
+    pub fn collect(
+        &mut self,
+        class_str_fields: &[Box<[u32]>],
+        roots: impl FnOnce(&mut Marker<'_>),
+    ) {
+        self.marks.clear();
+        self.marks.resize(self.slots.len(), false);
+        {
+            let mut m = Marker {
+                slots: &self.slots,
+                marks: &mut self.marks,
+            };
+            roots(&mut m);
+            // Strings referenced from objects: every live array and instance is a root, since
+            // their lifetime is governed by ownership, not reachability.
+            for slot in m.slots {
+                match &slot.obj {
+                    Obj::Array(Array {
+                        elem: Elem::Str,
+                        data: ArrData::Ref(v),
+                    }) => {
+                        for &h in v {
+                            mark(m.slots, m.marks, h);
+                        }
+                    }
+                    Obj::Instance(inst) => {
+                        if let Some(fields) = class_str_fields.get(inst.class as usize) {
+                            for &f in fields.iter() {
+                                if let Some(&h) = inst.fields.get(f as usize) {
+                                    mark(m.slots, m.marks, h);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for idx in self.pinned..self.slots.len() {
+            if matches!(self.slots[idx].obj, Obj::Str(_)) && !self.marks[idx] {
+                self.free_slot(idx);
+            }
+        }
+        self.collections += 1;
+        self.gc_threshold = (self.live_strings * 2).max(GC_MIN_THRESHOLD);
+    }
+}
+
+/// Marks string handles during [`Heap::collect`].
+pub struct Marker<'a> {
+    slots: &'a [Slot],
+    marks: &'a mut Vec<bool>,
+}
+
+impl Marker<'_> {
+    /// Marks `h` if it designates a live string; any other value (null, numbers left in a
+    /// register by an earlier use, stale handles) is ignored.
+    #[inline]
+    pub fn mark(&mut self, h: u64) {
+        mark(self.slots, self.marks, h);
+    }
+}
+
+fn mark(slots: &[Slot], marks: &mut [bool], h: u64) {
+    let idx = (h as u32).wrapping_sub(1) as usize;
+    if let Some(slot) = slots.get(idx) {
+        if slot.generation == (h >> 32) as u32 && matches!(slot.obj, Obj::Str(_)) {
+            marks[idx] = true;
+        }
+    }
+}
+
+/// The handle of slot `idx` at generation `generation`.
+#[inline]
+fn handle(idx: usize, generation: u32) -> u64 {
+    (idx as u64 + 1) | ((generation as u64) << 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_go_stale_on_release() {
+        let mut heap = Heap::new();
+        let a = heap
+            .alloc(Obj::Instance(Instance {
+                class: 0,
+                fields: vec![0; 2].into(),
+            }))
+            .unwrap();
+        assert!(heap.get(a).is_some());
+        assert!(heap.release(a));
+        assert!(heap.get(a).is_none());
+        assert!(!heap.release(a), "second release is a no-op");
+        let b = heap
+            .alloc(Obj::Instance(Instance {
+                class: 0,
+                fields: vec![0; 2].into(),
+            }))
+            .unwrap();
+        assert_ne!(a, b, "reused slot has a new generation");
+        assert_eq!(a as u32, b as u32, "same slot");
+        assert!(heap.get(a).is_none());
+        assert!(heap.get(NULL).is_none());
+        assert_eq!(heap.stats().live_objects, 1);
+    }
+
+    #[test]
+    fn strings_are_not_released_by_drop() {
+        let mut heap = Heap::new();
+        let s = heap.alloc_str("x").unwrap();
+        assert!(!heap.release(s));
+        assert_eq!(heap.str(s), Some("x"));
+    }
+
+    #[test]
+    fn collector_frees_only_unmarked_unpinned_strings() {
+        let mut heap = Heap::new();
+        let k = heap.alloc_str("const").unwrap();
+        heap.pin_all();
+        let keep = heap.alloc_str("keep").unwrap();
+        let lose = heap.alloc_str("lose").unwrap();
+        let in_arr = heap.alloc_str("in array").unwrap();
+        let arr = heap
+            .alloc(Obj::Array(Array {
+                elem: Elem::Str,
+                data: ArrData::Ref(vec![in_arr, 12345]),
+            }))
+            .unwrap();
+        heap.collect(&[], |m| {
+            m.mark(keep);
+            m.mark(0xdead_beef_0000_0001); // garbage: ignored
+        });
+        assert_eq!(heap.str(k), Some("const"));
+        assert_eq!(heap.str(keep), Some("keep"));
+        assert_eq!(heap.str(in_arr), Some("in array"));
+        assert_eq!(heap.str(lose), None);
+        assert!(heap.get(arr).is_some());
+        assert_eq!(heap.stats().live_strings, 3);
+    }
+
+    #[test]
+    fn zeroed_arrays() {
+        let d = ArrData::zeroed(Elem::Scalar(Scalar::F32), 1 << 20).unwrap();
+        match d {
+            ArrData::F32(v) => assert!(v.len() == 1 << 20 && v.iter().all(|&x| x == 0.0)),
+            _ => panic!("wrong storage"),
+        }
+        assert!(ArrData::zeroed(Elem::Scalar(Scalar::F64), usize::MAX / 4).is_none());
+        assert_eq!(ArrData::zeroed(Elem::Str, 0).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn release_epoch_frees_that_calls_objects() {
+        let mut heap = Heap::new();
+        let old = heap
+            .alloc(Obj::Instance(Instance {
+                class: 0,
+                fields: Box::new([]),
+            }))
+            .unwrap();
+        let e = heap.next_epoch();
+        let new = heap
+            .alloc(Obj::Instance(Instance {
+                class: 0,
+                fields: Box::new([]),
+            }))
+            .unwrap();
+        let s = heap.alloc_str("s").unwrap();
+        heap.release_epoch(e);
+        assert!(heap.get(old).is_some());
+        assert!(heap.get(new).is_none());
+        assert!(heap.get(s).is_some());
+    }
+}

@@ -1,0 +1,306 @@
+//! The interpreter's out-of-line paths: raising runtime errors (with their trace), stack
+//! growth, allocation (with the string collector), string conversion and printing.
+//!
+//! Everything here is called from a dispatch arm but kept out of the loop body, so the loop
+//! stays small enough for good code generation. Errors leave through one `#[cold]` function,
+//! [`Vm::fault`], which turns a [`Fault`] into a [`RuntimeError`] with names and positions.
+
+use cajeta_bytecode::{Elem, Instr, Scalar, Type};
+
+use crate::api::Vm;
+use crate::error::{ErrorCode, RuntimeError, TraceFrame};
+use crate::format;
+use crate::heap::{ArrData, Array, Instance, Obj, NULL};
+
+/// What went wrong, with just enough data to write the message later.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Fault {
+    /// Integer division or remainder by zero.
+    DivZero,
+    /// Signed `MIN / -1`.
+    Overflow,
+    /// Call depth limit reached.
+    Stack,
+    /// Array index out of range.
+    Bounds { index: i64, len: usize },
+    /// Invalid array length.
+    Size(i64),
+    /// The object table is full.
+    TableFull,
+    /// Register `reg` holds `handle`, which is null or not a live object of the right kind.
+    BadRef {
+        reg: u16,
+        handle: u64,
+        access: Access,
+    },
+}
+
+/// The kind of access a [`Fault::BadRef`] attempted (for the `E-NULL` message).
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Access {
+    /// An element read or write.
+    Index,
+    /// `count()`.
+    Count,
+    /// A field read or write (field index).
+    Field(u16),
+}
+
+impl Vm {
+    /// Builds the runtime error for `fault` raised by the instruction before `ip` in the
+    /// running frame, with the trace of every frame.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn fault(&mut self, ip: *const Instr, fault: Fault) -> RuntimeError {
+        let (code, message) = self.describe(fault);
+        let mut trace = Vec::with_capacity(self.frames.len());
+        for (depth, frame) in self.frames.iter().rev().enumerate() {
+            // The running frame's saved `ip` is stale; the others resume after their call.
+            let resume = if depth == 0 { ip } else { frame.ip };
+            trace.push(self.trace_frame(frame.func, resume));
+        }
+        RuntimeError {
+            code: code.code(),
+            message,
+            trace,
+        }
+    }
+
+    /// The trace line of function `func` whose next instruction is `resume` (the failing or
+    /// calling instruction is the one before it).
+    fn trace_frame(&self, func: u32, resume: *const Instr) -> TraceFrame {
+        let module = &self.module;
+        let f = &module.functions[func as usize];
+        let start = self.fns[func as usize].code as usize;
+        let pc = ((resume as usize).wrapping_sub(start) / std::mem::size_of::<Instr>())
+            .saturating_sub(1);
+        let (line, col) = f.position(pc as u32);
+        let path = module
+            .files
+            .get(f.file as usize)
+            .map(String::as_str)
+            .unwrap_or("?");
+        let file = path.rsplit(['/', '\\']).next().unwrap_or(path).to_string();
+        TraceFrame {
+            function: f.name.clone(),
+            file,
+            line,
+            col,
+        }
+    }
+
+    /// The code and message of `fault`, naming classes and fields from the running
+    /// function's register types.
+    fn describe(&self, fault: Fault) -> (ErrorCode, String) {
+        match fault {
+            Fault::DivZero => (ErrorCode::DivZero, "integer division by zero".into()),
+            Fault::Overflow => (ErrorCode::Overflow, "integer overflow in division".into()),
+            Fault::Stack => (ErrorCode::Stack, "call depth limit exceeded".into()),
+            Fault::Bounds { index, len } => (
+                ErrorCode::Bounds,
+                format!("index {index} out of bounds for length {len}"),
+            ),
+            Fault::Size(n) => (ErrorCode::Size, format!("invalid array length {n}")),
+            Fault::TableFull => (
+                ErrorCode::Size,
+                "object table full (2^32 - 1 live objects)".into(),
+            ),
+            Fault::BadRef {
+                reg,
+                handle,
+                access,
+            } => {
+                let ty = self.current_reg_type(reg);
+                if handle == NULL {
+                    let msg = match access {
+                        Access::Index => "null reference: index into null array".to_string(),
+                        Access::Count => "null reference: count() of null array".to_string(),
+                        Access::Field(f) => {
+                            let name = match ty {
+                                Some(Type::Object(c)) => self
+                                    .module
+                                    .classes
+                                    .get(c as usize)
+                                    .and_then(|c| c.fields.get(f as usize))
+                                    .map(|f| f.name.clone()),
+                                _ => None,
+                            };
+                            format!(
+                                "null reference: field '{}' of null",
+                                name.unwrap_or_else(|| format!("#{f}"))
+                            )
+                        }
+                    };
+                    (ErrorCode::Null, msg)
+                } else {
+                    let name = ty
+                        .map(|t| self.type_name(t))
+                        .unwrap_or_else(|| "object".into());
+                    (ErrorCode::Dropped, format!("use of dropped {name} object"))
+                }
+            }
+        }
+    }
+
+    /// The type of register `reg` of the running function.
+    fn current_reg_type(&self, reg: u16) -> Option<Type> {
+        let frame = self.frames.last()?;
+        self.module
+            .functions
+            .get(frame.func as usize)?
+            .regs
+            .get(reg as usize)
+            .copied()
+    }
+
+    /// A type as the user wrote it: simple class names, `int32[]`, `String`.
+    fn type_name(&self, ty: Type) -> String {
+        let class = |c: u32| {
+            self.module
+                .classes
+                .get(c as usize)
+                .map(|c| c.name.rsplit('.').next().unwrap_or(&c.name).to_string())
+                .unwrap_or_else(|| format!("class#{c}"))
+        };
+        match ty {
+            Type::Object(c) => class(c),
+            Type::Array(Elem::Object(c)) => format!("{}[]", class(c)),
+            other => other.to_string(),
+        }
+    }
+
+    /// Grows the register stack to at least `top` cells (doubling). The caller re-derives
+    /// its register pointer afterwards.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn grow_stack(&mut self, top: usize) {
+        let len = top.max(self.stack.len() * 2);
+        self.stack.resize(len, 0);
+    }
+
+    /// Allocates a string, first collecting if the live-string count has doubled.
+    #[inline(never)]
+    pub(crate) fn new_string(&mut self, s: String) -> Result<u64, Fault> {
+        if self.heap.wants_collection() {
+            self.collect_strings();
+        }
+        self.heap.alloc_str(s).map_err(|_| Fault::TableFull)
+    }
+
+    /// Runs the string collector with the VM's roots: the String registers of every frame and
+    /// the String statics (constants are pinned; arrays and instances are scanned by the heap).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn collect_strings(&mut self) {
+        let Vm {
+            heap,
+            frames,
+            stack,
+            fns,
+            statics,
+            static_str,
+            class_str_fields,
+            ..
+        } = self;
+        let cells = stack.as_slice();
+        heap.collect(class_str_fields, |m| {
+            for frame in frames.iter() {
+                for &r in fns[frame.func as usize].str_regs.iter() {
+                    if let Some(&cell) = cells.get(frame.base + r as usize) {
+                        m.mark(cell);
+                    }
+                }
+            }
+            for &s in static_str.iter() {
+                if let Some(&cell) = statics.get(s as usize) {
+                    m.mark(cell);
+                }
+            }
+        });
+    }
+
+    /// `tostr.*`: the §3.5 conversion of a cell of type `s`.
+    #[inline(never)]
+    pub(crate) fn to_str(&mut self, s: Scalar, x: u64) -> Result<u64, Fault> {
+        let text = match s {
+            Scalar::Bool => (if x != 0 { "true" } else { "false" }).to_string(),
+            Scalar::Char => format::char_text(x).to_string(),
+            Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 => (x as i64).to_string(),
+            Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64 => x.to_string(),
+            Scalar::F32 => format::fmt_g(f32::from_bits(x as u32) as f64),
+            Scalar::F64 => format::fmt_g(f64::from_bits(x)),
+        };
+        self.new_string(text)
+    }
+
+    /// `concat`: joins two strings, null reading as `null`.
+    #[inline(never)]
+    pub(crate) fn concat(&mut self, x: u64, y: u64) -> Result<u64, Fault> {
+        let a = self.heap.str(x).unwrap_or("null");
+        let b = self.heap.str(y).unwrap_or("null");
+        let mut s = String::with_capacity(a.len() + b.len());
+        s.push_str(a);
+        s.push_str(b);
+        self.new_string(s)
+    }
+
+    /// `fmt.fixed`: C `%.Nf`.
+    #[inline(never)]
+    pub(crate) fn fmt_fixed(&mut self, x: u64, decimals: u16) -> Result<u64, Fault> {
+        let s = format::fmt_fixed(f64::from_bits(x), decimals as usize);
+        self.new_string(s)
+    }
+
+    /// `eq.str`: equal contents; null equals only null.
+    #[inline(never)]
+    pub(crate) fn str_eq(&self, x: u64, y: u64) -> bool {
+        if x == y {
+            return true;
+        }
+        match (self.heap.str(x), self.heap.str(y)) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// `print`: writes string `h` (null: `null`); `flags` bit 0 selects stderr, bit 1 adds a
+    /// newline.
+    #[inline(never)]
+    pub(crate) fn print(&mut self, h: u64, flags: u16) {
+        let Vm { heap, out, .. } = self;
+        let text = heap.str(h).unwrap_or("null");
+        out.write(flags & 1 != 0, text, flags & 2 != 0);
+    }
+
+    /// `newarr`: a zero-filled array of `n` elements of the element type of register `dst`.
+    #[inline(never)]
+    pub(crate) fn new_array(&mut self, dst: u16, n: u64) -> Result<u64, Fault> {
+        let len = n as i64;
+        let elem = match self.current_reg_type(dst) {
+            Some(Type::Array(e)) => e,
+            // Excluded by the verifier (newarr's destination is an array register).
+            _ => return Err(Fault::Size(len)),
+        };
+        if len < 0 {
+            return Err(Fault::Size(len));
+        }
+        let data = ArrData::zeroed(elem, len as usize).ok_or(Fault::Size(len))?;
+        self.heap
+            .alloc(Obj::Array(Array { elem, data }))
+            .map_err(|_| Fault::TableFull)
+    }
+
+    /// `newobj`: a zero-filled instance of class `class`.
+    #[inline(never)]
+    pub(crate) fn new_instance(&mut self, class: u32) -> Result<u64, Fault> {
+        let n = self
+            .module
+            .classes
+            .get(class as usize)
+            .map_or(0, |c| c.fields.len());
+        let fields = vec![0u64; n].into_boxed_slice();
+        self.heap
+            .alloc(Obj::Instance(Instance { class, fields }))
+            .map_err(|_| Fault::TableFull)
+    }
+}

@@ -1,0 +1,106 @@
+//! Program output: the stdout/stderr sink pair and [`Capture`], an in-memory sink for tests
+//! and embedders.
+//!
+//! stdout is buffered; it is flushed before anything is written to stderr and at exit
+//! (LANGUAGE §5.9), so interleaved output keeps its order on a terminal. Write errors (a closed
+//! pipe) are ignored: a program's output is best-effort and never a runtime error.
+
+use std::cell::RefCell;
+use std::io::{self, BufWriter, Write};
+use std::rc::Rc;
+
+/// The pair of sinks a VM prints to.
+pub(crate) struct Output {
+    out: Box<dyn Write>,
+    err: Box<dyn Write>,
+}
+
+impl Output {
+    /// The process's stdout (buffered) and stderr.
+    pub(crate) fn std() -> Output {
+        Output {
+            out: Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
+            err: Box::new(io::stderr()),
+        }
+    }
+
+    /// Caller-provided sinks, used as given.
+    pub(crate) fn new(out: Box<dyn Write>, err: Box<dyn Write>) -> Output {
+        Output { out, err }
+    }
+
+    /// Writes `text` (and a newline if `newline`) to stdout, or to stderr after flushing stdout.
+    pub(crate) fn write(&mut self, to_stderr: bool, text: &str, newline: bool) {
+        if to_stderr {
+            let _ = self.out.flush();
+            if newline {
+                // One write, so a line is never split between two writers.
+                let mut line = String::with_capacity(text.len() + 1);
+                line.push_str(text);
+                line.push('\n');
+                let _ = self.err.write_all(line.as_bytes());
+            } else {
+                let _ = self.err.write_all(text.as_bytes());
+            }
+            let _ = self.err.flush();
+        } else {
+            let _ = self.out.write_all(text.as_bytes());
+            if newline {
+                let _ = self.out.write_all(b"\n");
+            }
+        }
+    }
+
+    /// Flushes both sinks.
+    pub(crate) fn flush(&mut self) {
+        let _ = self.out.flush();
+        let _ = self.err.flush();
+    }
+}
+
+/// A cloneable in-memory sink: give one clone to [`crate::Vm::with_output`], read the text from
+/// another.
+///
+/// ```
+/// use cajeta_vm::Capture;
+/// use std::io::Write;
+/// let cap = Capture::new();
+/// let mut sink = cap.clone();
+/// sink.write_all(b"hi").unwrap();
+/// assert_eq!(cap.text(), "hi");
+/// ```
+#[derive(Clone, Default, Debug)]
+pub struct Capture(Rc<RefCell<Vec<u8>>>);
+
+impl Capture {
+    /// An empty capture.
+    pub fn new() -> Capture {
+        Capture::default()
+    }
+
+    /// Everything written so far, as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.borrow()).into_owned()
+    }
+
+    /// Everything written so far.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.borrow().clone()
+    }
+
+    /// A boxed clone, ready for [`crate::Vm::with_output`].
+    pub fn sink(&self) -> Box<dyn Write> {
+        Box::new(self.clone())
+    }
+}
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
