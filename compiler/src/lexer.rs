@@ -906,7 +906,12 @@ impl<'a> Lexer<'a> {
     fn char_lit(&mut self) -> Option<Tok> {
         let start = self.pos;
         self.pos += 1;
+        let errors_before = self.diags.len();
         let (cps, closed) = self.literal_body(b'\'');
+        if self.diags.len() > errors_before {
+            // A bad escape was reported; "empty" or "unterminated" would only repeat it.
+            return Some(Tok::Char(0));
+        }
         if !closed {
             self.error(start, self.pos, "unterminated character literal");
             return Some(Tok::Char(0));

@@ -38,6 +38,7 @@ pub fn parse(file: FileId, text: &str) -> (Unit, Vec<Diag>) {
         depth: 0,
         prev_end: 0,
         too_deep: false,
+        braces: 0,
     };
     let unit = p.unit();
     let mut diags = lex_diags;
@@ -64,6 +65,7 @@ struct Saved {
     depth: u32,
     prev_end: u32,
     too_deep: bool,
+    braces: u32,
 }
 
 /// The parser state over one token list.
@@ -80,6 +82,9 @@ struct Parser {
     prev_end: u32,
     /// `nesting too deep` was reported (reported once per file).
     too_deep: bool,
+    /// Number of `{` consumed and not yet closed (recovery never skips past the `}` that
+    /// closes the block or class body it recovers in).
+    braces: u32,
 }
 
 /// The library generic types whose name opens type arguments in expressions (LANGUAGE §9).
@@ -138,6 +143,11 @@ impl Parser {
         if self.pos + 1 < self.toks.len() {
             self.pos += 1;
             self.prev_end = t.span.end;
+            match t.tok {
+                Tok::P(P::LBrace) => self.braces += 1,
+                Tok::P(P::RBrace) => self.braces = self.braces.saturating_sub(1),
+                _ => {}
+            }
         }
         t
     }
@@ -229,6 +239,7 @@ impl Parser {
             depth: self.depth,
             prev_end: self.prev_end,
             too_deep: self.too_deep,
+            braces: self.braces,
         }
     }
 
@@ -238,6 +249,7 @@ impl Parser {
         self.depth = s.depth;
         self.prev_end = s.prev_end;
         self.too_deep = s.too_deep;
+        self.braces = s.braces;
     }
 
     // ----- names -----
@@ -297,9 +309,25 @@ impl Parser {
         }
     }
 
-    /// After a failed statement: skips to just after `;`, just after a balanced block (and any
+    /// Skips to the end of groups opened since the brace depth was `level`.
+    fn close_groups(&mut self, level: u32) {
+        while self.braces > level && !self.at_eof() {
+            self.bump();
+        }
+    }
+
+    /// Skips to the `}` that closes the block whose contents are at brace depth `level`.
+    fn skip_to_block_end(&mut self, level: u32) {
+        while !self.at_eof() && !(self.braces == level && self.is_p(P::RBrace)) {
+            self.bump();
+        }
+    }
+
+    /// After a failed statement in a block at brace depth `level`: closes any group the
+    /// statement opened, then skips to just after `;`, just after a balanced block (and any
     /// `else`/`catch`/`finally` continuation), or to a `}` or statement keyword.
-    fn sync_stmt(&mut self) {
+    fn sync_stmt(&mut self, level: u32) {
+        self.close_groups(level);
         let start = self.pos;
         loop {
             match self.tok() {
@@ -332,9 +360,11 @@ impl Parser {
         }
     }
 
-    /// After a failed member: skips to just after `;` or a balanced block, or to a `}` or the
+    /// After a failed member in a class body at brace depth `level`: closes any group the
+    /// member opened, then skips to just after `;` or a balanced block, or to a `}` or the
     /// start of the next member.
-    fn sync_member(&mut self) {
+    fn sync_member(&mut self, level: u32) {
+        self.close_groups(level);
         let start = self.pos;
         loop {
             match self.tok() {

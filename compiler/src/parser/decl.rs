@@ -27,7 +27,9 @@ impl Parser {
         };
         while !self.at_eof() {
             let before = self.pos;
+            let level = self.braces;
             if self.top_item(&mut unit).is_err() {
+                self.close_groups(level);
                 self.sync_top();
             }
             if self.pos == before {
@@ -91,7 +93,8 @@ impl Parser {
                 // A member or statement outside any class: a script unit (T3).
                 let span = prefix.start.unwrap_or(self.span());
                 self.not_implemented(span, "top-level statements and members (script units) are");
-                self.sync_stmt();
+                let level = self.braces;
+                self.sync_stmt(level);
                 Ok(())
             }
         }
@@ -223,8 +226,15 @@ impl Parser {
         })
     }
 
-    /// A constant expression, `{v, …}` or a nested annotation.
+    /// A constant expression, `{v, …}` or a nested annotation (depth-counted).
     fn annotation_value(&mut self) -> PResult<Expr> {
+        self.deeper()?;
+        let r = self.annotation_value_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn annotation_value_inner(&mut self) -> PResult<Expr> {
         let start = self.span();
         if self.eat_p(P::LBrace) {
             let mut items = Vec::new();
@@ -243,10 +253,7 @@ impl Parser {
         if self.is_p(P::At) {
             // The AST has no annotation-valued expression; a nested annotation is kept as a
             // name `@Qualified.Name` (only ignored annotations can hold one).
-            self.deeper()?;
-            let a = self.annotation();
-            self.depth -= 1;
-            let a = a?;
+            let a = self.annotation()?;
             let name = Ident {
                 name: format!("@{}", a.name.joined()),
                 span: a.span,
@@ -283,13 +290,14 @@ impl Parser {
             }
         }
         self.expect_p(P::LBrace)?;
+        let level = self.braces;
         let mut members = Vec::new();
         while !self.is_p(P::RBrace) && !self.at_eof() {
             let before = self.pos;
             match self.member(&name) {
                 Ok(Some(m)) => members.push(m),
                 Ok(None) => {}
-                Err(Failed) => self.sync_member(),
+                Err(Failed) => self.sync_member(level),
             }
             if self.pos == before {
                 self.bump();

@@ -155,65 +155,78 @@ impl Parser {
         r
     }
 
+    /// Dispatches through a function pointer to keep this recursive frame small.
     fn unary_inner(&mut self) -> PResult<Expr> {
-        let start = self.span();
-        let op = match self.tok() {
-            Tok::P(P::Plus) => Some(UnOp::Plus),
-            Tok::P(P::Minus) => Some(UnOp::Neg),
-            Tok::P(P::Bang) => Some(UnOp::Not),
-            Tok::P(P::Tilde) => Some(UnOp::BitNot),
-            Tok::P(P::PlusPlus) => Some(UnOp::PreInc),
-            Tok::P(P::MinusMinus) => Some(UnOp::PreDec),
-            _ => None,
+        type Form = fn(&mut Parser) -> PResult<Expr>;
+        let form: Form = match self.tok() {
+            Tok::P(P::Plus | P::Minus | P::Bang | P::Tilde | P::PlusPlus | P::MinusMinus) => {
+                Parser::prefix_op
+            }
+            Tok::P(P::Hash) => Parser::transfer,
+            Tok::P(P::LParen) if self.at_cast() => Parser::cast,
+            _ => |p| {
+                let e = p.primary()?;
+                p.postfix(e)
+            },
         };
-        if let Some(op) = op {
-            self.bump();
-            let operand = self.unary()?;
-            if matches!(op, UnOp::PreInc | UnOp::PreDec) && !is_assignable(&operand) {
-                self.error(
-                    operand.span,
-                    "'++' and '--' need a variable, field or element",
-                );
-            }
-            let span = self.since(start);
-            return Ok(Expr {
-                kind: ExprKind::Unary {
-                    op,
-                    operand: Box::new(operand),
-                },
-                span,
-            });
+        form(self)
+    }
+
+    fn prefix_op(&mut self) -> PResult<Expr> {
+        let t = self.bump();
+        let op = match t.tok {
+            Tok::P(P::Plus) => UnOp::Plus,
+            Tok::P(P::Minus) => UnOp::Neg,
+            Tok::P(P::Bang) => UnOp::Not,
+            Tok::P(P::Tilde) => UnOp::BitNot,
+            Tok::P(P::PlusPlus) => UnOp::PreInc,
+            _ => UnOp::PreDec,
+        };
+        let operand = self.unary()?;
+        if matches!(op, UnOp::PreInc | UnOp::PreDec) && !is_assignable(&operand) {
+            self.error(
+                operand.span,
+                "'++' and '--' need a variable, field or element",
+            );
         }
-        if self.eat_p(P::Hash) {
-            let operand = self.unary()?;
-            if !matches!(operand.kind, ExprKind::Name(_) | ExprKind::Field { .. }) {
-                self.error(
-                    start,
-                    "the operand of '#' must be a local, parameter or field name",
-                );
-            }
-            let span = self.since(start);
-            return Ok(Expr {
-                kind: ExprKind::Transfer(Box::new(operand)),
-                span,
-            });
+        Ok(Expr {
+            kind: ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            span: self.since(t.span),
+        })
+    }
+
+    /// `#e` (LANGUAGE §6.3).
+    fn transfer(&mut self) -> PResult<Expr> {
+        let start = self.bump().span;
+        let operand = self.unary()?;
+        if !matches!(operand.kind, ExprKind::Name(_) | ExprKind::Field { .. }) {
+            self.error(
+                start,
+                "the operand of '#' must be a local, parameter or field name",
+            );
         }
-        if self.is_p(P::LParen) && self.at_cast() {
-            self.bump();
-            let ty = self.parse_type()?;
-            self.expect_p(P::RParen)?;
-            let operand = self.unary()?;
-            let span = self.since(start);
-            return Ok(Expr {
-                kind: ExprKind::Cast {
-                    ty,
-                    expr: Box::new(operand),
-                },
-                span,
-            });
-        }
-        let e = self.primary()?;
-        self.postfix(e)
+        Ok(Expr {
+            kind: ExprKind::Transfer(Box::new(operand)),
+            span: self.since(start),
+        })
+    }
+
+    /// `(T) e` with `T` primitive (checked by [`Parser::at_cast`]).
+    fn cast(&mut self) -> PResult<Expr> {
+        let start = self.bump().span;
+        let ty = self.parse_type()?;
+        self.expect_p(P::RParen)?;
+        let operand = self.unary()?;
+        Ok(Expr {
+            kind: ExprKind::Cast {
+                ty,
+                expr: Box::new(operand),
+            },
+            span: self.since(start),
+        })
     }
 
     /// At `(`: whether a cast follows: a primitive type name, optional `[]` pairs, then `)`.
@@ -363,149 +376,168 @@ impl Parser {
         Ok(args)
     }
 
+    /// Level 1 of §8.1; dispatches through a function pointer to keep the frame small.
     fn primary(&mut self) -> PResult<Expr> {
-        let start = self.span();
-        let kind = match self.tok().clone() {
-            Tok::Int {
-                value,
-                non_decimal,
-                long,
-            } => {
-                self.bump();
-                ExprKind::Int {
-                    value,
-                    non_decimal,
-                    long,
-                }
-            }
-            Tok::Float {
-                value,
-                f32_suffix,
-                f64_suffix,
-                text,
-            } => {
-                self.bump();
-                ExprKind::Float {
-                    value,
-                    f32_suffix,
-                    f64_suffix,
-                    text,
-                }
-            }
-            Tok::Char(c) => {
-                self.bump();
-                ExprKind::Char(c)
-            }
-            Tok::Str(s) => {
-                self.bump();
-                ExprKind::Str(s)
-            }
-            Tok::Kw(Kw::True) => {
-                self.bump();
-                ExprKind::Bool(true)
-            }
-            Tok::Kw(Kw::False) => {
-                self.bump();
-                ExprKind::Bool(false)
-            }
-            Tok::Kw(Kw::Null) => {
-                self.bump();
-                ExprKind::Null
-            }
-            Tok::Kw(Kw::This) => {
-                self.bump();
-                if self.is_p(P::LParen) {
-                    // `this(args)`: constructor chaining, kept as a bare call named `this`.
-                    let args = self.args()?;
-                    let name = Ident {
-                        name: "this".into(),
-                        span: start,
-                    };
-                    ExprKind::Call {
-                        target: None,
-                        name,
-                        type_args: Vec::new(),
-                        args,
-                    }
-                } else {
-                    ExprKind::This
-                }
-            }
-            Tok::Kw(Kw::Heap | Kw::Stack) => return self.creation(),
-            Tok::Kw(Kw::Switch) => return self.switch_expr(),
+        type Form = fn(&mut Parser) -> PResult<Expr>;
+        let form: Form = match self.tok() {
+            Tok::Int { .. }
+            | Tok::Float { .. }
+            | Tok::Char(_)
+            | Tok::Str(_)
+            | Tok::Kw(Kw::True | Kw::False | Kw::Null) => Parser::literal,
+            Tok::Kw(Kw::This) => Parser::this_expr,
+            Tok::Kw(Kw::Heap | Kw::Stack) => Parser::creation,
+            Tok::Kw(Kw::Switch) => Parser::switch_expr,
             Tok::Kw(k @ (Kw::Super | Kw::Await | Kw::Spawn | Kw::Detach | Kw::Async)) => {
-                self.not_implemented(start, &format!("'{}' is", k.as_str()));
+                let what = format!("'{}' is", k.as_str());
+                let span = self.span();
+                self.not_implemented(span, &what);
                 return Err(Failed);
             }
-            Tok::Ident(name) => {
-                if name == "new" && matches!(self.nth(1).tok, Tok::Ident(_)) {
-                    self.error_here(
-                        "there is no 'new' in Cajeta: create objects with 'heap' or 'stack'",
-                    );
-                    return Err(Failed);
-                }
-                if name == "shared" && self.at_type_start(1) {
-                    return self.shared_array();
-                }
-                if self.nth_is_p(1, P::Arrow) {
-                    self.not_implemented(start, "lambda expressions are");
-                    return Err(Failed);
-                }
-                self.bump();
-                let id = Ident { name, span: start };
-                if self.is_p(P::LParen) {
-                    let args = self.args()?;
-                    ExprKind::Call {
-                        target: None,
-                        name: id,
-                        type_args: Vec::new(),
-                        args,
-                    }
-                } else if self.is_p(P::Lt) && GENERIC_TYPES.contains(&id.name.as_str()) {
-                    // Type arguments, unless they do not parse (then `<` is less-than).
-                    let saved = self.save();
-                    match self.type_args() {
-                        Ok(args) => ExprKind::GenericName { name: id, args },
-                        Err(Failed) => {
-                            self.restore(saved);
-                            ExprKind::Name(id)
-                        }
-                    }
-                } else {
-                    ExprKind::Name(id)
-                }
-            }
-            Tok::P(P::LParen) => {
-                if self.at_lambda_params() {
-                    self.not_implemented(start, "lambda expressions are");
-                    return Err(Failed);
-                }
-                self.bump();
-                let e = self.expr()?;
-                self.expect_p(P::RParen)?;
-                ExprKind::Paren(Box::new(e))
-            }
-            Tok::P(P::LBracket) => {
-                self.bump();
-                let mut items = Vec::new();
-                if !self.is_p(P::RBracket) {
-                    loop {
-                        items.push(self.expr()?);
-                        if !self.eat_p(P::Comma) {
-                            break;
-                        }
-                    }
-                }
-                self.expect_p(P::RBracket)?;
-                ExprKind::ArrayLit(items)
-            }
+            Tok::Ident(_) => Parser::name_expr,
+            Tok::P(P::LParen) => Parser::paren,
+            Tok::P(P::LBracket) => Parser::array_literal,
             _ => {
                 self.error_here(format!("expected an expression, found {}", self.describe()));
                 return Err(Failed);
             }
         };
+        form(self)
+    }
+
+    fn literal(&mut self) -> PResult<Expr> {
+        let t = self.bump();
+        let kind = match t.tok {
+            Tok::Int {
+                value,
+                non_decimal,
+                long,
+            } => ExprKind::Int {
+                value,
+                non_decimal,
+                long,
+            },
+            Tok::Float {
+                value,
+                f32_suffix,
+                f64_suffix,
+                text,
+            } => ExprKind::Float {
+                value,
+                f32_suffix,
+                f64_suffix,
+                text,
+            },
+            Tok::Char(c) => ExprKind::Char(c),
+            Tok::Str(s) => ExprKind::Str(s),
+            Tok::Kw(Kw::True) => ExprKind::Bool(true),
+            Tok::Kw(Kw::False) => ExprKind::Bool(false),
+            _ => ExprKind::Null,
+        };
+        Ok(Expr { kind, span: t.span })
+    }
+
+    /// `this`, or `this(args)` (constructor chaining, kept as a bare call named `this`).
+    fn this_expr(&mut self) -> PResult<Expr> {
+        let start = self.bump().span;
+        let kind = if self.is_p(P::LParen) {
+            let args = self.args()?;
+            let name = Ident {
+                name: "this".into(),
+                span: start,
+            };
+            ExprKind::Call {
+                target: None,
+                name,
+                type_args: Vec::new(),
+                args,
+            }
+        } else {
+            ExprKind::This
+        };
         Ok(Expr {
             kind,
+            span: self.since(start),
+        })
+    }
+
+    /// A name, a bare call `m(args)`, a library generic name `KernelBuffer<T>`, `shared T[n]`.
+    fn name_expr(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        let Tok::Ident(name) = self.tok().clone() else {
+            return Err(Failed);
+        };
+        if name == "new" && matches!(self.nth(1).tok, Tok::Ident(_)) {
+            self.error_here("there is no 'new' in Cajeta: create objects with 'heap' or 'stack'");
+            return Err(Failed);
+        }
+        if name == "shared" && self.at_type_start(1) {
+            return self.shared_array();
+        }
+        if self.nth_is_p(1, P::Arrow) {
+            self.not_implemented(start, "lambda expressions are");
+            return Err(Failed);
+        }
+        self.bump();
+        let id = Ident { name, span: start };
+        let kind = if self.is_p(P::LParen) {
+            let args = self.args()?;
+            ExprKind::Call {
+                target: None,
+                name: id,
+                type_args: Vec::new(),
+                args,
+            }
+        } else if self.is_p(P::Lt) && GENERIC_TYPES.contains(&id.name.as_str()) {
+            // Type arguments, unless they do not parse (then `<` is less-than).
+            let saved = self.save();
+            match self.type_args() {
+                Ok(args) => ExprKind::GenericName { name: id, args },
+                Err(Failed) => {
+                    self.restore(saved);
+                    ExprKind::Name(id)
+                }
+            }
+        } else {
+            ExprKind::Name(id)
+        };
+        Ok(Expr {
+            kind,
+            span: self.since(start),
+        })
+    }
+
+    /// `( e )` (a lambda parameter list is T3).
+    fn paren(&mut self) -> PResult<Expr> {
+        let start = self.span();
+        if self.at_lambda_params() {
+            self.not_implemented(start, "lambda expressions are");
+            return Err(Failed);
+        }
+        self.bump();
+        let e = self.expr()?;
+        self.expect_p(P::RParen)?;
+        Ok(Expr {
+            kind: ExprKind::Paren(Box::new(e)),
+            span: self.since(start),
+        })
+    }
+
+    /// `[a, b, c]` (T2).
+    fn array_literal(&mut self) -> PResult<Expr> {
+        let start = self.bump().span;
+        let mut items = Vec::new();
+        if !self.is_p(P::RBracket) {
+            loop {
+                items.push(self.expr()?);
+                if !self.eat_p(P::Comma) {
+                    break;
+                }
+            }
+        }
+        self.expect_p(P::RBracket)?;
+        Ok(Expr {
+            kind: ExprKind::ArrayLit(items),
             span: self.since(start),
         })
     }

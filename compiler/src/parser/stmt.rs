@@ -12,12 +12,16 @@ impl Parser {
     /// `'{' statement* '}'`. A missing `}` is reported but the block is still returned.
     pub(super) fn block(&mut self) -> PResult<Block> {
         let start = self.expect_p(P::LBrace)?;
+        let level = self.braces;
         let mut stmts = Vec::new();
         while !self.is_p(P::RBrace) && !self.at_eof() {
             let before = self.pos;
+            let was_too_deep = self.too_deep;
             match self.stmt() {
                 Ok(s) => stmts.push(s),
-                Err(Failed) => self.sync_stmt(),
+                // Past the depth limit, the rest of this block is not worth parsing.
+                Err(Failed) if self.too_deep && !was_too_deep => self.skip_to_block_end(level),
+                Err(Failed) => self.sync_stmt(level),
             }
             if self.pos == before {
                 self.bump();
@@ -40,74 +44,27 @@ impl Parser {
         r
     }
 
+    /// Dispatches through a function pointer so that only the chosen form's locals are on the
+    /// stack: statements nest deeply, and debug builds do not share stack slots between arms.
     fn stmt_inner(&mut self) -> PResult<Stmt> {
+        type Form = fn(&mut Parser) -> PResult<StmtKind>;
         let start = self.span();
-        let kind = match self.tok().clone() {
-            Tok::P(P::LBrace) => StmtKind::Block(self.block()?),
-            Tok::P(P::Semi) => {
-                self.bump();
-                StmtKind::Empty
-            }
-            Tok::Kw(Kw::If) => {
-                self.bump();
-                let cond = self.paren_expr()?;
-                let then = Box::new(self.stmt()?);
-                let els = if self.eat_kw(Kw::Else) {
-                    Some(Box::new(self.stmt()?))
-                } else {
-                    None
-                };
-                StmtKind::If { cond, then, els }
-            }
-            Tok::Kw(Kw::While) => {
-                self.bump();
-                let cond = self.paren_expr()?;
-                let body = Box::new(self.stmt()?);
-                StmtKind::While { cond, body }
-            }
-            Tok::Kw(Kw::Do) => {
-                self.bump();
-                let body = Box::new(self.stmt()?);
-                if !self.eat_kw(Kw::While) {
-                    self.error_here(format!(
-                        "expected 'while' after the body of 'do', found {}",
-                        self.describe()
-                    ));
-                    return Err(Failed);
-                }
-                let cond = self.paren_expr()?;
-                self.expect_p(P::Semi)?;
-                StmtKind::DoWhile { body, cond }
-            }
-            Tok::Kw(Kw::For) => self.for_stmt()?,
-            Tok::Kw(Kw::Switch) => self.switch_stmt()?,
-            Tok::Kw(Kw::Return) => {
-                self.bump();
-                let transfer = self.eat_p(P::HashEq);
-                let value = if self.is_p(P::Semi) && !transfer {
-                    None
-                } else {
-                    Some(self.expr()?)
-                };
-                self.expect_p(P::Semi)?;
-                StmtKind::Return { value, transfer }
-            }
-            Tok::Kw(k @ (Kw::Break | Kw::Continue)) => {
-                self.bump();
-                let label = if self.is_ident() {
-                    Some(self.ident("a label")?)
-                } else {
-                    None
-                };
-                self.expect_p(P::Semi)?;
-                if k == Kw::Break {
-                    StmtKind::Break(label)
-                } else {
-                    StmtKind::Continue(label)
-                }
-            }
+        let t = self.tok().clone();
+        let form: Form = match t {
+            Tok::P(P::LBrace) => |p| Ok(StmtKind::Block(p.block()?)),
+            Tok::P(P::Semi) => |p| {
+                p.bump();
+                Ok(StmtKind::Empty)
+            },
+            Tok::Kw(Kw::If) => Parser::if_stmt,
+            Tok::Kw(Kw::While) => Parser::while_stmt,
+            Tok::Kw(Kw::Do) => Parser::do_stmt,
+            Tok::Kw(Kw::For) => Parser::for_stmt,
+            Tok::Kw(Kw::Switch) => Parser::switch_stmt,
+            Tok::Kw(Kw::Return) => Parser::return_stmt,
+            Tok::Kw(Kw::Break | Kw::Continue) => Parser::jump_stmt,
             Tok::Kw(
-                k @ (Kw::Try
+                Kw::Try
                 | Kw::Throw
                 | Kw::Yield
                 | Kw::Assert
@@ -119,56 +76,123 @@ impl Parser {
                 | Kw::Const
                 | Kw::Async
                 | Kw::Spawn
-                | Kw::Detach),
-            ) => {
-                let what = match k {
-                    Kw::Class | Kw::Interface | Kw::Enum | Kw::Record => {
-                        "local type declarations are".to_string()
-                    }
-                    _ => format!("'{}' is", k.as_str()),
-                };
-                self.not_implemented(start, &what);
-                self.skip_t3_stmt();
-                StmtKind::Empty
-            }
-            Tok::Kw(Kw::Final) => {
-                self.bump();
-                let decl = self.local_decl(start, true)?;
-                self.expect_p(P::Semi)?;
-                StmtKind::Local(decl)
-            }
+                | Kw::Detach,
+            ) => Parser::t3_stmt,
+            Tok::Kw(Kw::Final) => |p| {
+                let start = p.bump().span;
+                p.local_stmt_from(start, true)
+            },
             Tok::Kw(k @ (Kw::Else | Kw::Case | Kw::Default | Kw::Catch | Kw::Finally)) => {
                 let msg = format!("'{}' without a matching statement", k.as_str());
                 self.error(start, msg);
                 return Err(Failed);
             }
-            Tok::Ident(name) if self.nth_is_p(1, P::Colon) => {
-                let label = Ident { name, span: start };
-                self.bump();
-                self.bump();
-                let body = Box::new(self.stmt()?);
-                StmtKind::Labeled { label, body }
-            }
-            Tok::Kw(k) if k.prim().is_some() => {
-                let decl = self.local_decl(start, false)?;
-                self.expect_p(P::Semi)?;
-                StmtKind::Local(decl)
-            }
+            Tok::Ident(_) if self.nth_is_p(1, P::Colon) => Parser::labeled_stmt,
+            Tok::Kw(k) if k.prim().is_some() => |p| p.local_stmt_from(p.span(), false),
             Tok::P(P::Hash) | Tok::Ident(_) if self.looks_like_decl() => {
-                let decl = self.local_decl(start, false)?;
-                self.expect_p(P::Semi)?;
-                StmtKind::Local(decl)
+                |p| p.local_stmt_from(p.span(), false)
             }
-            _ => {
-                let e = self.expr_stmt()?;
-                self.expect_p(P::Semi)?;
-                StmtKind::Expr(e)
-            }
+            _ => |p| {
+                let e = p.expr_stmt()?;
+                p.expect_p(P::Semi)?;
+                Ok(StmtKind::Expr(e))
+            },
         };
+        let kind = form(self)?;
         Ok(Stmt {
             kind,
             span: self.since(start),
         })
+    }
+
+    fn if_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let cond = self.paren_expr()?;
+        let then = Box::new(self.stmt()?);
+        let els = if self.eat_kw(Kw::Else) {
+            Some(Box::new(self.stmt()?))
+        } else {
+            None
+        };
+        Ok(StmtKind::If { cond, then, els })
+    }
+
+    fn while_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let cond = self.paren_expr()?;
+        let body = Box::new(self.stmt()?);
+        Ok(StmtKind::While { cond, body })
+    }
+
+    fn do_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let body = Box::new(self.stmt()?);
+        if !self.eat_kw(Kw::While) {
+            self.error_here(format!(
+                "expected 'while' after the body of 'do', found {}",
+                self.describe()
+            ));
+            return Err(Failed);
+        }
+        let cond = self.paren_expr()?;
+        self.expect_p(P::Semi)?;
+        Ok(StmtKind::DoWhile { body, cond })
+    }
+
+    fn return_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let transfer = self.eat_p(P::HashEq);
+        let value = if self.is_p(P::Semi) && !transfer {
+            None
+        } else {
+            Some(self.expr()?)
+        };
+        self.expect_p(P::Semi)?;
+        Ok(StmtKind::Return { value, transfer })
+    }
+
+    /// `break label?;` / `continue label?;`.
+    fn jump_stmt(&mut self) -> PResult<StmtKind> {
+        let is_break = self.bump().tok == Tok::Kw(Kw::Break);
+        let label = if self.is_ident() {
+            Some(self.ident("a label")?)
+        } else {
+            None
+        };
+        self.expect_p(P::Semi)?;
+        Ok(if is_break {
+            StmtKind::Break(label)
+        } else {
+            StmtKind::Continue(label)
+        })
+    }
+
+    /// A T3 statement: reported at its first token and skipped (an empty statement remains).
+    fn t3_stmt(&mut self) -> PResult<StmtKind> {
+        let start = self.span();
+        let what = match self.tok() {
+            Tok::Kw(Kw::Class | Kw::Interface | Kw::Enum | Kw::Record) => {
+                "local type declarations are".to_string()
+            }
+            t => format!("{} is", super::describe(t)),
+        };
+        self.not_implemented(start, &what);
+        self.skip_t3_stmt();
+        Ok(StmtKind::Empty)
+    }
+
+    fn labeled_stmt(&mut self) -> PResult<StmtKind> {
+        let label = self.ident("a label")?;
+        self.bump();
+        let body = Box::new(self.stmt()?);
+        Ok(StmtKind::Labeled { label, body })
+    }
+
+    /// A local declaration statement (after `final`, if any) with its `;`.
+    fn local_stmt_from(&mut self, start: Span, is_final: bool) -> PResult<StmtKind> {
+        let decl = self.local_decl(start, is_final)?;
+        self.expect_p(P::Semi)?;
+        Ok(StmtKind::Local(decl))
     }
 
     /// An expression that must be a statement expression.
@@ -383,11 +407,12 @@ impl Parser {
         self.bump();
         let selector = self.paren_expr()?;
         self.expect_p(P::LBrace)?;
+        let level = self.braces;
         let mut groups: Vec<SwitchGroup> = Vec::new();
         while !self.is_p(P::RBrace) && !self.at_eof() {
             let before = self.pos;
             if let Err(Failed) = self.switch_group(&mut groups) {
-                self.sync_stmt();
+                self.sync_stmt(level);
             }
             if self.pos == before {
                 self.bump();
@@ -447,6 +472,7 @@ impl Parser {
                 span,
             });
         } else {
+            let level = self.braces;
             while !matches!(
                 self.tok(),
                 Tok::Kw(Kw::Case | Kw::Default) | Tok::P(P::RBrace) | Tok::Eof
@@ -454,7 +480,7 @@ impl Parser {
                 let before = self.pos;
                 match self.stmt() {
                     Ok(s) => body.push(s),
-                    Err(Failed) => self.sync_stmt(),
+                    Err(Failed) => self.sync_stmt(level),
                 }
                 if self.pos == before {
                     self.bump();
