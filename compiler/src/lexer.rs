@@ -523,7 +523,8 @@ impl<'a> Lexer<'a> {
                     });
                 }
             };
-            if long && !octal && value > i64::MAX as u64 {
+            // 2^63 itself is left to the parser: it is valid directly under a unary minus.
+            if long && !octal && value > 1 << 63 {
                 self.error(whole.0, whole.1, "integer literal is too large for int64");
                 return Some(Tok::Int {
                     value: 0,
@@ -1121,7 +1122,7 @@ mod tests {
             "08",
             "09_1",
             "18446744073709551616",
-            "9223372036854775808L",
+            "9223372036854775809L",
             "0x",
             "0b",
             "0b102",
@@ -1148,6 +1149,8 @@ mod tests {
         assert_eq!(float_val("4.84e+00"), (4.84, false, false));
         assert_eq!(float_val("2f"), (2.0, true, false));
         assert_eq!(float_val("2D"), (2.0, false, true));
+        assert_eq!(float_val("2F"), (2.0, true, false));
+        assert_eq!(float_val("1.5d"), (1.5, false, true));
         assert_eq!(float_val("0x1.8p3"), (12.0, false, false));
         assert_eq!(float_val("0x1p-2f"), (0.25, true, false));
         assert_eq!(float_val("1_0.2_5"), (10.25, false, false));

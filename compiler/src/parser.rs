@@ -318,7 +318,7 @@ impl Parser {
 
     /// Skips to the `}` that closes the block whose contents are at brace depth `level`.
     fn skip_to_block_end(&mut self, level: u32) {
-        while !self.at_eof() && !(self.braces == level && self.is_p(P::RBrace)) {
+        while !(self.at_eof() || (self.braces == level && self.is_p(P::RBrace))) {
             self.bump();
         }
     }

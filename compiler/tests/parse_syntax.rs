@@ -458,6 +458,18 @@ fn literals_in_expressions() {
         ["1:13 CAJETA_ERROR_SYNTAX"]
     );
     assert_eq!(body_diags("char c = '\\q';"), ["1:11 CAJETA_ERROR_SYNTAX"]);
+    let err = ["1:11 CAJETA_ERROR_SYNTAX"];
+    assert_eq!(body_diags("int64 x = 9223372036854775809L;"), err);
+    assert_eq!(
+        body_diags("int64 x = -(9223372036854775808L);"),
+        ["1:13 CAJETA_ERROR_SYNTAX"]
+    );
+    assert_eq!(
+        body_diags("int64 x = 1 - 9223372036854775808L;"),
+        ["1:15 CAJETA_ERROR_SYNTAX"]
+    );
+    assert_eq!(e("-9223372036854775808L"), "(- 9223372036854775808L)");
+    assert_eq!(e("-9223372036854775808"), "(- 9223372036854775808)");
 }
 
 // ----- generics (LANGUAGE §9) -----
@@ -504,6 +516,8 @@ fn generics_in_expression_position() {
     assert_eq!(e("buf.vload<4>(i)"), "(call buf.vload<4> i)");
     assert_eq!(e("i < n && j > m"), "(&& (< i n) (> j m))");
     assert_eq!(e("a.load < b"), "(< a.load b)");
+    assert_eq!(e("a.vload < b"), "(< a.vload b)");
+    assert_eq!(e("a.vload<4>(i).x"), "(call a.vload<4> i).x");
     // Not a generic type name: `<` is less-than.
     assert_eq!(e("Foo < x"), "(< Foo x)");
     // A generic name whose `<` does not open type arguments falls back to less-than.

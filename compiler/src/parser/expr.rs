@@ -174,6 +174,25 @@ impl Parser {
 
     fn prefix_op(&mut self) -> PResult<Expr> {
         let t = self.bump();
+        if t.tok == Tok::P(P::Minus) && is_min_long(self.tok()) {
+            // `-9223372036854775808L`: the only place its magnitude is allowed (§1).
+            let lit = self.bump();
+            let operand = Expr {
+                kind: ExprKind::Int {
+                    value: 1 << 63,
+                    non_decimal: false,
+                    long: true,
+                },
+                span: lit.span,
+            };
+            return Ok(Expr {
+                kind: ExprKind::Unary {
+                    op: UnOp::Neg,
+                    operand: Box::new(operand),
+                },
+                span: self.since(t.span),
+            });
+        }
         let op = match t.tok {
             Tok::P(P::Plus) => UnOp::Plus,
             Tok::P(P::Minus) => UnOp::Neg,
@@ -264,8 +283,12 @@ impl Parser {
                     match self.tok().clone() {
                         Tok::Ident(n) => {
                             let name = self.ident("a member name")?;
-                            if n == "vload" && self.is_p(P::Lt) {
-                                let type_args = self.type_args()?;
+                            let type_args = if n == "vload" && self.is_p(P::Lt) {
+                                self.method_type_args()
+                            } else {
+                                None
+                            };
+                            if let Some(type_args) = type_args {
                                 let args = self.args()?;
                                 ExprKind::Call {
                                     target: Some(Box::new(e)),
@@ -353,6 +376,19 @@ impl Parser {
         }
     }
 
+    /// `<A>` before `(` after `vload`, tried speculatively: `None` (and nothing consumed) if
+    /// they do not parse, and `<` is then less-than.
+    fn method_type_args(&mut self) -> Option<Vec<TypeArg>> {
+        let saved = self.save();
+        match self.type_args() {
+            Ok(args) if self.is_p(P::LParen) => Some(args),
+            _ => {
+                self.restore(saved);
+                None
+            }
+        }
+    }
+
     /// `'(' (arg (',' arg)*)? ')'` with `name: value` named arguments.
     fn args(&mut self) -> PResult<Vec<Arg>> {
         self.expect_p(P::LParen)?;
@@ -406,6 +442,9 @@ impl Parser {
     }
 
     fn literal(&mut self) -> PResult<Expr> {
+        if is_min_long(self.tok()) {
+            self.error_here("integer literal is too large for int64");
+        }
         let t = self.bump();
         let kind = match t.tok {
             Tok::Int {
@@ -817,6 +856,15 @@ impl Parser {
         } else {
             Ok(TypeArg::Const(self.binary(PREC_ADD)?))
         }
+    }
+}
+
+/// Whether `t` is `9223372036854775808L`, valid only directly under a unary minus.
+fn is_min_long(t: &Tok) -> bool {
+    *t == Tok::Int {
+        value: 1 << 63,
+        non_decimal: false,
+        long: true,
     }
 }
 
