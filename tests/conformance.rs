@@ -1,0 +1,916 @@
+//! Conformance suite: runs every program under `tests/programs/` through the `cajeta` binary.
+//!
+//! # Layout
+//!
+//! A program is either a file `NAME.cajeta` or a directory `NAME/` (all `.cajeta` files below it,
+//! LANGUAGE.md §5.10); a directory is a program exactly when a sibling `NAME.expected` exists,
+//! otherwise the suite descends into it. Next to each program:
+//!
+//! * `NAME.expected` (required): the exact bytes expected on stdout (empty file: no output);
+//! * `NAME.exit` (optional): the expected exit status, default 0;
+//! * `NAME.error` (optional): first line, a diagnostic or runtime error code that must appear on
+//!   stderr (`CAJETA_ERROR_TYPE_MISMATCH`, `E-BOUNDS`, …); each further non-empty line is either
+//!   `LINE:COL`, the position the first compile-time diagnostic must report
+//!   (`FILE:LINE:COL: error[CODE]: …`, LANGUAGE.md §10.1), or a text that must appear on stderr
+//!   (the fixed `E-BOUNDS` message, for instance).
+//!
+//! Header lines in the leading comment block of a program's source (of any of its files, for a
+//! directory):
+//!
+//! * `// args: a b c`: whitespace-separated words passed after `--`;
+//! * `// requires: cap1, cap2`: capabilities the program needs. Only those listed in
+//!   `CAJETA_CONFORMANCE_CAPS` are available; a program needing anything else is **skipped**
+//!   with the reason printed, never passed.
+//!
+//! # What is checked
+//!
+//! Each program runs as `cajeta run PATH [-- ARGS]`. A program expected to compile (no `.error`,
+//! or a runtime code `E-…`/`XPU-E-…`) is also built with `cajeta build PATH -o TMP.cjb` and the
+//! bytecode file run the same way. Every run must match stdout byte for byte, the exit status and
+//! the `.error` expectations. All failures are collected and reported with a diff, followed by
+//! `conformance: N passed, M failed, K skipped`.
+//!
+//! # Environment
+//!
+//! * `CAJETA_CONFORMANCE_FILTER=substring`: only programs whose name (`lang/hello.cajeta`,
+//!   `multi/twopkg/`) contains it;
+//! * `CAJETA_CONFORMANCE_CAPS=t2,…`: available capabilities;
+//! * `CAJETA_CONFORMANCE_JOBS=N`: programs run in parallel (default 2);
+//! * `CAJETA_CONFORMANCE_TIMEOUT=SECONDS`: limit per `cajeta` invocation (default 60);
+//! * `CAJETA_CONFORMANCE_MODES=run,cjb`: which of the two executions to perform (default both);
+//! * `CAJETA_CONFORMANCE_RUN_FLAGS="--jit eager"`: extra options after `cajeta run`, to run the
+//!   suite under another executor.
+
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_cajeta");
+
+/// Most lines of stderr shown for a failing run.
+const STDERR_LINES_SHOWN: usize = 20;
+
+/// Lines of unchanged context around each change in a diff.
+const DIFF_CONTEXT: usize = 2;
+
+/// The root of the program tree.
+fn programs_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("programs")
+}
+
+/// A scratch directory for this test binary's outputs.
+fn scratch_dir(sub: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(sub);
+    // Leftovers from an earlier run are harmless; every file is overwritten before it is read.
+    let _ = fs::create_dir_all(&dir);
+    dir
+}
+
+// ------------------------------------------------------------------------------------ discovery
+
+/// One conformance program.
+#[derive(Clone, Debug)]
+struct Program {
+    /// Path relative to `tests/programs`, `/`-separated; directories end in `/`.
+    name: String,
+    /// The `.cajeta` file or program directory passed to `cajeta`.
+    path: PathBuf,
+    /// The path without extension: sidecar files are `{base}.expected` and so on.
+    base: PathBuf,
+    /// The source files (one for a file program, every `.cajeta` below a directory program).
+    sources: Vec<PathBuf>,
+}
+
+/// Directory entries sorted by name, so discovery and reports are deterministic.
+fn sorted_entries(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut entries = fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<io::Result<Vec<_>>>()?;
+    entries.sort();
+    Ok(entries)
+}
+
+/// `path` relative to `root`, with `/` separators.
+fn relative_name(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Every `.cajeta` file below `dir`, sorted.
+fn cajeta_files_below(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in sorted_entries(dir)? {
+        if entry.is_dir() {
+            out.extend(cajeta_files_below(&entry)?);
+        } else if entry.extension().is_some_and(|e| e == "cajeta") {
+            out.push(entry);
+        }
+    }
+    Ok(out)
+}
+
+/// Finds every program below `dir`.
+fn discover(root: &Path, dir: &Path, out: &mut Vec<Program>) -> io::Result<()> {
+    for entry in sorted_entries(dir)? {
+        let Some(file_name) = entry.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        if entry.is_dir() {
+            let marker = dir.join(format!("{file_name}.expected"));
+            if marker.is_file() {
+                out.push(Program {
+                    name: format!("{}/", relative_name(root, &entry)),
+                    sources: cajeta_files_below(&entry)?,
+                    base: entry.clone(),
+                    path: entry,
+                });
+            } else {
+                discover(root, &entry, out)?;
+            }
+        } else if let Some(stem) = file_name.strip_suffix(".cajeta") {
+            out.push(Program {
+                name: relative_name(root, &entry),
+                base: dir.join(stem),
+                sources: vec![entry.clone()],
+                path: entry,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Sidecar files (`.expected`, `.exit`, `.error`) that belong to no program: usually a program
+/// renamed without its expectations, which would otherwise silently stop being tested.
+fn orphan_sidecars(root: &Path, dir: &Path, programs: &[Program]) -> io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in sorted_entries(dir)? {
+        if entry.is_dir() {
+            if !programs.iter().any(|p| p.path == entry) {
+                out.extend(orphan_sidecars(root, &entry, programs)?);
+            }
+            continue;
+        }
+        let Some(ext) = entry.extension().map(|e| e.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        if matches!(ext.as_str(), "expected" | "exit" | "error")
+            && !programs.iter().any(|p| p.base == entry.with_extension(""))
+        {
+            out.push(relative_name(root, &entry));
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------- expectations
+
+/// What a program's `.error` file demands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ErrorSpec {
+    /// The code that must appear on stderr.
+    code: String,
+    /// `LINE:COL` of the first diagnostic, if given.
+    position: Option<(u32, u32)>,
+    /// Further texts that must appear on stderr.
+    texts: Vec<String>,
+}
+
+impl ErrorSpec {
+    /// Parses the contents of a `.error` file.
+    fn parse(text: &str) -> Result<ErrorSpec, String> {
+        let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+        let code = lines.next().ok_or("empty .error file")?.to_string();
+        let mut spec = ErrorSpec {
+            code,
+            position: None,
+            texts: Vec::new(),
+        };
+        for line in lines {
+            match parse_position(line) {
+                Some(pos) if spec.position.is_none() => spec.position = Some(pos),
+                Some(_) => return Err(format!("two positions in .error file: {line}")),
+                None => spec.texts.push(line.to_string()),
+            }
+        }
+        Ok(spec)
+    }
+
+    /// Runtime codes (`E-…`, `XPU-E-…`) are raised by a program that compiled; every other code
+    /// is a compile-time diagnostic.
+    fn is_compile_error(&self) -> bool {
+        !(self.code.starts_with("E-") || self.code.starts_with("XPU-E-"))
+    }
+}
+
+/// `LINE:COL` with two positive numbers.
+fn parse_position(line: &str) -> Option<(u32, u32)> {
+    let (l, c) = line.split_once(':')?;
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !all_digits(l) || !all_digits(c) {
+        return None;
+    }
+    Some((l.parse().ok()?, c.parse().ok()?))
+}
+
+/// Header lines of a program.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Header {
+    /// Words passed after `--`.
+    args: Vec<String>,
+    /// Required capabilities.
+    requires: Vec<String>,
+}
+
+impl Header {
+    /// Reads `// args:` and `// requires:` lines from the leading comment block of `source`
+    /// (blank lines and `//` comments; the first other line ends it).
+    fn parse(source: &str, into: &mut Header) {
+        for line in source.lines() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let Some(comment) = line.strip_prefix("//") else {
+                break;
+            };
+            let comment = comment.trim();
+            if let Some(rest) = comment.strip_prefix("args:") {
+                into.args
+                    .extend(rest.split_whitespace().map(str::to_string));
+            } else if let Some(rest) = comment.strip_prefix("requires:") {
+                into.requires.extend(
+                    rest.split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_string),
+                );
+            }
+        }
+    }
+}
+
+/// Everything a program is expected to do.
+#[derive(Clone, Debug)]
+struct Expectation {
+    stdout: Vec<u8>,
+    exit: i32,
+    error: Option<ErrorSpec>,
+    header: Header,
+}
+
+impl Expectation {
+    /// Reads the sidecar files and headers of `program`.
+    fn load(program: &Program) -> Result<Expectation, String> {
+        let sidecar = |ext: &str| {
+            let mut p = program.base.clone().into_os_string();
+            p.push(format!(".{ext}"));
+            PathBuf::from(p)
+        };
+        let expected = sidecar("expected");
+        let stdout =
+            fs::read(&expected).map_err(|e| format!("cannot read {}: {e}", expected.display()))?;
+        let exit = match fs::read_to_string(sidecar("exit")) {
+            Ok(text) => text
+                .trim()
+                .parse::<i32>()
+                .map_err(|_| format!("bad .exit file: {text:?}"))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(format!("cannot read .exit file: {e}")),
+        };
+        let error = match fs::read_to_string(sidecar("error")) {
+            Ok(text) => Some(ErrorSpec::parse(&text)?),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("cannot read .error file: {e}")),
+        };
+        let mut header = Header::default();
+        for source in &program.sources {
+            let bytes =
+                fs::read(source).map_err(|e| format!("cannot read {}: {e}", source.display()))?;
+            Header::parse(&String::from_utf8_lossy(&bytes), &mut header);
+        }
+        Ok(Expectation {
+            stdout,
+            exit,
+            error,
+            header,
+        })
+    }
+
+    /// Whether the program must compile (and so also runs from a `.cjb` file).
+    fn compiles(&self) -> bool {
+        self.error.as_ref().is_none_or(|e| !e.is_compile_error())
+    }
+}
+
+// --------------------------------------------------------------------------------------- running
+
+/// Settings read from the environment once.
+#[derive(Clone, Debug)]
+struct Settings {
+    filter: Option<String>,
+    caps: Vec<String>,
+    jobs: usize,
+    timeout: Duration,
+    run_source: bool,
+    run_cjb: bool,
+    run_flags: Vec<String>,
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let list = |name: &str| {
+            var(name)
+                .map(|v| {
+                    v.split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        };
+        let modes = list("CAJETA_CONFORMANCE_MODES");
+        let mode = |m: &str| modes.is_empty() || modes.iter().any(|x| x == m);
+        Settings {
+            filter: var("CAJETA_CONFORMANCE_FILTER"),
+            caps: list("CAJETA_CONFORMANCE_CAPS"),
+            jobs: var("CAJETA_CONFORMANCE_JOBS")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(2)
+                .max(1),
+            timeout: Duration::from_secs(
+                var("CAJETA_CONFORMANCE_TIMEOUT")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(60),
+            ),
+            run_source: mode("run"),
+            run_cjb: mode("cjb"),
+            run_flags: var("CAJETA_CONFORMANCE_RUN_FLAGS")
+                .map(|v| v.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// How one `cajeta` invocation ended.
+#[derive(Debug)]
+struct RunOutput {
+    /// The command line, for reports.
+    command: String,
+    /// The exit status; `None` if it was killed for running too long.
+    status: Option<ExitStatus>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+impl RunOutput {
+    /// The exit code, or a description of why there is none.
+    fn code(&self) -> Result<i32, String> {
+        let Some(status) = self.status else {
+            return Err("timed out".into());
+        };
+        if let Some(code) = status.code() {
+            return Ok(code);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(signal) = status.signal() {
+                return Err(format!("killed by signal {signal}"));
+            }
+        }
+        Err(format!("ended without an exit code ({status})"))
+    }
+}
+
+/// Runs `cajeta ARGS` with a time limit, capturing stdout and stderr into `scratch/stem.*`.
+fn run_cajeta(args: &[String], scratch: &Path, stem: &str, timeout: Duration) -> RunOutput {
+    let command = format!("cajeta {}", args.join(" "));
+    let out_path = scratch.join(format!("{stem}.stdout"));
+    let err_path = scratch.join(format!("{stem}.stderr"));
+    let failed = |why: String| RunOutput {
+        command: command.clone(),
+        status: None,
+        stdout: Vec::new(),
+        stderr: why.into_bytes(),
+    };
+    let (stdout, stderr) = match (File::create(&out_path), File::create(&err_path)) {
+        (Ok(o), Ok(e)) => (o, e),
+        (Err(e), _) | (_, Err(e)) => return failed(format!("cannot create output files: {e}")),
+    };
+    // Files rather than pipes: no reader threads, and no deadlock on large outputs.
+    let child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return failed(format!("cannot start {BIN}: {e}")),
+    };
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if start.elapsed() >= timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => {
+                thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(e) => return failed(format!("cannot wait for cajeta: {e}")),
+        }
+    };
+    let mut stderr = fs::read(&err_path).unwrap_or_default();
+    if status.is_none() {
+        let note = format!("\n[conformance: killed after {} s]", timeout.as_secs());
+        stderr.extend_from_slice(note.as_bytes());
+    }
+    RunOutput {
+        command,
+        status,
+        stdout: fs::read(&out_path).unwrap_or_default(),
+        stderr,
+    }
+}
+
+/// A file-name-safe form of a program name.
+fn stem_of(name: &str) -> String {
+    name.trim_end_matches('/')
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '.'
+            }
+        })
+        .collect()
+}
+
+/// The arguments of `cajeta run … PATH [-- ARGS]`.
+fn run_args(settings: &Settings, path: &Path, header: &Header) -> Vec<String> {
+    let mut args = vec!["run".to_string()];
+    args.extend(settings.run_flags.iter().cloned());
+    args.push(path.to_string_lossy().into_owned());
+    if !header.args.is_empty() {
+        args.push("--".into());
+        args.extend(header.args.iter().cloned());
+    }
+    args
+}
+
+/// Problems with one run, compared with the expectation (empty: it matched).
+fn compare(exp: &Expectation, out: &RunOutput) -> Vec<String> {
+    let mut problems = Vec::new();
+    match out.code() {
+        Ok(code) if code == exp.exit => {}
+        Ok(code) => problems.push(format!("exit status {code}, expected {}", exp.exit)),
+        Err(why) => problems.push(format!("{why}, expected exit status {}", exp.exit)),
+    }
+    if out.stdout != exp.stdout {
+        problems.push(format!(
+            "stdout differs (- expected, + actual):\n{}",
+            diff(
+                &String::from_utf8_lossy(&exp.stdout),
+                &String::from_utf8_lossy(&out.stdout)
+            )
+        ));
+    }
+    if let Some(spec) = &exp.error {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !stderr.contains(&spec.code) {
+            problems.push(format!("stderr does not contain {}", spec.code));
+        }
+        if let Some((line, col)) = spec.position {
+            let wanted = format!(":{line}:{col}: error[{}]", spec.code);
+            match stderr.lines().find(|l| l.contains("error[")) {
+                Some(first) if first.contains(&wanted) => {}
+                Some(first) => problems.push(format!(
+                    "first diagnostic is `{first}`, expected `…{wanted}: …`"
+                )),
+                None => problems.push(format!("no diagnostic on stderr, expected `…{wanted}: …`")),
+            }
+        }
+        for text in &spec.texts {
+            if !stderr.contains(text.as_str()) {
+                problems.push(format!("stderr does not contain `{text}`"));
+            }
+        }
+    }
+    problems
+}
+
+/// The result of one program.
+#[derive(Debug)]
+enum Outcome {
+    Pass,
+    Skip(String),
+    Fail(String),
+}
+
+/// Runs one program in every applicable mode.
+fn run_program(program: &Program, settings: &Settings, scratch: &Path) -> Outcome {
+    let exp = match Expectation::load(program) {
+        Ok(exp) => exp,
+        Err(why) => return Outcome::Fail(why),
+    };
+    let missing: Vec<&str> = exp
+        .header
+        .requires
+        .iter()
+        .filter(|r| !settings.caps.contains(r))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Outcome::Skip(format!(
+            "requires {} (not in CAJETA_CONFORMANCE_CAPS)",
+            missing.join(", ")
+        ));
+    }
+    let stem = stem_of(&program.name);
+    let mut report = String::new();
+    if settings.run_source {
+        let out = run_cajeta(
+            &run_args(settings, &program.path, &exp.header),
+            scratch,
+            &format!("{stem}.run"),
+            settings.timeout,
+        );
+        let problems = compare(&exp, &out);
+        record(&mut report, &out, problems);
+    }
+    if settings.run_cjb && exp.compiles() {
+        let cjb = scratch.join(format!("{stem}.cjb"));
+        let build_args = vec![
+            "build".to_string(),
+            program.path.to_string_lossy().into_owned(),
+            "-o".to_string(),
+            cjb.to_string_lossy().into_owned(),
+        ];
+        let _ = fs::remove_file(&cjb);
+        let build = run_cajeta(
+            &build_args,
+            scratch,
+            &format!("{stem}.build"),
+            settings.timeout,
+        );
+        match build.code() {
+            Ok(0) if cjb.is_file() => {
+                let out = run_cajeta(
+                    &run_args(settings, &cjb, &exp.header),
+                    scratch,
+                    &format!("{stem}.cjbrun"),
+                    settings.timeout,
+                );
+                let problems = compare(&exp, &out);
+                record(&mut report, &out, problems);
+            }
+            Ok(0) => record(
+                &mut report,
+                &build,
+                vec![format!("{} was not written", cjb.display())],
+            ),
+            Ok(code) => record(
+                &mut report,
+                &build,
+                vec![format!("build exited with {code}")],
+            ),
+            Err(why) => record(&mut report, &build, vec![format!("build {why}")]),
+        }
+    }
+    if report.is_empty() {
+        Outcome::Pass
+    } else {
+        Outcome::Fail(report)
+    }
+}
+
+/// Appends the problems of one run, with its command line and stderr, to `report`.
+fn record(report: &mut String, out: &RunOutput, problems: Vec<String>) {
+    if problems.is_empty() {
+        return;
+    }
+    let _ = writeln!(report, "  $ {}", out.command);
+    for p in problems {
+        for (i, line) in p.lines().enumerate() {
+            let _ = writeln!(report, "  {} {line}", if i == 0 { "-" } else { " " });
+        }
+    }
+    let _ = writeln!(
+        report,
+        "  stderr:\n{}",
+        indent_tail(&out.stderr, STDERR_LINES_SHOWN)
+    );
+}
+
+/// The last `max` lines of `bytes`, indented.
+fn indent_tail(bytes: &[u8], max: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.is_empty() {
+        return "    (empty)".into();
+    }
+    let skip = lines.len().saturating_sub(max);
+    let mut out = String::new();
+    if skip > 0 {
+        let _ = writeln!(out, "    … {skip} earlier lines");
+    }
+    for line in &lines[skip..] {
+        let _ = writeln!(out, "    {line}");
+    }
+    out.trim_end().to_string()
+}
+
+// ------------------------------------------------------------------------------------------ diff
+
+/// A line diff of `expected` and `actual` (longest common subsequence), with changed lines
+/// marked `-`/`+` and a little unchanged context; invisible differences are spelled out.
+fn diff(expected: &str, actual: &str) -> String {
+    let a: Vec<&str> = expected.split_inclusive('\n').collect();
+    let b: Vec<&str> = actual.split_inclusive('\n').collect();
+    // Outputs are small; fall back to a plain listing if they are not.
+    if a.len().saturating_mul(b.len()) > 4_000_000 {
+        return format!(
+            "    expected {} lines, got {} lines (too long to diff)",
+            a.len(),
+            b.len()
+        );
+    }
+    // lcs[i][j]: length of the LCS of a[i..] and b[j..].
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut ops: Vec<(char, &str)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            ops.push((' ', a[i]));
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            ops.push(('+', b[j]));
+            j += 1;
+        } else {
+            ops.push(('-', a[i]));
+            i += 1;
+        }
+    }
+    let near_change = |k: usize| {
+        let lo = k.saturating_sub(DIFF_CONTEXT);
+        let hi = (k + DIFF_CONTEXT + 1).min(ops.len());
+        ops[lo..hi].iter().any(|(m, _)| *m != ' ')
+    };
+    let mut out = String::new();
+    let mut skipped = false;
+    for (k, (mark, line)) in ops.iter().enumerate() {
+        if !near_change(k) {
+            skipped = true;
+            continue;
+        }
+        if skipped {
+            out.push_str("    …\n");
+            skipped = false;
+        }
+        let shown = line.strip_suffix('\n').unwrap_or(line);
+        let visible = shown.chars().all(|c| !c.is_control() || c == '\t');
+        let no_newline = if line.ends_with('\n') {
+            ""
+        } else {
+            "  (no newline at end)"
+        };
+        if visible {
+            let _ = writeln!(out, "    {mark} {shown}{no_newline}");
+        } else {
+            let _ = writeln!(out, "    {mark} {shown:?}{no_newline}");
+        }
+    }
+    out.trim_end().to_string()
+}
+
+// ----------------------------------------------------------------------------------------- tests
+
+/// Runs every program (see the module documentation) and fails if any program failed.
+#[test]
+fn conformance() {
+    let settings = Settings::from_env();
+    let root = programs_root();
+    let mut programs = Vec::new();
+    if let Err(e) = discover(&root, &root, &mut programs) {
+        panic!("cannot list {}: {e}", root.display());
+    }
+    let orphans = orphan_sidecars(&root, &root, &programs).unwrap_or_default();
+    if let Some(filter) = &settings.filter {
+        programs.retain(|p| p.name.contains(filter.as_str()));
+    }
+    assert!(
+        !programs.is_empty(),
+        "no conformance program found under {} (filter: {:?})",
+        root.display(),
+        settings.filter
+    );
+    let scratch = scratch_dir("conformance");
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for _ in 0..settings.jobs.min(programs.len()) {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(program) = programs.get(k) else {
+                    break;
+                };
+                let outcome = run_program(program, &settings, &scratch);
+                results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((k, outcome));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|(k, _)| *k);
+
+    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
+    let mut report = String::new();
+    for (k, outcome) in &results {
+        let name = &programs[*k].name;
+        match outcome {
+            Outcome::Pass => passed += 1,
+            Outcome::Skip(why) => {
+                skipped += 1;
+                let _ = writeln!(report, "SKIP {name}: {why}");
+            }
+            Outcome::Fail(why) => {
+                failed += 1;
+                let _ = writeln!(report, "FAIL {name}\n{}", why.trim_end());
+            }
+        }
+    }
+    if settings.filter.is_none() {
+        for orphan in &orphans {
+            failed += 1;
+            let _ = writeln!(report, "FAIL {orphan}: expectation file without a program");
+        }
+    }
+    let summary = format!("conformance: {passed} passed, {failed} failed, {skipped} skipped");
+    println!("{report}{summary}");
+    assert!(failed == 0, "{summary}");
+}
+
+/// Building the same program twice gives byte-identical `.cjb` files (DESIGN.md §2).
+#[test]
+fn build_is_deterministic() {
+    let root = programs_root();
+    let scratch = scratch_dir("determinism");
+    let timeout = Settings::from_env().timeout;
+    let samples = [
+        "lang/hello.cajeta",
+        "lang/pod_basic.cajeta",
+        "lang/static_init_classes.cajeta",
+        "lang/format_precision.cajeta",
+        "multi/twopkg",
+    ];
+    let mut problems = Vec::new();
+    for sample in samples {
+        let path = root.join(sample);
+        assert!(path.exists(), "missing sample program {}", path.display());
+        let stem = stem_of(sample);
+        let mut builds = Vec::new();
+        for round in ["a", "b"] {
+            let cjb = scratch.join(format!("{stem}.{round}.cjb"));
+            let _ = fs::remove_file(&cjb);
+            let args = vec![
+                "build".to_string(),
+                path.to_string_lossy().into_owned(),
+                "-o".to_string(),
+                cjb.to_string_lossy().into_owned(),
+            ];
+            let out = run_cajeta(&args, &scratch, &format!("{stem}.{round}"), timeout);
+            match (out.code(), fs::read(&cjb)) {
+                (Ok(0), Ok(bytes)) if !bytes.is_empty() => builds.push(bytes),
+                (code, bytes) => {
+                    problems.push(format!(
+                        "{sample}: `{}` gave {code:?}, output file {}\n{}",
+                        out.command,
+                        match bytes {
+                            Ok(b) => format!("of {} bytes", b.len()),
+                            Err(e) => format!("unreadable ({e})"),
+                        },
+                        indent_tail(&out.stderr, STDERR_LINES_SHOWN)
+                    ));
+                    break;
+                }
+            }
+        }
+        if let [first, second] = builds.as_slice() {
+            if first != second {
+                let at = first.iter().zip(second).position(|(x, y)| x != y);
+                problems.push(format!(
+                    "{sample}: two builds differ ({} and {} bytes, first difference at byte {})",
+                    first.len(),
+                    second.len(),
+                    at.unwrap_or(first.len().min(second.len()))
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "non-deterministic or failed builds:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The harness's own parsing and diffing, so that a broken harness cannot pass programs.
+#[test]
+fn harness_self_check() {
+    let spec = ErrorSpec::parse("E-BOUNDS\nindex 8 out of bounds for length 8\n").unwrap();
+    assert_eq!(spec.code, "E-BOUNDS");
+    assert_eq!(spec.position, None);
+    assert_eq!(
+        spec.texts,
+        vec!["index 8 out of bounds for length 8".to_string()]
+    );
+    assert!(!spec.is_compile_error());
+
+    let spec = ErrorSpec::parse("CAJETA_ERROR_SYNTAX\n4:15\n").unwrap();
+    assert_eq!(spec.position, Some((4, 15)));
+    assert!(spec.is_compile_error());
+    assert!(ErrorSpec::parse("\n\n").is_err());
+    assert!(ErrorSpec::parse("X\n1:2\n3:4\n").is_err());
+    assert_eq!(parse_position("12:x"), None);
+    assert_eq!(parse_position(":3"), None);
+
+    let mut header = Header::default();
+    Header::parse(
+        "// args: a b  c\n\n// requires: t2, backend-cpu\npublic class X {}\n// args: late\n",
+        &mut header,
+    );
+    assert_eq!(header.args, vec!["a", "b", "c"]);
+    assert_eq!(header.requires, vec!["t2", "backend-cpu"]);
+
+    let exp = Expectation {
+        stdout: b"1\n2\n".to_vec(),
+        exit: 70,
+        error: Some(ErrorSpec::parse("E-NULL\n").unwrap()),
+        header: Header::default(),
+    };
+    assert!(exp.compiles());
+    let ok = RunOutput {
+        command: String::new(),
+        status: exit_status(70),
+        stdout: b"1\n2\n".to_vec(),
+        stderr: b"cajeta: runtime error: E-NULL: null reference\n".to_vec(),
+    };
+    if ok.status.is_some() {
+        assert!(compare(&exp, &ok).is_empty());
+        let bad = RunOutput {
+            stdout: b"1\n3\n".to_vec(),
+            stderr: Vec::new(),
+            ..ok
+        };
+        let problems = compare(&exp, &bad);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("- 2") && problems[0].contains("+ 3"),
+            "{problems:?}"
+        );
+    }
+
+    // A missing final newline is visible in the diff.
+    let d = diff("a\nb\n", "a\nb");
+    assert!(d.contains("(no newline at end)"), "{d}");
+    assert!(diff("x\n", "x\n").is_empty());
+}
+
+/// An `ExitStatus` with the given code, made by running a tiny shell command (Unix only).
+fn exit_status(code: i32) -> Option<ExitStatus> {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("exit {code}"))
+        .status()
+        .ok()
+}
