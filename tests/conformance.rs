@@ -745,12 +745,14 @@ fn conformance() {
                 let outcome = run_program(program, &settings, &scratch);
                 results
                     .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .push((k, outcome));
             });
         }
     });
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut results = results
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     results.sort_by_key(|(k, _)| *k);
 
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
