@@ -5,12 +5,12 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use cajeta_bytecode::{Const, Elem, Instr, Module, Scalar, Type};
+use cajeta_bytecode::{Const, Elem, Module, Scalar, Type};
 
 use crate::error::{ErrorCode, RuntimeError};
 use crate::format;
 use crate::heap::{ArrData, Array, Heap, HeapStats, Obj, NULL};
-use crate::interp::{self, Frame};
+use crate::interp::{self, Frame, XInstr};
 use crate::output::Output;
 
 /// The default call depth limit (LANGUAGE §5.4 requires at least 10 000 frames).
@@ -82,9 +82,9 @@ impl Value {
 
 /// Per-function facts the interpreter reads on every call.
 pub(crate) struct FnInfo {
-    /// Start of the function's code. Invariant: points into `module.functions[i].code`,
-    /// which the `Arc<Module>` held by the VM keeps alive and never mutates.
-    pub(crate) code: *const Instr,
+    /// The lowered code: one slot per bytecode instruction (see `interp/lower.rs`). Never
+    /// changed after construction, so pointers into it stay valid while the VM lives.
+    pub(crate) lowered: Box<[XInstr]>,
     /// `regs.len()`: the frame size.
     pub(crate) nregs: u32,
     /// Registers of type String: the collector's roots in this function's frames.
@@ -147,16 +147,19 @@ impl Vm {
         let fns = module
             .functions
             .iter()
-            .map(|f| FnInfo {
-                code: f.code.as_ptr(),
-                nregs: f.regs.len() as u32,
-                str_regs: f
-                    .regs
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, t)| **t == Type::Str)
-                    .map(|(i, _)| i as u16)
-                    .collect(),
+            .map(|f| {
+                let lowered = interp::lower(f);
+                FnInfo {
+                    lowered,
+                    nregs: f.regs.len() as u32,
+                    str_regs: f
+                        .regs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, t)| **t == Type::Str)
+                        .map(|(i, _)| i as u16)
+                        .collect(),
+                }
             })
             .collect();
         let mut heap = Heap::new();
@@ -290,7 +293,7 @@ impl Vm {
         self.frames.push(Frame {
             func,
             base: 0,
-            ip: f.code.as_ptr(),
+            ip: self.fns[func as usize].lowered.as_ptr(),
         });
         match interp::run(self, 0) {
             Ok(cell) => Ok(f.ret.map(|t| self.cell_value(cell, t))),

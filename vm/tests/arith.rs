@@ -32,6 +32,10 @@ fn op_vm(o: Op, arg: Type, arg2: Option<Type>, out: Type) -> Vm {
 }
 
 type Outcome = Result<Value, &'static str>;
+type BinF64 = fn(f64, f64) -> Value;
+type BinF32 = fn(f32, f32) -> Value;
+type FromInt = fn(i128) -> Value;
+type FromF64 = fn(f64) -> Value;
 
 fn check_bin<T: Copy + std::fmt::Debug>(
     mnemonic: &str,
@@ -293,7 +297,7 @@ fn same_float(a: &Value, b: &Value) -> bool {
 
 #[test]
 fn float64_ops() {
-    let bins: &[(&str, fn(f64, f64) -> Value)] = &[
+    let bins: &[(&str, BinF64)] = &[
         ("add.f64", |x, y| Value::F64(x + y)),
         ("sub.f64", |x, y| Value::F64(x - y)),
         ("mul.f64", |x, y| Value::F64(x * y)),
@@ -309,7 +313,7 @@ fn float64_ops() {
         ("le.f64", |x, y| Value::Bool(x <= y)),
     ];
     for (m, reference) in bins {
-        let out = if m.starts_with(|c| c == 'e' || c == 'n' || c == 'l') {
+        let out = if m.starts_with(['e', 'n', 'l']) {
             BOOL
         } else {
             F64
@@ -348,7 +352,7 @@ fn float64_ops() {
 
 #[test]
 fn float32_ops_round_once() {
-    let bins: &[(&str, fn(f32, f32) -> Value)] = &[
+    let bins: &[(&str, BinF32)] = &[
         ("add.f32", |x, y| Value::F32(x + y)),
         ("sub.f32", |x, y| Value::F32(x - y)),
         ("mul.f32", |x, y| Value::F32(x * y)),
@@ -367,11 +371,7 @@ fn float32_ops_round_once() {
         ("le.f32", |x, y| Value::Bool(x <= y)),
     ];
     for (m, reference) in bins {
-        let out = if m.starts_with(|c| c == 'e' || c == 'l') {
-            BOOL
-        } else {
-            F32
-        };
+        let out = if m.starts_with(['e', 'l']) { BOOL } else { F32 };
         let mut vm = op_vm(op(m), F32, Some(F32), out);
         for &x in &F32_VALS {
             for &y in &F32_VALS {
@@ -558,7 +558,7 @@ fn int_sources() -> Vec<(Type, Value, i128)> {
 
 #[test]
 fn integer_and_char_conversions() {
-    let targets: &[(&str, Type, fn(i128) -> Value)] = &[
+    let targets: &[(&str, Type, FromInt)] = &[
         ("wrap.i8", I8, |x| Value::I8(x as i8)),
         ("wrap.u8", U8, |x| Value::U8(x as u8)),
         ("wrap.i16", I16, |x| Value::I16(x as i16)),
@@ -574,7 +574,7 @@ fn integer_and_char_conversions() {
     for (m, out, reference) in targets {
         for (ty, val, x) in int_sources() {
             let mut vm = op_vm(op(m), ty, None, *out);
-            let got = vm.call(0, &[val.clone()]).unwrap().unwrap();
+            let got = vm.call(0, std::slice::from_ref(&val)).unwrap().unwrap();
             assert_eq!(got, reference(x), "{m} of {val:?}");
         }
     }
@@ -624,7 +624,7 @@ fn float_to_int_saturates() {
         255.5,
         4294967295.9,
     ];
-    let targets: &[(&str, &str, Type, fn(f64) -> Value)] = &[
+    let targets: &[(&str, &str, Type, FromF64)] = &[
         ("cvt.i8.f64", "cvt.i8.f32", I8, |x| Value::I8(x as i8)),
         ("cvt.u8.f64", "cvt.u8.f32", U8, |x| Value::U8(x as u8)),
         ("cvt.i16.f64", "cvt.i16.f32", I16, |x| Value::I16(x as i16)),

@@ -493,7 +493,7 @@ fn arrays_of_every_element_type() {
                 i(Op::Ret, 3, 0, 0),
             ],
         );
-        let (r, _, _) = call(module(vec![f]), 0, &[v.clone()]);
+        let (r, _, _) = call(module(vec![f]), 0, std::slice::from_ref(v));
         assert_eq!(r.unwrap(), Some(v.clone()), "{ty}");
     }
 }

@@ -20,6 +20,12 @@ pub(crate) fn sx32(x: u64) -> u64 {
     x as i32 as i64 as u64
 }
 
+/// The identity on int64 cells (the canonical form of int64 is the value itself).
+#[inline(always)]
+pub(crate) fn id64(x: u64) -> u64 {
+    x
+}
+
 /// The `float32` in a cell.
 #[inline(always)]
 pub(crate) fn f32b(x: u64) -> f32 {

@@ -5,7 +5,9 @@
 //! stays small enough for good code generation. Errors leave through one `#[cold]` function,
 //! [`Vm::fault`], which turns a [`Fault`] into a [`RuntimeError`] with names and positions.
 
-use cajeta_bytecode::{Elem, Instr, Scalar, Type};
+use cajeta_bytecode::{Elem, Scalar, Type};
+
+use super::lower::XInstr;
 
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError, TraceFrame};
@@ -51,7 +53,7 @@ impl Vm {
     /// running frame, with the trace of every frame.
     #[cold]
     #[inline(never)]
-    pub(crate) fn fault(&mut self, ip: *const Instr, fault: Fault) -> RuntimeError {
+    pub(crate) fn fault(&mut self, ip: *const XInstr, fault: Fault) -> RuntimeError {
         let (code, message) = self.describe(fault);
         let mut trace = Vec::with_capacity(self.frames.len());
         for (depth, frame) in self.frames.iter().rev().enumerate() {
@@ -68,11 +70,11 @@ impl Vm {
 
     /// The trace line of function `func` whose next instruction is `resume` (the failing or
     /// calling instruction is the one before it).
-    fn trace_frame(&self, func: u32, resume: *const Instr) -> TraceFrame {
+    fn trace_frame(&self, func: u32, resume: *const XInstr) -> TraceFrame {
         let module = &self.module;
         let f = &module.functions[func as usize];
-        let start = self.fns[func as usize].code as usize;
-        let pc = ((resume as usize).wrapping_sub(start) / std::mem::size_of::<Instr>())
+        let start = self.fns[func as usize].lowered.as_ptr() as usize;
+        let pc = ((resume as usize).wrapping_sub(start) / std::mem::size_of::<XInstr>())
             .saturating_sub(1);
         let (line, col) = f.position(pc as u32);
         let path = module
@@ -221,7 +223,7 @@ impl Vm {
 
     /// `tostr.*`: the §3.5 conversion of a cell of type `s`.
     #[inline(never)]
-    pub(crate) fn to_str(&mut self, s: Scalar, x: u64) -> Result<u64, Fault> {
+    pub(crate) fn convert_to_string(&mut self, s: Scalar, x: u64) -> Result<u64, Fault> {
         let text = match s {
             Scalar::Bool => (if x != 0 { "true" } else { "false" }).to_string(),
             Scalar::Char => format::char_text(x).to_string(),
