@@ -146,9 +146,23 @@ pub fn ty_name(p: &Program, t: &Ty) -> String {
 
 impl FnBuilder<'_> {
     /// `System.stdout.println(…)` and friends; `None` if `target` is not `System.<stream>`.
-    pub fn system_stream_call(&mut self, target: &Expr, name: &Ident, args: &[Arg], span: Span) -> Option<Val> {
-        let ExprKind::Field { target: sys, name: stream } = &target.kind else { return None };
-        let ExprKind::Name(sys_name) = &sys.kind else { return None };
+    pub fn system_stream_call(
+        &mut self,
+        target: &Expr,
+        name: &Ident,
+        args: &[Arg],
+        span: Span,
+    ) -> Option<Val> {
+        let ExprKind::Field {
+            target: sys,
+            name: stream,
+        } = &target.kind
+        else {
+            return None;
+        };
+        let ExprKind::Name(sys_name) = &sys.kind else {
+            return None;
+        };
         if sys_name.name != "System" || self.lookup_local("System").is_some() {
             return None;
         }
@@ -156,27 +170,43 @@ impl FnBuilder<'_> {
             "stdout" => false,
             "stderr" => true,
             _ => {
-                self.error(code::UNKNOWN_SYSTEM_STREAM, stream.span, format!(
-                    "unknown system stream 'System.{}' (use System.stdout or System.stderr)",
-                    stream.name
-                ));
+                self.error(
+                    code::UNKNOWN_SYSTEM_STREAM,
+                    stream.span,
+                    format!(
+                        "unknown system stream 'System.{}' (use System.stdout or System.stderr)",
+                        stream.name
+                    ),
+                );
                 return Some(Val::error());
             }
         };
         if self.device {
-            self.error(code::XPU_N01, span, "printing is not available in device code");
+            self.error(
+                code::XPU_N01,
+                span,
+                "printing is not available in device code",
+            );
             return Some(Val::error());
         }
         let newline = match name.name.as_str() {
             "println" => true,
             "print" => false,
             _ => {
-                self.error(code::UNRESOLVED_METHOD, name.span, format!("unknown method '{}' of a system stream", name.name));
+                self.error(
+                    code::UNRESOLVED_METHOD,
+                    name.span,
+                    format!("unknown method '{}' of a system stream", name.name),
+                );
                 return Some(Val::error());
             }
         };
         if let Some(a) = args.iter().find(|a| a.name.is_some()) {
-            self.error(code::NAMEDARG, a.value.span, "printing takes no named arguments");
+            self.error(
+                code::NAMEDARG,
+                a.value.span,
+                "printing takes no named arguments",
+            );
             return Some(Val::error());
         }
         let vals = self.eval_args(args);
@@ -194,11 +224,18 @@ impl FnBuilder<'_> {
             1 => self.printable(&vals[0], args[0].value.span),
             _ => self.format(&vals, args, span),
         };
-        let Some(text) = text else { return Some(Val::error()) };
+        let Some(text) = text else {
+            return Some(Val::error());
+        };
         let flags = stderr as u16 | (newline as u16) << 1;
         self.set_pos(span);
         self.emit(Op::Print, text, flags, 0);
-        Some(Val { ty: Ty::Void, loc: Loc::None, untyped: false, own: Own::No })
+        Some(Val {
+            ty: Ty::Void,
+            loc: Loc::None,
+            untyped: false,
+            own: Own::No,
+        })
     }
 
     /// A primitive or String argument of print, converted to a String register.
@@ -206,12 +243,20 @@ impl FnBuilder<'_> {
         match &v.ty {
             Ty::Prim(_) | Ty::Str | Ty::Null | Ty::Enum(_) => self.to_string_reg(v, span),
             Ty::Void => {
-                self.error(code::UNRESOLVED_EXPRESSION, span, "a void call has no value");
+                self.error(
+                    code::UNRESOLVED_EXPRESSION,
+                    span,
+                    "a void call has no value",
+                );
                 None
             }
             t => {
                 let n = self.ty_name(t);
-                self.error(code::TYPE_MISMATCH, span, format!("cannot print a value of type {n}"));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    span,
+                    format!("cannot print a value of type {n}"),
+                );
                 None
             }
         }
@@ -222,9 +267,17 @@ impl FnBuilder<'_> {
         let Loc::Str(fmt) = &vals[0].loc else {
             if vals[0].ty != Ty::Str {
                 let n = self.ty_name(&vals[0].ty);
-                self.error(code::TYPE_MISMATCH, args[0].value.span, format!("the format must be a String, found {n}"));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    args[0].value.span,
+                    format!("the format must be a String, found {n}"),
+                );
             } else {
-                self.error(code::NOT_IMPLEMENTED, args[0].value.span, "the format string must be a literal");
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    args[0].value.span,
+                    "the format string must be a literal",
+                );
             }
             return None;
         };
@@ -251,8 +304,13 @@ impl FnBuilder<'_> {
                 let spec: Option<String> = close.map(|e| chars[i + 1..e].iter().collect());
                 let decimals = match spec.as_deref() {
                     Some("") => Some(None),
-                    Some(s) if s.starts_with(":.") && s.len() > 2 && s[2..].chars().all(|d| d.is_ascii_digit()) => {
-                        s[2..].parse::<u16>().ok().filter(|n| *n <= 17).map(Some)
+                    Some(s)
+                        if s.starts_with(":.")
+                            && s.len() > 2
+                            && s[2..].chars().all(|d| d.is_ascii_digit()) =>
+                    {
+                        // The spec names 0..17; larger counts are accepted like C's %.Nf.
+                        s[2..].parse::<u16>().ok().filter(|n| *n <= 340).map(Some)
                     }
                     _ => None,
                 };
@@ -305,22 +363,41 @@ impl FnBuilder<'_> {
     }
 
     /// Static calls on library classes.
-    pub fn lib_call(&mut self, lib: super::builtins::LibClass, _target: &Expr, name: &Ident, args: &[Arg], span: Span) -> Val {
+    pub fn lib_call(
+        &mut self,
+        lib: super::builtins::LibClass,
+        _target: &Expr,
+        name: &Ident,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
         match lib {
             LibClass::Math => self.math_call(name, args, span),
             LibClass::Cajeta if name.name == "parseInt" => {
                 let _ = self.eval_args(args);
-                self.error(code::NOT_IMPLEMENTED, span, "Cajeta.parseInt is not implemented yet");
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    span,
+                    "Cajeta.parseInt is not implemented yet",
+                );
                 Val::error()
             }
             LibClass::System => {
                 let _ = self.eval_args(args);
-                self.error(code::NOT_IMPLEMENTED, name.span, format!("System.{} is not implemented yet", name.name));
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    name.span,
+                    format!("System.{} is not implemented yet", name.name),
+                );
                 Val::error()
             }
             _ => {
                 let _ = self.eval_args(args);
-                self.error(code::NOT_IMPLEMENTED, span, format!("{}.{} is not implemented yet", lib.name(), name.name));
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    span,
+                    format!("{}.{} is not implemented yet", lib.name(), name.name),
+                );
                 Val::error()
             }
         }
@@ -332,19 +409,31 @@ impl FnBuilder<'_> {
             return Val::error();
         }
         if let Some(a) = args.iter().find(|a| a.name.is_some()) {
-            self.error(code::NAMEDARG, a.value.span, "Math functions take no named arguments");
+            self.error(
+                code::NAMEDARG,
+                a.value.span,
+                "Math functions take no named arguments",
+            );
             return Val::error();
         }
         for (v, a) in vals.iter().zip(args) {
             if !v.ty.is_numeric() {
                 let n = self.ty_name(&v.ty);
-                self.error(code::TYPE_MISMATCH, a.value.span, format!("Math.{} needs numeric arguments, found {n}", name.name));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    a.value.span,
+                    format!("Math.{} needs numeric arguments, found {n}", name.name),
+                );
                 return Val::error();
             }
         }
         let arity = |want: usize, this: &mut Self| {
             if vals.len() != want {
-                this.error(code::UNRESOLVED_METHOD, span, format!("Math.{} takes {want} argument(s)", name.name));
+                this.error(
+                    code::UNRESOLVED_METHOD,
+                    span,
+                    format!("Math.{} takes {want} argument(s)", name.name),
+                );
                 false
             } else {
                 true
@@ -365,25 +454,77 @@ impl FnBuilder<'_> {
                 let mut t = vals[0].ty.scalar().unwrap_or(Scalar::I32);
                 for v in &vals[1..] {
                     let s = v.ty.scalar().unwrap_or(Scalar::I32);
-                    t = if v.untyped && !vals[0].untyped { t } else { ty::promote(t, s) };
+                    t = if v.untyped && !vals[0].untyped {
+                        t
+                    } else {
+                        ty::promote(t, s)
+                    };
                 }
                 if vals.iter().all(|v| v.untyped) {
-                    t = vals.iter().fold(vals[0].ty.scalar().unwrap_or(Scalar::I32), |a, v| ty::promote(a, v.ty.scalar().unwrap_or(a)));
+                    t = vals
+                        .iter()
+                        .fold(vals[0].ty.scalar().unwrap_or(Scalar::I32), |a, v| {
+                            ty::promote(a, v.ty.scalar().unwrap_or(a))
+                        });
                 }
+                // Mixed signedness orders like a comparison: signed if either side is signed.
+                let any_signed = vals
+                    .iter()
+                    .any(|v| v.ty.scalar().is_some_and(Scalar::is_signed) && !v.untyped);
+                let w = if t.is_int() && !t.is_signed() && any_signed {
+                    super::expr::signed_of(t)
+                } else {
+                    t
+                };
                 let regs: Option<Vec<Reg>> = vals.iter().map(|v| self.math_operand(v, t)).collect();
-                let Some(regs) = regs else { return Val::error() };
+                let Some(mut regs) = regs else {
+                    return Val::error();
+                };
+                if w != t {
+                    for r in regs.iter_mut() {
+                        *r = self.convert(*r, t, w);
+                    }
+                }
                 self.set_pos(span);
                 let out = match n {
-                    "abs" if t.is_float() => self.def(math1(t), Type::Scalar(t), regs[0], MathFn::Abs as u16),
-                    "abs" if t.is_signed() => self.def(typed_op("abs", t).expect("abs"), Type::Scalar(t), regs[0], 0),
+                    "abs" if t.is_float() => {
+                        self.def(math1(t), Type::Scalar(t), regs[0], MathFn::Abs as u16)
+                    }
+                    "abs" if t.is_signed() => self.def(
+                        typed_op("abs", t).expect("abs"),
+                        Type::Scalar(t),
+                        regs[0],
+                        0,
+                    ),
                     "abs" => regs[0],
-                    "min" => self.def(typed_op("min", t).expect("min"), Type::Scalar(t), regs[0], regs[1]),
-                    "max" => self.def(typed_op("max", t).expect("max"), Type::Scalar(t), regs[0], regs[1]),
+                    "min" => self.def(
+                        typed_op("min", w).expect("min"),
+                        Type::Scalar(w),
+                        regs[0],
+                        regs[1],
+                    ),
+                    "max" => self.def(
+                        typed_op("max", w).expect("max"),
+                        Type::Scalar(w),
+                        regs[0],
+                        regs[1],
+                    ),
                     _ => {
-                        let lo = self.def(typed_op("max", t).expect("max"), Type::Scalar(t), regs[0], regs[1]);
-                        self.def(typed_op("min", t).expect("min"), Type::Scalar(t), lo, regs[2])
+                        let lo = self.def(
+                            typed_op("max", w).expect("max"),
+                            Type::Scalar(w),
+                            regs[0],
+                            regs[1],
+                        );
+                        self.def(
+                            typed_op("min", w).expect("min"),
+                            Type::Scalar(w),
+                            lo,
+                            regs[2],
+                        )
                     }
                 };
+                let out = self.convert(out, w, t);
                 Val::reg(Ty::Prim(t), out)
             }
             "pow" | "atan2" | "fma" => {
@@ -393,7 +534,9 @@ impl FnBuilder<'_> {
                 }
                 let t = float_result(&vals);
                 let regs: Option<Vec<Reg>> = vals.iter().map(|v| self.math_operand(v, t)).collect();
-                let Some(regs) = regs else { return Val::error() };
+                let Some(regs) = regs else {
+                    return Val::error();
+                };
                 self.set_pos(span);
                 let out = if n == "fma" {
                     let d = self.temp(Type::Scalar(t));
@@ -401,20 +544,31 @@ impl FnBuilder<'_> {
                     self.emit(typed_op("fma", t).expect("fma"), d, regs[1], regs[2]);
                     d
                 } else {
-                    self.def(typed_op(n, t).expect("pow/atan2"), Type::Scalar(t), regs[0], regs[1])
+                    self.def(
+                        typed_op(n, t).expect("pow/atan2"),
+                        Type::Scalar(t),
+                        regs[0],
+                        regs[1],
+                    )
                 };
                 Val::reg(Ty::Prim(t), out)
             }
             _ => {
                 let Some(f) = MathFn::by_name(n) else {
-                    self.error(code::UNRESOLVED_METHOD, name.span, format!("unknown function 'Math.{n}'"));
+                    self.error(
+                        code::UNRESOLVED_METHOD,
+                        name.span,
+                        format!("unknown function 'Math.{n}'"),
+                    );
                     return Val::error();
                 };
                 if !arity(1, self) {
                     return Val::error();
                 }
                 let t = float_result(&vals);
-                let Some(r) = self.math_operand(&vals[0], t) else { return Val::error() };
+                let Some(r) = self.math_operand(&vals[0], t) else {
+                    return Val::error();
+                };
                 self.set_pos(span);
                 let d = self.def(math1(t), Type::Scalar(t), r, f as u16);
                 Val::reg(Ty::Prim(t), d)
@@ -426,7 +580,9 @@ impl FnBuilder<'_> {
         if let Some(n) = v.num() {
             let own = v.ty.scalar()?;
             let cell = ty::const_cell(n, own);
-            return Some(self.load_bits(Type::Scalar(t), ty::const_cell(ty::cell_num(cell, own), t)));
+            return Some(
+                self.load_bits(Type::Scalar(t), ty::const_cell(ty::cell_num(cell, own), t)),
+            );
         }
         let r = self.to_reg(v)?;
         let s = v.ty.scalar()?;
@@ -439,7 +595,13 @@ fn float_result(vals: &[Val]) -> Scalar {
     let mut t: Option<Scalar> = None;
     for v in vals {
         let s = v.ty.scalar().unwrap_or(Scalar::F64);
-        let s = if s.is_float() && !(v.untyped && vals.iter().any(|o| !o.untyped)) { s } else if s.is_float() { continue } else { Scalar::F64 };
+        let s = if s.is_float() && !(v.untyped && vals.iter().any(|o| !o.untyped)) {
+            s
+        } else if s.is_float() {
+            continue;
+        } else {
+            Scalar::F64
+        };
         t = Some(match t {
             None => s,
             Some(a) => ty::promote(a, s),

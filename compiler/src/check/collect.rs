@@ -144,17 +144,29 @@ impl Program {
         if let Some(q) = env.single.get(name) {
             return self.lookup_qualified(q);
         }
-        let mut found = None;
-        for w in &env.wildcards {
+        match self.wildcard_matches(unit, name).as_slice() {
+            [] => builtins::always_visible(name).map(ClassRef::Lib),
+            [one] => Some(*one),
+            // Supplied by two wildcard imports: ambiguous (see `is_ambiguous`).
+            _ => None,
+        }
+    }
+
+    fn wildcard_matches(&self, unit: usize, name: &str) -> Vec<ClassRef> {
+        let mut found: Vec<ClassRef> = vec![];
+        for w in &self.envs[unit].wildcards {
             if let Some(c) = self.lookup_qualified(&format!("{w}.{name}")) {
-                found = Some(c);
-                break;
+                if !found.contains(&c) {
+                    found.push(c);
+                }
             }
         }
-        if found.is_some() {
-            return found;
-        }
-        builtins::always_visible(name).map(ClassRef::Lib)
+        found
+    }
+
+    /// True if a simple name is supplied by two wildcard imports (and nothing closer).
+    pub fn is_ambiguous(&self, unit: usize, name: &str) -> bool {
+        self.wildcard_matches(unit, name).len() > 1
     }
 
     /// Resolves a fully qualified class name.
@@ -195,6 +207,13 @@ impl Program {
                     self.lookup_qualified(&text)
                 };
                 let Some(class) = class else {
+                    if name.parts.len() == 1 && self.is_ambiguous(unit, &text) {
+                        return Err(Diag::error(
+                            code::UNRESOLVED_TYPE,
+                            t.span,
+                            format!("'{text}' is ambiguous: two wildcard imports supply it"),
+                        ));
+                    }
                     return Err(Diag::error(
                         code::UNRESOLVED_TYPE,
                         t.span,
@@ -218,12 +237,22 @@ impl Program {
         }
     }
 
-    fn lib_type(&self, unit: usize, lib: LibClass, args: &[TypeArg], span: Span) -> Result<Ty, Diag> {
+    fn lib_type(
+        &self,
+        unit: usize,
+        lib: LibClass,
+        args: &[TypeArg],
+        span: Span,
+    ) -> Result<Ty, Diag> {
         let no_args = |ty: Ty| {
             if args.is_empty() {
                 Ok(ty)
             } else {
-                Err(Diag::error(code::TYPE_MISMATCH, span, "this type takes no type arguments"))
+                Err(Diag::error(
+                    code::TYPE_MISMATCH,
+                    span,
+                    "this type takes no type arguments",
+                ))
             }
         };
         match lib {
@@ -244,7 +273,10 @@ impl Program {
                     other => Err(Diag::error(
                         code::TYPE_MISMATCH,
                         e.span,
-                        format!("'{}' is not a buffer element type", builtins::ty_name(self, &other)),
+                        format!(
+                            "'{}' is not a buffer element type",
+                            builtins::ty_name(self, &other)
+                        ),
                     )),
                 }
             }
@@ -277,7 +309,11 @@ fn prim_type(p: PrimType, span: Span) -> Result<Ty, Diag> {
         PrimType::F32 => Scalar::F32,
         PrimType::F64 => Scalar::F64,
         PrimType::F16 => {
-            return Err(Diag::error(code::NOT_IMPLEMENTED, span, "float16 is not implemented yet (T2)"))
+            return Err(Diag::error(
+                code::NOT_IMPLEMENTED,
+                span,
+                "float16 is not implemented yet (T2)",
+            ))
         }
         PrimType::Unsupported(name) => {
             return Err(Diag::error(
@@ -357,8 +393,15 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
     }
     // Pass 1: class names and unit environments.
     for (ui, unit) in units.iter().enumerate() {
-        let package = unit.package.as_ref().map(|q| q.joined()).unwrap_or_default();
-        let mut env = UnitEnv { package: package.clone(), ..Default::default() };
+        let package = unit
+            .package
+            .as_ref()
+            .map(|q| q.joined())
+            .unwrap_or_default();
+        let mut env = UnitEnv {
+            package: package.clone(),
+            ..Default::default()
+        };
         for (ci, c) in unit.classes.iter().enumerate() {
             let qual = if package.is_empty() {
                 c.name.name.clone()
@@ -392,7 +435,12 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             if imp.wildcard {
                 env.wildcards.push(q);
             } else {
-                let simple = imp.path.parts.last().map(|p| p.name.clone()).unwrap_or_default();
+                let simple = imp
+                    .path
+                    .parts
+                    .last()
+                    .map(|p| p.name.clone())
+                    .unwrap_or_default();
                 env.single.insert(simple, q);
             }
         }
@@ -403,8 +451,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         for imp in &unit.imports {
             let q = imp.path.joined();
             let ok = if imp.wildcard {
-                builtins::is_library_package(&q)
-                    || p.classes.iter().any(|c| c.package == q)
+                builtins::is_library_package(&q) || p.classes.iter().any(|c| c.package == q)
             } else {
                 p.lookup_qualified(&q).is_some()
             };
@@ -481,8 +528,14 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         p.classes[ci].statics = statics;
         if has_static_init {
             let f = p.functions.len() as u32;
-            p.functions.push(shell(format!("{qual}.<clinit>"), FnKind::Host, file));
-            p.jobs.push(Job { func: f, class: ci as u32, kind: JobKind::Clinit, sig: None });
+            p.functions
+                .push(shell(format!("{qual}.<clinit>"), FnKind::Host, file));
+            p.jobs.push(Job {
+                func: f,
+                class: ci as u32,
+                kind: JobKind::Clinit,
+                sig: None,
+            });
             p.init.push(f);
         }
         let mut methods: Vec<MethodSig> = vec![];
@@ -517,17 +570,24 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                     }
                     if methods.iter().any(|o| {
                         o.name == md.name.name
-                            && o.params.iter().map(|x| &x.1).eq(params.iter().map(|x| &x.1))
+                            && o.params
+                                .iter()
+                                .map(|x| &x.1)
+                                .eq(params.iter().map(|x| &x.1))
                     }) {
                         errors.push(Diag::error(
                             code::VARIABLE_DUPLICATE,
                             md.name.span,
-                            format!("method '{}' is declared twice with the same parameters", md.name.name),
+                            format!(
+                                "method '{}' is declared twice with the same parameters",
+                                md.name.name
+                            ),
                         ));
                         continue;
                     }
                     let f = p.functions.len() as u32;
-                    p.functions.push(shell(format!("{qual}.{}", md.name.name), kind, file));
+                    p.functions
+                        .push(shell(format!("{qual}.{}", md.name.name), kind, file));
                     let sig = MethodSig {
                         name: md.name.name.clone(),
                         params,
@@ -552,7 +612,10 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                         errors.push(Diag::error(
                             code::SYNTAX,
                             cd.name.span,
-                            format!("constructor name '{}' does not match class '{}'", cd.name.name, decl.name.name),
+                            format!(
+                                "constructor name '{}' does not match class '{}'",
+                                cd.name.name, decl.name.name
+                            ),
                         ));
                         continue;
                     }
@@ -566,7 +629,12 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                             }
                         }
                     }
-                    if ctors.iter().any(|o| o.params.iter().map(|x| &x.1).eq(params.iter().map(|x| &x.1))) {
+                    if ctors.iter().any(|o| {
+                        o.params
+                            .iter()
+                            .map(|x| &x.1)
+                            .eq(params.iter().map(|x| &x.1))
+                    }) {
                         errors.push(Diag::error(
                             code::DUPLICATE_CONSTRUCTOR,
                             cd.name.span,
@@ -575,7 +643,8 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                         continue;
                     }
                     let f = p.functions.len() as u32;
-                    p.functions.push(shell(format!("{qual}.<init>"), FnKind::Host, file));
+                    p.functions
+                        .push(shell(format!("{qual}.<init>"), FnKind::Host, file));
                     let sig = MethodSig {
                         name: "<init>".into(),
                         params,
@@ -610,7 +679,8 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         }
         if ctors.is_empty() {
             let f = p.functions.len() as u32;
-            p.functions.push(shell(format!("{qual}.<init>"), FnKind::Host, file));
+            p.functions
+                .push(shell(format!("{qual}.<init>"), FnKind::Host, file));
             let sig = MethodSig {
                 name: "<init>".into(),
                 params: vec![],
@@ -622,7 +692,12 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                 body: None,
                 span: decl.name.span,
             };
-            p.jobs.push(Job { func: f, class: ci as u32, kind: JobKind::Ctor(None), sig: Some(sig.clone()) });
+            p.jobs.push(Job {
+                func: f,
+                class: ci as u32,
+                kind: JobKind::Ctor(None),
+                sig: Some(sig.clone()),
+            });
             ctors.push(sig);
         }
         p.classes[ci].methods = methods;

@@ -35,16 +35,47 @@ impl FnBuilder<'_> {
         self.expr(e)
     }
 
-    /// Lowers a condition: must be boolean.
-    pub fn cond(&mut self, e: &Expr) -> Option<Reg> {
-        let v = self.expr(e);
-        match v.ty {
+    /// Lowers a condition: must be boolean. Also returns the definite-assignment states when
+    /// the condition is true and when it is false (Java's rules for `&&`, `||`, `!`).
+    pub fn cond(&mut self, e: &Expr) -> (Option<Reg>, Vec<bool>, Vec<bool>) {
+        let (v, t, f) = self.bool_expr(e);
+        let r = match v.ty {
             Ty::Prim(Scalar::Bool) => self.to_reg(&v),
             Ty::Error => None,
             ref t => {
                 let n = self.ty_name(t);
-                self.error(code::TYPE_MISMATCH, e.span, format!("condition must be boolean, found {n}"));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    e.span,
+                    format!("condition must be boolean, found {n}"),
+                );
                 None
+            }
+        };
+        (r, t, f)
+    }
+
+    /// Lowers a (possibly) boolean expression, tracking definite assignment when true/false.
+    fn bool_expr(&mut self, e: &Expr) -> (Val, Vec<bool>, Vec<bool>) {
+        match &e.kind {
+            ExprKind::Paren(inner) => self.bool_expr(inner),
+            ExprKind::Unary {
+                op: UnOp::Not,
+                operand,
+            } => {
+                let (v, t, f) = self.bool_expr(operand);
+                let v = self.not_val(v, e.span);
+                (v, f, t)
+            }
+            ExprKind::Binary {
+                op: op @ (BinOp::And | BinOp::Or),
+                lhs,
+                rhs,
+            } => self.short_circuit(*op, lhs, rhs),
+            _ => {
+                let v = self.expr(e);
+                let d = self.da.clone();
+                (v, d.clone(), d)
             }
         }
     }
@@ -77,16 +108,58 @@ impl FnBuilder<'_> {
     /// Lowers an expression.
     pub fn expr(&mut self, e: &Expr) -> Val {
         match &e.kind {
-            ExprKind::Int { value, non_decimal, long } => self.int_lit(*value, *non_decimal, *long, false, e.span),
-            ExprKind::Float { value, f32_suffix, .. } => {
-                let s = if *f32_suffix { Scalar::F32 } else { Scalar::F64 };
-                let untyped = !*f32_suffix && !matches!(&e.kind, ExprKind::Float { f64_suffix: true, .. });
-                Val { ty: Ty::Prim(s), loc: Loc::Num(Num::Float(*value)), untyped, own: Own::No }
+            ExprKind::Int {
+                value,
+                non_decimal,
+                long,
+            } => self.int_lit(*value, *non_decimal, *long, false, e.span),
+            ExprKind::Float {
+                value, f32_suffix, ..
+            } => {
+                let s = if *f32_suffix {
+                    Scalar::F32
+                } else {
+                    Scalar::F64
+                };
+                let untyped = !*f32_suffix
+                    && !matches!(
+                        &e.kind,
+                        ExprKind::Float {
+                            f64_suffix: true,
+                            ..
+                        }
+                    );
+                Val {
+                    ty: Ty::Prim(s),
+                    loc: Loc::Num(Num::Float(*value)),
+                    untyped,
+                    own: Own::No,
+                }
             }
-            ExprKind::Char(c) => Val { ty: Ty::Prim(Scalar::Char), loc: Loc::Char(*c), untyped: false, own: Own::No },
-            ExprKind::Str(s) => Val { ty: Ty::Str, loc: Loc::Str(s.clone()), untyped: false, own: Own::No },
-            ExprKind::Bool(b) => Val { ty: Ty::BOOL, loc: Loc::Bool(*b), untyped: false, own: Own::No },
-            ExprKind::Null => Val { ty: Ty::Null, loc: Loc::Null, untyped: false, own: Own::No },
+            ExprKind::Char(c) => Val {
+                ty: Ty::Prim(Scalar::Char),
+                loc: Loc::Char(*c),
+                untyped: false,
+                own: Own::No,
+            },
+            ExprKind::Str(s) => Val {
+                ty: Ty::Str,
+                loc: Loc::Str(s.clone()),
+                untyped: false,
+                own: Own::No,
+            },
+            ExprKind::Bool(b) => Val {
+                ty: Ty::BOOL,
+                loc: Loc::Bool(*b),
+                untyped: false,
+                own: Own::No,
+            },
+            ExprKind::Null => Val {
+                ty: Ty::Null,
+                loc: Loc::Null,
+                untyped: false,
+                own: Own::No,
+            },
             ExprKind::Paren(inner) => {
                 let mut v = self.expr(inner);
                 v.untyped = false;
@@ -96,18 +169,33 @@ impl FnBuilder<'_> {
             ExprKind::This => match self.this {
                 Some(r) => Val::reg(Ty::Class(self.class), r),
                 None => {
-                    self.error(code::VARIABLE_NOT_FOUND, e.span, "'this' is only available in constructors");
+                    self.error(
+                        code::VARIABLE_NOT_FOUND,
+                        e.span,
+                        "'this' is only available in constructors",
+                    );
                     Val::error()
                 }
             },
             ExprKind::Field { target, name } => self.field(target, name, e.span),
-            ExprKind::Unary { op: UnOp::Neg, operand }
-                if matches!(operand.kind, ExprKind::Int { .. }) =>
-            {
-                let ExprKind::Int { value, non_decimal, long } = operand.kind else { unreachable!() };
+            ExprKind::Unary {
+                op: UnOp::Neg,
+                operand,
+            } if matches!(operand.kind, ExprKind::Int { .. }) => {
+                let ExprKind::Int {
+                    value,
+                    non_decimal,
+                    long,
+                } = operand.kind
+                else {
+                    unreachable!()
+                };
                 self.int_lit(value, non_decimal, long, true, e.span)
             }
-            ExprKind::Unary { op: UnOp::Neg, operand } if matches!(operand.kind, ExprKind::Float { .. }) => {
+            ExprKind::Unary {
+                op: UnOp::Neg,
+                operand,
+            } if matches!(operand.kind, ExprKind::Float { .. }) => {
                 let mut v = self.expr(operand);
                 if let Loc::Num(Num::Float(f)) = v.loc {
                     v.loc = Loc::Num(Num::Float(-f));
@@ -116,31 +204,66 @@ impl FnBuilder<'_> {
             }
             ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
             ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, e.span),
-            ExprKind::Assign { op, transfer, target, value } => self.assign(*op, *transfer, target, value, e.span),
+            ExprKind::Assign {
+                op,
+                transfer,
+                target,
+                value,
+            } => self.assign(*op, *transfer, target, value, e.span),
             ExprKind::Cast { ty, expr } => self.cast(ty, expr, e.span),
             ExprKind::Transfer(inner) => {
                 if !matches!(inner.kind, ExprKind::Name(_) | ExprKind::Field { .. }) {
-                    self.error(code::SYNTAX, e.span, "the operand of '#' must be a local, parameter or field name");
+                    self.error(
+                        code::SYNTAX,
+                        e.span,
+                        "the operand of '#' must be a local, parameter or field name",
+                    );
                     return Val::error();
                 }
                 let v = self.expr(inner);
                 self.take_title(inner, v)
             }
-            ExprKind::New { placement, ty, args } => self.new_object(*placement, ty, args, e.span),
-            ExprKind::NewArray { elem, dims, init, .. } => self.new_array(elem, dims, init.as_ref(), e.span),
+            ExprKind::New {
+                placement,
+                ty,
+                args,
+            } => self.new_object(*placement, ty, args, e.span),
+            ExprKind::NewArray {
+                elem, dims, init, ..
+            } => self.new_array(elem, dims, init.as_ref(), e.span),
             ExprKind::Index { target, index } => self.index(target, index, e.span),
-            ExprKind::Call { target, name, type_args: _, args } => self.call(target.as_deref(), name, args, e.span),
+            ExprKind::Call {
+                target,
+                name,
+                type_args: _,
+                args,
+            } => self.call(target.as_deref(), name, args, e.span),
             ExprKind::Invoke { callee, args } => self.invoke(callee, args, e.span),
             ExprKind::SharedArray { .. } => {
-                self.error(code::XPU_K03, e.span, "'shared' arrays are only allowed in @Kernel code");
+                self.error(
+                    code::XPU_K03,
+                    e.span,
+                    "'shared' arrays are only allowed in @Kernel code",
+                );
                 Val::error()
             }
             ExprKind::GenericName { name, .. } => {
-                self.error(code::VARIABLE_NOT_FOUND, e.span, format!("'{}' is a type, not a value", name.name));
+                self.error(
+                    code::VARIABLE_NOT_FOUND,
+                    e.span,
+                    format!("'{}' is a type, not a value", name.name),
+                );
                 Val::error()
             }
-            ExprKind::Postfix { .. } | ExprKind::Cond { .. } | ExprKind::ArrayLit(_) | ExprKind::Switch { .. } => {
-                self.error(code::NOT_IMPLEMENTED, e.span, "this expression form is not implemented yet (T2)");
+            ExprKind::Postfix { .. }
+            | ExprKind::Cond { .. }
+            | ExprKind::ArrayLit(_)
+            | ExprKind::Switch { .. } => {
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    e.span,
+                    "this expression form is not implemented yet (T2)",
+                );
                 Val::error()
             }
         }
@@ -167,7 +290,12 @@ impl FnBuilder<'_> {
             let v = if neg { -(mag as i128) } else { mag as i128 };
             (v, s, true)
         };
-        Val { ty: Ty::Prim(s), loc: Loc::Num(Num::Int(value)), untyped, own: Own::No }
+        Val {
+            ty: Ty::Prim(s),
+            loc: Loc::Num(Num::Int(value)),
+            untyped,
+            own: Own::No,
+        }
     }
 
     // ----- names and fields -----
@@ -177,21 +305,47 @@ impl FnBuilder<'_> {
             let l = &self.locals[li];
             let (ty, reg, da) = (l.ty.clone(), l.reg, l.da);
             if self.reachable && !self.da[da] {
-                self.error(code::VARIABLE_NOT_ASSIGNED, span, format!("variable '{name}' might not have been assigned"));
+                self.error(
+                    code::VARIABLE_NOT_ASSIGNED,
+                    span,
+                    format!("variable '{name}' might not have been assigned"),
+                );
             }
             return Val::reg(ty, reg);
         }
         if let Some(v) = self.class_member_value(self.class, name, span, true) {
             return v;
         }
-        self.error(code::VARIABLE_NOT_FOUND, span, format!("unknown name '{name}'"));
+        if self.p.is_ambiguous(self.unit, name) {
+            self.error(
+                code::UNRESOLVED_TYPE,
+                span,
+                format!("'{name}' is ambiguous: two wildcard imports supply it"),
+            );
+            return Val::error();
+        }
+        self.error(
+            code::VARIABLE_NOT_FOUND,
+            span,
+            format!("unknown name '{name}'"),
+        );
         Val::error()
     }
 
     /// A static field of `class` (or an instance field of `this` in constructors) as a value.
-    fn class_member_value(&mut self, class: u32, name: &str, span: Span, implicit: bool) -> Option<Val> {
+    fn class_member_value(
+        &mut self,
+        class: u32,
+        name: &str,
+        span: Span,
+        implicit: bool,
+    ) -> Option<Val> {
         let c = &self.p.classes[class as usize];
-        if let Some(&si) = c.statics.iter().find(|&&s| self.p.statics[s as usize].name == name) {
+        if let Some(&si) = c
+            .statics
+            .iter()
+            .find(|&&s| self.p.statics[s as usize].name == name)
+        {
             let st = &self.p.statics[si as usize];
             let ty = st.ty.clone();
             self.check_access(st.access, st.class, span, name);
@@ -202,7 +356,11 @@ impl FnBuilder<'_> {
             if let Some(fi) = c.fields.iter().position(|f| f.name == name) {
                 let ty = c.fields[fi].ty.clone();
                 let Some(this) = self.this else {
-                    self.error(code::VARIABLE_NOT_FOUND, span, format!("instance field '{name}' used in a static context"));
+                    self.error(
+                        code::VARIABLE_NOT_FOUND,
+                        span,
+                        format!("instance field '{name}' used in a static context"),
+                    );
                     return Some(Val::error());
                 };
                 self.set_pos(span);
@@ -218,10 +376,17 @@ impl FnBuilder<'_> {
         let ok = match access {
             Access::Public => true,
             Access::Private => owner == self.class,
-            Access::Package => self.p.classes[owner as usize].package == self.p.classes[self.class as usize].package,
+            Access::Package => {
+                self.p.classes[owner as usize].package
+                    == self.p.classes[self.class as usize].package
+            }
         };
         if !ok {
-            self.error(code::METHOD_NOT_ACCESSIBLE, span, format!("'{name}' is not accessible here"));
+            self.error(
+                code::METHOD_NOT_ACCESSIBLE,
+                span,
+                format!("'{name}' is not accessible here"),
+            );
         }
     }
 
@@ -234,7 +399,9 @@ impl FnBuilder<'_> {
                     return None;
                 }
                 let c = &self.p.classes[self.class as usize];
-                if c.statics.iter().any(|&s| self.p.statics[s as usize].name == id.name)
+                if c.statics
+                    .iter()
+                    .any(|&s| self.p.statics[s as usize].name == id.name)
                     || (self.this.is_some() && c.fields.iter().any(|f| f.name == id.name))
                 {
                     return None;
@@ -276,7 +443,11 @@ impl FnBuilder<'_> {
                         return v;
                     }
                     let cn = self.p.class_name(c).to_string();
-                    self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{cn}' has no static field '{}'", name.name));
+                    self.error(
+                        code::VARIABLE_NOT_FOUND,
+                        name.span,
+                        format!("'{cn}' has no static field '{}'", name.name),
+                    );
                     return Val::error();
                 }
                 ClassRef::Lib(lib) => return self.lib_field(lib, name, span),
@@ -287,28 +458,48 @@ impl FnBuilder<'_> {
             Ty::Class(c) => {
                 let cls = &self.p.classes[c as usize];
                 let Some(fi) = cls.fields.iter().position(|f| f.name == name.name) else {
-                    if cls.statics.iter().any(|&s| self.p.statics[s as usize].name == name.name) {
-                        return self.class_member_value(c, &name.name, name.span, false).unwrap_or_else(Val::error);
+                    if cls
+                        .statics
+                        .iter()
+                        .any(|&s| self.p.statics[s as usize].name == name.name)
+                    {
+                        return self
+                            .class_member_value(c, &name.name, name.span, false)
+                            .unwrap_or_else(Val::error);
                     }
                     let cn = cls.qual.clone();
-                    self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{cn}' has no field '{}'", name.name));
+                    self.error(
+                        code::VARIABLE_NOT_FOUND,
+                        name.span,
+                        format!("'{cn}' has no field '{}'", name.name),
+                    );
                     return Val::error();
                 };
                 let (fty, access) = (cls.fields[fi].ty.clone(), cls.fields[fi].access);
                 self.check_access(access, c, name.span, &name.name);
-                let Some(r) = self.to_reg(&obj) else { return Val::error() };
+                let Some(r) = self.to_reg(&obj) else {
+                    return Val::error();
+                };
                 self.set_pos(span);
                 let d = self.def(Op::GetField, fty.reg(), r, fi as u16);
                 Val::reg(fty, d)
             }
             Ty::Error => Val::error(),
             Ty::Array(_) if name.name == "length" => {
-                self.error(code::VARIABLE_NOT_FOUND, name.span, "arrays have no 'length' field: use count()");
+                self.error(
+                    code::VARIABLE_NOT_FOUND,
+                    name.span,
+                    "arrays have no 'length' field: use count()",
+                );
                 Val::error()
             }
             t => {
                 let n = self.ty_name(&t);
-                self.error(code::VARIABLE_NOT_FOUND, name.span, format!("{n} has no field '{}'", name.name));
+                self.error(
+                    code::VARIABLE_NOT_FOUND,
+                    name.span,
+                    format!("{n} has no field '{}'", name.name),
+                );
                 Val::error()
             }
         }
@@ -328,7 +519,10 @@ impl FnBuilder<'_> {
                     let t = self.temp(Type::BOOL);
                     self.emit(Op::Mov, t, f, 0);
                     self.emit_bc(Op::LoadI, f, 0);
-                    return Val { own: Own::Dyn(t), ..v };
+                    return Val {
+                        own: Own::Dyn(t),
+                        ..v
+                    };
                 }
             }
         }
@@ -338,9 +532,25 @@ impl FnBuilder<'_> {
     /// Stores a value into a local (initialisation or assignment), handling the owns-flag and
     /// the drop of the overwritten object (LANGUAGE §6.3).
     pub fn store_local(&mut self, li: usize, v: Val, span: Span, init: bool) -> Option<Reg> {
+        self.store_local_at(li, v, span, span, init)
+    }
+
+    /// [`FnBuilder::store_local`] reporting a `final` violation at `at` (the assignment).
+    pub fn store_local_at(
+        &mut self,
+        li: usize,
+        v: Val,
+        span: Span,
+        at: Span,
+        init: bool,
+    ) -> Option<Reg> {
         let l = self.locals[li].clone();
         if l.is_final && (l.assigned_once || !init && self.da[l.da]) {
-            self.error(code::FINAL_ASSIGNMENT, span, format!("final variable '{}' is assigned twice", l.name));
+            self.error(
+                code::FINAL_ASSIGNMENT,
+                at,
+                format!("final variable '{}' is assigned twice", l.name),
+            );
         }
         let own = v.own;
         let r = self.coerce(v, &l.ty, span)?;
@@ -374,31 +584,40 @@ impl FnBuilder<'_> {
 
     fn unary(&mut self, op: UnOp, operand: &Expr, span: Span) -> Val {
         if matches!(op, UnOp::PreInc | UnOp::PreDec) {
-            self.error(code::NOT_IMPLEMENTED, span, "'++'/'--' are not implemented yet (T2)");
+            self.error(
+                code::NOT_IMPLEMENTED,
+                span,
+                "'++'/'--' are not implemented yet (T2)",
+            );
             return Val::error();
         }
         let v = self.expr(operand);
         match (op, v.ty.clone()) {
             (_, Ty::Error) => Val::error(),
-            (UnOp::Not, Ty::Prim(Scalar::Bool)) => {
-                if let Loc::Bool(b) = v.loc {
-                    return Val { loc: Loc::Bool(!b), ..v };
-                }
-                let Some(r) = self.to_reg(&v) else { return Val::error() };
-                let d = self.def(Op::LNot, Type::BOOL, r, 0);
-                Val::reg(Ty::BOOL, d)
-            }
-            (UnOp::Plus, Ty::Prim(s)) if s.is_numeric() => Val { untyped: false, ..v },
+            (UnOp::Not, Ty::Prim(Scalar::Bool)) => self.not_val(v, span),
+            (UnOp::Plus, Ty::Prim(s)) if s.is_numeric() => Val {
+                untyped: false,
+                ..v
+            },
             (UnOp::Neg, Ty::Prim(s)) if s.is_numeric() => {
                 if let Some(n) = v.num() {
                     let bits = ty::const_cell(n, s);
                     let folded = match n {
                         Num::Float(f) => Num::Float(-f),
-                        Num::Int(_) => ty::cell_num(ty::canon((bits as i64).wrapping_neg() as u64, s), s),
+                        Num::Int(_) => {
+                            ty::cell_num(ty::canon((bits as i64).wrapping_neg() as u64, s), s)
+                        }
                     };
-                    return Val { ty: Ty::Prim(s), loc: Loc::Num(folded), untyped: false, own: Own::No };
+                    return Val {
+                        ty: Ty::Prim(s),
+                        loc: Loc::Num(folded),
+                        untyped: false,
+                        own: Own::No,
+                    };
                 }
-                let Some(r) = self.to_reg(&v) else { return Val::error() };
+                let Some(r) = self.to_reg(&v) else {
+                    return Val::error();
+                };
                 self.set_pos(span);
                 let d = self.def(typed_op("neg", s).expect("neg"), Type::Scalar(s), r, 0);
                 Val::reg(Ty::Prim(s), d)
@@ -406,9 +625,16 @@ impl FnBuilder<'_> {
             (UnOp::BitNot, Ty::Prim(s)) if s.is_int() => {
                 if let Some(Num::Int(i)) = v.num() {
                     let bits = ty::canon(!ty::int_cell(i, s), s);
-                    return Val { ty: Ty::Prim(s), loc: Loc::Num(ty::cell_num(bits, s)), untyped: false, own: Own::No };
+                    return Val {
+                        ty: Ty::Prim(s),
+                        loc: Loc::Num(ty::cell_num(bits, s)),
+                        untyped: false,
+                        own: Own::No,
+                    };
                 }
-                let Some(r) = self.to_reg(&v) else { return Val::error() };
+                let Some(r) = self.to_reg(&v) else {
+                    return Val::error();
+                };
                 let d = self.def(typed_op("not", s).expect("not"), Type::Scalar(s), r, 0);
                 Val::reg(Ty::Prim(s), d)
             }
@@ -420,7 +646,40 @@ impl FnBuilder<'_> {
                     UnOp::Neg => "-",
                     _ => "+",
                 };
-                self.error(code::TYPE_MISMATCH, span, format!("operator '{sym}' cannot be applied to {n}"));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    span,
+                    format!("operator '{sym}' cannot be applied to {n}"),
+                );
+                Val::error()
+            }
+        }
+    }
+
+    /// `!v` for a boolean value (errors for others).
+    fn not_val(&mut self, v: Val, span: Span) -> Val {
+        match v.ty {
+            Ty::Prim(Scalar::Bool) => {
+                if let Loc::Bool(b) = v.loc {
+                    return Val {
+                        loc: Loc::Bool(!b),
+                        ..v
+                    };
+                }
+                let Some(r) = self.to_reg(&v) else {
+                    return Val::error();
+                };
+                let d = self.def(Op::LNot, Type::BOOL, r, 0);
+                Val::reg(Ty::BOOL, d)
+            }
+            Ty::Error => Val::error(),
+            ref t => {
+                let n = self.ty_name(t);
+                self.error(
+                    code::TYPE_MISMATCH,
+                    span,
+                    format!("operator '!' cannot be applied to {n}"),
+                );
                 Val::error()
             }
         }
@@ -439,10 +698,21 @@ impl FnBuilder<'_> {
 
     fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, span: Span) -> Val {
         if matches!(op, BinOp::And | BinOp::Or) {
-            return self.short_circuit(op, lhs, rhs, span);
+            return self.short_circuit(op, lhs, rhs).0;
         }
         let l = self.expr(lhs);
         let r = self.expr(rhs);
+        // A void call used as an operand: point at the call itself.
+        for (v, e) in [(&l, lhs), (&r, rhs)] {
+            if v.ty == Ty::Void {
+                self.error(
+                    code::UNRESOLVED_EXPRESSION,
+                    e.span,
+                    "a void call has no value",
+                );
+                return Val::error();
+            }
+        }
         self.binary_vals(op, l, r, span)
     }
 
@@ -452,7 +722,11 @@ impl FnBuilder<'_> {
             return Val::error();
         }
         if l.ty == Ty::Void || r.ty == Ty::Void {
-            self.error(code::UNRESOLVED_EXPRESSION, span, "a void call has no value");
+            self.error(
+                code::UNRESOLVED_EXPRESSION,
+                span,
+                "a void call has no value",
+            );
             return Val::error();
         }
         if op == BinOp::Add && (l.ty == Ty::Str || r.ty == Ty::Str) {
@@ -466,14 +740,24 @@ impl FnBuilder<'_> {
         let (Some(ls), Some(rs)) = (l.ty.scalar(), r.ty.scalar()) else {
             return self.mismatch(op, &l, &r, span);
         };
-        if ls == Scalar::Bool && rs == Scalar::Bool && matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor) {
+        if ls == Scalar::Bool
+            && rs == Scalar::Bool
+            && matches!(op, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
+        {
             let name = match op {
                 BinOp::BitAnd => "and",
                 BinOp::BitOr => "or",
                 _ => "xor",
             };
-            let (Some(a), Some(b)) = (self.to_reg(&l), self.to_reg(&r)) else { return Val::error() };
-            let d = self.def(typed_op(name, Scalar::Bool).expect("bool op"), Type::BOOL, a, b);
+            let (Some(a), Some(b)) = (self.to_reg(&l), self.to_reg(&r)) else {
+                return Val::error();
+            };
+            let d = self.def(
+                typed_op(name, Scalar::Bool).expect("bool op"),
+                Type::BOOL,
+                a,
+                b,
+            );
             return Val::reg(Ty::BOOL, d);
         }
         if !ls.is_numeric() || !rs.is_numeric() {
@@ -492,31 +776,60 @@ impl FnBuilder<'_> {
         let any_unsigned = (lt.is_int() && !lt.is_signed()) || (rt.is_int() && !rt.is_signed());
         let any_signed = lt.is_signed() || rt.is_signed();
         match op {
-            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor if !p.is_int() => self.mismatch(op, &l, &r, span),
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor if !p.is_int() => {
+                self.mismatch(op, &l, &r, span)
+            }
+            BinOp::Add
+            | BinOp::Sub
+            | BinOp::Mul
+            | BinOp::Div
+            | BinOp::Rem
+            | BinOp::BitAnd
+            | BinOp::BitOr
+            | BinOp::BitXor => {
                 // Division is unsigned if either operand type is unsigned (LANGUAGE §4).
-                let work = if matches!(op, BinOp::Div | BinOp::Rem) && p.is_int() && p.is_signed() && any_unsigned {
+                let work = if matches!(op, BinOp::Div | BinOp::Rem)
+                    && p.is_int()
+                    && p.is_signed()
+                    && any_unsigned
+                {
                     unsigned_of(p)
                 } else {
                     p
                 };
                 if let (Some(a), Some(b)) = (l.num(), r.num()) {
                     if let Some(v) = fold_arith(op, a, lt, b, rt, work, p) {
-                        return Val { ty: Ty::Prim(p), loc: Loc::Num(v), untyped: false, own: Own::No };
+                        return Val {
+                            ty: Ty::Prim(p),
+                            loc: Loc::Num(v),
+                            untyped: false,
+                            own: Own::No,
+                        };
                     }
                 }
-                if matches!(op, BinOp::Add | BinOp::Sub) && matches!(work, Scalar::I32 | Scalar::I64) {
+                if matches!(op, BinOp::Add | BinOp::Sub)
+                    && matches!(work, Scalar::I32 | Scalar::I64)
+                {
                     if let Some(Num::Int(k)) = r.num() {
                         let k = if op == BinOp::Sub { -k } else { k };
-                        if (-32768..=32767).contains(&k) && !r.ty.is_numeric() || (-32768..=32767).contains(&k) && rt.is_int() {
-                            let Some(a) = self.operand(&l, lt, work) else { return Val::error() };
-                            let opc = if work == Scalar::I32 { Op::AddImmI32 } else { Op::AddImmI64 };
+                        if (-32768..=32767).contains(&k) && !r.ty.is_numeric()
+                            || (-32768..=32767).contains(&k) && rt.is_int()
+                        {
+                            let Some(a) = self.operand(&l, lt, work) else {
+                                return Val::error();
+                            };
+                            let opc = if work == Scalar::I32 {
+                                Op::AddImmI32
+                            } else {
+                                Op::AddImmI64
+                            };
                             let d = self.def(opc, Type::Scalar(work), a, k as i16 as u16);
                             return Val::reg(Ty::Prim(p), d);
                         }
                     }
                 }
-                let (Some(a), Some(b)) = (self.operand(&l, lt, work), self.operand(&r, rt, work)) else {
+                let (Some(a), Some(b)) = (self.operand(&l, lt, work), self.operand(&r, rt, work))
+                else {
                     return Val::error();
                 };
                 let name = match op {
@@ -529,11 +842,26 @@ impl FnBuilder<'_> {
                     BinOp::BitOr => "or",
                     _ => "xor",
                 };
-                if matches!(op, BinOp::Div | BinOp::Rem) && p.is_int() && lt.is_int() && rt.is_int() && any_signed && any_unsigned {
-                    self.warn(code::WARN_MIXED_SIGNEDNESS, span, "division mixes signed and unsigned operands");
+                if matches!(op, BinOp::Div | BinOp::Rem)
+                    && p.is_int()
+                    && lt.is_int()
+                    && rt.is_int()
+                    && any_signed
+                    && any_unsigned
+                {
+                    self.warn(
+                        code::WARN_MIXED_SIGNEDNESS,
+                        span,
+                        "division mixes signed and unsigned operands",
+                    );
                 }
                 self.set_pos(span);
-                let d = self.def(typed_op(name, work).expect("arith op"), Type::Scalar(work), a, b);
+                let d = self.def(
+                    typed_op(name, work).expect("arith op"),
+                    Type::Scalar(work),
+                    a,
+                    b,
+                );
                 if work != p {
                     let c = self.convert(d, work, p);
                     return Val::reg(Ty::Prim(p), c);
@@ -542,21 +870,39 @@ impl FnBuilder<'_> {
             }
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
                 // Integer comparisons are signed if either original operand is signed.
-                let work = if p.is_int() && !p.is_signed() && any_signed && matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge) {
+                let work = if p.is_int()
+                    && !p.is_signed()
+                    && any_signed
+                    && matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+                {
                     signed_of(p)
                 } else {
                     p
                 };
-                if p.is_int() && any_signed && any_unsigned && !matches!(op, BinOp::Eq | BinOp::Ne) {
-                    self.warn(code::WARN_MIXED_SIGNEDNESS, span, "comparison mixes signed and unsigned operands");
+                if p.is_int() && any_signed && any_unsigned && !matches!(op, BinOp::Eq | BinOp::Ne)
+                {
+                    self.warn(
+                        code::WARN_MIXED_SIGNEDNESS,
+                        span,
+                        "comparison mixes signed and unsigned operands",
+                    );
                 }
                 if let (Some(a), Some(b)) = (l.num(), r.num()) {
-                    let (x, y) = (ty::cell_num(ty::const_cell(a, work), work), ty::cell_num(ty::const_cell(b, work), work));
+                    let (x, y) = (
+                        ty::cell_num(ty::const_cell(a, work), work),
+                        ty::cell_num(ty::const_cell(b, work), work),
+                    );
                     if let Some(res) = fold_cmp(op, x, y) {
-                        return Val { ty: Ty::BOOL, loc: Loc::Bool(res), untyped: false, own: Own::No };
+                        return Val {
+                            ty: Ty::BOOL,
+                            loc: Loc::Bool(res),
+                            untyped: false,
+                            own: Own::No,
+                        };
                     }
                 }
-                let (Some(a), Some(b)) = (self.operand(&l, lt, work), self.operand(&r, rt, work)) else {
+                let (Some(a), Some(b)) = (self.operand(&l, lt, work), self.operand(&r, rt, work))
+                else {
                     return Val::error();
                 };
                 let (name, x, y) = match op {
@@ -600,13 +946,25 @@ impl FnBuilder<'_> {
         let (Some(a), Some(b)) = (self.operand(&l, lt, res), self.operand(&r, rt, rt)) else {
             return Val::error();
         };
-        let d = self.def(typed_op(name, res).expect("shift op"), Type::Scalar(res), a, b);
+        let d = self.def(
+            typed_op(name, res).expect("shift op"),
+            Type::Scalar(res),
+            a,
+            b,
+        );
         Val::reg(Ty::Prim(res), d)
     }
 
     fn mismatch(&mut self, op: BinOp, l: &Val, r: &Val, span: Span) -> Val {
         let (a, b) = (self.ty_name(&l.ty), self.ty_name(&r.ty));
-        self.error(code::TYPE_MISMATCH, span, format!("operator '{}' cannot be applied to {a} and {b}", op.symbol()));
+        self.error(
+            code::TYPE_MISMATCH,
+            span,
+            format!(
+                "operator '{}' cannot be applied to {a} and {b}",
+                op.symbol()
+            ),
+        );
         Val::error()
     }
 
@@ -634,14 +992,24 @@ impl FnBuilder<'_> {
             }
             (Ty::Enum(a), Ty::Enum(b)) if a == b => {
                 if let (Loc::Enum(x), Loc::Enum(y)) = (&l.loc, &r.loc) {
-                    return Some(Val { ty: Ty::BOOL, loc: Loc::Bool((x == y) != ne), untyped: false, own: Own::No });
+                    return Some(Val {
+                        ty: Ty::BOOL,
+                        loc: Loc::Bool((x == y) != ne),
+                        untyped: false,
+                        own: Own::No,
+                    });
                 }
                 let (x, y) = (self.to_reg(l)?, self.to_reg(r)?);
                 let name = if ne { "ne" } else { "eq" };
                 let d = self.def(typed_op(name, Scalar::I32).expect("eq"), Type::BOOL, x, y);
                 Some(Val::reg(Ty::BOOL, d))
             }
-            (Ty::Null, Ty::Null) => Some(Val { ty: Ty::BOOL, loc: Loc::Bool(!ne), untyped: false, own: Own::No }),
+            (Ty::Null, Ty::Null) => Some(Val {
+                ty: Ty::BOOL,
+                loc: Loc::Bool(!ne),
+                untyped: false,
+                own: Own::No,
+            }),
             (a, b) if a.is_ref() && b.is_ref() && (a == b || *a == Ty::Null || *b == Ty::Null) => {
                 let t = if *a == Ty::Null { b.reg() } else { a.reg() };
                 let x = self.ref_reg(l, t)?;
@@ -670,16 +1038,29 @@ impl FnBuilder<'_> {
         self.ref_reg(v, Type::Str)
     }
 
-    fn short_circuit(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, span: Span) -> Val {
-        let l = self.expr(lhs);
-        if l.ty != Ty::BOOL {
-            if l.ty != Ty::Error {
-                let n = self.ty_name(&l.ty);
-                self.error(code::TYPE_MISMATCH, lhs.span, format!("operator '{}' needs boolean operands, found {n}", op.symbol()));
+    fn short_circuit(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> (Val, Vec<bool>, Vec<bool>) {
+        let bad = |this: &mut Self, v: &Val, span: Span| {
+            if v.ty != Ty::Error {
+                let n = this.ty_name(&v.ty);
+                this.error(
+                    code::TYPE_MISMATCH,
+                    span,
+                    format!(
+                        "operator '{}' needs boolean operands, found {n}",
+                        op.symbol()
+                    ),
+                );
             }
-            return Val::error();
+            let d = this.da.clone();
+            (Val::error(), d.clone(), d)
+        };
+        let (l, lt, lf) = self.bool_expr(lhs);
+        if l.ty != Ty::BOOL {
+            return bad(self, &l, lhs.span);
         }
-        let Some(a) = self.to_reg(&l) else { return Val::error() };
+        let Some(a) = self.to_reg(&l) else {
+            return bad(self, &Val::error(), lhs.span);
+        };
         let d = self.temp(Type::BOOL);
         self.emit(Op::Mov, d, a, 0);
         let j = if op == BinOp::And {
@@ -688,25 +1069,35 @@ impl FnBuilder<'_> {
             self.emit_bc(Op::JmpIf, d, 0)
         };
         let header = j as u32;
-        let saved = self.da.clone();
-        let r = self.expr(rhs);
+        // The right operand runs only when the left one is true (`&&`) or false (`||`).
+        self.da = if op == BinOp::And {
+            lt.clone()
+        } else {
+            lf.clone()
+        };
+        let (r, rt, rf) = self.bool_expr(rhs);
         if r.ty != Ty::BOOL {
-            if r.ty != Ty::Error {
-                let n = self.ty_name(&r.ty);
-                self.error(code::TYPE_MISMATCH, rhs.span, format!("operator '{}' needs boolean operands, found {n}", op.symbol()));
-            }
-            return Val::error();
+            return bad(self, &r, rhs.span);
         }
         if let Some(b) = self.to_reg(&r) {
             self.emit(Op::Mov, d, b, 0);
         }
-        // Assignments in the right operand are not definite afterwards.
-        self.da = saved;
         let merge = self.pc();
         self.patch(j, merge);
         self.region(cajeta_bytecode::RegionKind::If, header, 0, merge);
-        let _ = span;
-        Val::reg(Ty::BOOL, d)
+        let and = |x: &[bool], y: &[bool]| {
+            x.iter()
+                .zip(y)
+                .map(|(a, b)| *a && *b)
+                .collect::<Vec<bool>>()
+        };
+        let (t, f) = if op == BinOp::And {
+            (rt, and(&lf, &rf))
+        } else {
+            (and(&lt, &rt), rf)
+        };
+        self.da = and(&t, &f);
+        (Val::reg(Ty::BOOL, d), t, f)
     }
 
     /// String conversion of a value (LANGUAGE §3.5) into a String register.
@@ -722,12 +1113,20 @@ impl FnBuilder<'_> {
             }
             (Ty::Error, _) => None,
             (Ty::Void, _) => {
-                self.error(code::UNRESOLVED_EXPRESSION, span, "a void call has no value");
+                self.error(
+                    code::UNRESOLVED_EXPRESSION,
+                    span,
+                    "a void call has no value",
+                );
                 None
             }
             (t, _) => {
                 let n = self.ty_name(t);
-                self.error(code::TYPE_MISMATCH, span, format!("{n} has no string conversion"));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    span,
+                    format!("{n} has no string conversion"),
+                );
                 None
             }
         }
@@ -736,9 +1135,15 @@ impl FnBuilder<'_> {
     fn concat(&mut self, l: Val, r: Val, span: Span) -> Val {
         // Fold constant strings so `"a" + 1 + "b"` needs no runtime work.
         if let (Some(a), Some(b)) = (const_string(&l), const_string(&r)) {
-            return Val { ty: Ty::Str, loc: Loc::Str(a + &b), untyped: false, own: Own::No };
+            return Val {
+                ty: Ty::Str,
+                loc: Loc::Str(a + &b),
+                untyped: false,
+                own: Own::No,
+            };
         }
-        let (Some(a), Some(b)) = (self.to_string_reg(&l, span), self.to_string_reg(&r, span)) else {
+        let (Some(a), Some(b)) = (self.to_string_reg(&l, span), self.to_string_reg(&r, span))
+        else {
             return Val::error();
         };
         let d = self.def(Op::Concat, Type::Str, a, b);
@@ -777,17 +1182,32 @@ impl FnBuilder<'_> {
         match v.loc {
             Loc::Num(n) if to.is_numeric() => {
                 let cell = ty::const_cell(n, to);
-                Val { ty: Ty::Prim(to), loc: Loc::Num(ty::cell_num(cell, to)), untyped: false, own: Own::No }
+                Val {
+                    ty: Ty::Prim(to),
+                    loc: Loc::Num(ty::cell_num(cell, to)),
+                    untyped: false,
+                    own: Own::No,
+                }
             }
-            Loc::Num(Num::Int(i)) if to == Scalar::Char => {
-                Val { ty: Ty::Prim(to), loc: Loc::Char(i as u32), untyped: false, own: Own::No }
-            }
+            Loc::Num(Num::Int(i)) if to == Scalar::Char => Val {
+                ty: Ty::Prim(to),
+                loc: Loc::Char(i as u32),
+                untyped: false,
+                own: Own::No,
+            },
             Loc::Char(c) if to.is_int() => {
                 let cell = ty::const_cell(Num::Int(c as i128), to);
-                Val { ty: Ty::Prim(to), loc: Loc::Num(ty::cell_num(cell, to)), untyped: false, own: Own::No }
+                Val {
+                    ty: Ty::Prim(to),
+                    loc: Loc::Num(ty::cell_num(cell, to)),
+                    untyped: false,
+                    own: Own::No,
+                }
             }
             _ => {
-                let Some(r) = self.to_reg(&v) else { return Val::error() };
+                let Some(r) = self.to_reg(&v) else {
+                    return Val::error();
+                };
                 let d = self.convert(r, from, to);
                 Val::reg(Ty::Prim(to), d)
             }
@@ -804,28 +1224,48 @@ impl FnBuilder<'_> {
                     return Some(Place::Local(li));
                 }
                 let c = &self.p.classes[self.class as usize];
-                if let Some(&si) = c.statics.iter().find(|&&s| self.p.statics[s as usize].name == id.name) {
+                if let Some(&si) = c
+                    .statics
+                    .iter()
+                    .find(|&&s| self.p.statics[s as usize].name == id.name)
+                {
                     return Some(Place::Static(si));
                 }
                 if let Some(fi) = c.fields.iter().position(|f| f.name == id.name) {
                     let ty = c.fields[fi].ty.clone();
                     if let Some(this) = self.this {
-                        return Some(Place::Field { obj: this, field: fi as u16, ty });
+                        return Some(Place::Field {
+                            obj: this,
+                            field: fi as u16,
+                            ty,
+                        });
                     }
                 }
-                self.error(code::VARIABLE_NOT_FOUND, target.span, format!("unknown name '{}'", id.name));
+                self.error(
+                    code::VARIABLE_NOT_FOUND,
+                    target.span,
+                    format!("unknown name '{}'", id.name),
+                );
                 None
             }
             ExprKind::Field { target: obj, name } => {
                 if let Some(ClassRef::User(c)) = self.class_path(obj) {
                     let cls = &self.p.classes[c as usize];
-                    if let Some(&si) = cls.statics.iter().find(|&&s| self.p.statics[s as usize].name == name.name) {
+                    if let Some(&si) = cls
+                        .statics
+                        .iter()
+                        .find(|&&s| self.p.statics[s as usize].name == name.name)
+                    {
                         let access = self.p.statics[si as usize].access;
                         self.check_access(access, c, name.span, &name.name);
                         return Some(Place::Static(si));
                     }
                     let cn = cls.qual.clone();
-                    self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{cn}' has no static field '{}'", name.name));
+                    self.error(
+                        code::VARIABLE_NOT_FOUND,
+                        name.span,
+                        format!("'{cn}' has no static field '{}'", name.name),
+                    );
                     return None;
                 }
                 let o = self.expr(obj);
@@ -834,21 +1274,41 @@ impl FnBuilder<'_> {
                         let cls = &self.p.classes[c as usize];
                         let Some(fi) = cls.fields.iter().position(|f| f.name == name.name) else {
                             let cn = cls.qual.clone();
-                            self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{cn}' has no field '{}'", name.name));
+                            self.error(
+                                code::VARIABLE_NOT_FOUND,
+                                name.span,
+                                format!("'{cn}' has no field '{}'", name.name),
+                            );
                             return None;
                         };
-                        let (ty, access, is_final) = (cls.fields[fi].ty.clone(), cls.fields[fi].access, cls.fields[fi].is_final);
+                        let (ty, access, is_final) = (
+                            cls.fields[fi].ty.clone(),
+                            cls.fields[fi].access,
+                            cls.fields[fi].is_final,
+                        );
                         self.check_access(access, c, name.span, &name.name);
                         if is_final && !(self.this.is_some() && c == self.class) {
-                            self.error(code::FINAL_ASSIGNMENT, name.span, format!("final field '{}' cannot be assigned here", name.name));
+                            self.error(
+                                code::FINAL_ASSIGNMENT,
+                                target.span,
+                                format!("final field '{}' cannot be assigned here", name.name),
+                            );
                         }
                         let r = self.to_reg(&o)?;
-                        Some(Place::Field { obj: r, field: fi as u16, ty })
+                        Some(Place::Field {
+                            obj: r,
+                            field: fi as u16,
+                            ty,
+                        })
                     }
                     Ty::Error => None,
                     t => {
                         let n = self.ty_name(&t);
-                        self.error(code::VARIABLE_NOT_FOUND, name.span, format!("{n} has no field '{}'", name.name));
+                        self.error(
+                            code::VARIABLE_NOT_FOUND,
+                            name.span,
+                            format!("{n} has no field '{}'", name.name),
+                        );
                         None
                     }
                 }
@@ -859,12 +1319,20 @@ impl FnBuilder<'_> {
                     Ty::Array(e) => (**e).clone(),
                     Ty::Error => return None,
                     Ty::Buffer(_) => {
-                        self.error(code::XPU_K04, target.span, "buffer elements can only be accessed in @Kernel or @Device code");
+                        self.error(
+                            code::XPU_K04,
+                            target.span,
+                            "buffer elements can only be accessed in @Kernel or @Device code",
+                        );
                         return None;
                     }
                     t => {
                         let n = self.ty_name(t);
-                        self.error(code::TYPE_MISMATCH, target.span, format!("{n} cannot be indexed"));
+                        self.error(
+                            code::TYPE_MISMATCH,
+                            target.span,
+                            format!("{n} cannot be indexed"),
+                        );
                         return None;
                     }
                 };
@@ -895,7 +1363,11 @@ impl FnBuilder<'_> {
                 let l = &self.locals[*li];
                 let (reg, da, name) = (l.reg, l.da, l.name.clone());
                 if self.reachable && !self.da[da] {
-                    self.error(code::VARIABLE_NOT_ASSIGNED, span, format!("variable '{name}' might not have been assigned"));
+                    self.error(
+                        code::VARIABLE_NOT_ASSIGNED,
+                        span,
+                        format!("variable '{name}' might not have been assigned"),
+                    );
                 }
                 Val::reg(ty, reg)
             }
@@ -923,7 +1395,14 @@ impl FnBuilder<'_> {
         self.def(op, elem.reg(), arr, idx)
     }
 
-    fn assign(&mut self, op: Option<BinOp>, transfer: bool, target: &Expr, value: &Expr, span: Span) -> Val {
+    fn assign(
+        &mut self,
+        op: Option<BinOp>,
+        transfer: bool,
+        target: &Expr,
+        value: &Expr,
+        span: Span,
+    ) -> Val {
         let Some(place) = self.place(target) else {
             let _ = self.expr(value);
             return Val::error();
@@ -931,9 +1410,16 @@ impl FnBuilder<'_> {
         let ty = self.place_ty(&place);
         if let Place::Static(si) = place {
             let st = &self.p.statics[si as usize];
-            if st.is_final && !(matches!(self.job.kind, super::collect::JobKind::Clinit) && st.class == self.class) {
+            if st.is_final
+                && !(matches!(self.job.kind, super::collect::JobKind::Clinit)
+                    && st.class == self.class)
+            {
                 let n = st.name.clone();
-                self.error(code::FINAL_ASSIGNMENT, target.span, format!("final field '{n}' cannot be assigned here"));
+                self.error(
+                    code::FINAL_ASSIGNMENT,
+                    target.span,
+                    format!("final field '{n}' cannot be assigned here"),
+                );
             }
         }
         let v = match op {
@@ -954,7 +1440,9 @@ impl FnBuilder<'_> {
                     let res = self.binary_vals(bop, cur, rhs, span);
                     // `a op= b` is `a = (A)(a op b)`: an explicit cast, never a warning.
                     match (res.ty.scalar(), ty.scalar()) {
-                        (Some(from), Some(to)) if from != to && from.is_numeric() && to.is_numeric() => {
+                        (Some(from), Some(to))
+                            if from != to && from.is_numeric() && to.is_numeric() =>
+                        {
                             match self.to_reg(&res) {
                                 Some(r) => {
                                     let c = self.convert(r, from, to);
@@ -973,23 +1461,29 @@ impl FnBuilder<'_> {
         }
         self.set_pos(span);
         match place {
-            Place::Local(li) => match self.store_local(li, v, value.span, false) {
+            Place::Local(li) => match self.store_local_at(li, v, value.span, target.span, false) {
                 Some(r) => Val::reg(ty, r),
                 None => Val::error(),
             },
             Place::Static(si) => {
-                let Some(r) = self.coerce(v, &ty, value.span) else { return Val::error() };
+                let Some(r) = self.coerce(v, &ty, value.span) else {
+                    return Val::error();
+                };
                 self.emit(Op::SetStatic, r, si as u16, 0);
                 Val::reg(ty, r)
             }
             Place::Field { obj, field, .. } => {
-                let Some(r) = self.coerce(v, &ty, value.span) else { return Val::error() };
+                let Some(r) = self.coerce(v, &ty, value.span) else {
+                    return Val::error();
+                };
                 self.set_pos(span);
                 self.emit(Op::SetField, obj, field, r);
                 Val::reg(ty, r)
             }
             Place::Elem { arr, idx, elem } => {
-                let Some(r) = self.coerce(v, &ty, value.span) else { return Val::error() };
+                let Some(r) = self.coerce(v, &ty, value.span) else {
+                    return Val::error();
+                };
                 let op = match elem {
                     Ty::Prim(s) => typed_op("aset", s).expect("aset"),
                     _ => Op::ArrSetRef,
@@ -1011,7 +1505,11 @@ impl FnBuilder<'_> {
             _ if iv.ty == Ty::Error => None,
             _ => {
                 let n = self.ty_name(&iv.ty);
-                self.error(code::TYPE_MISMATCH, index.span, format!("an index must be an integer, found {n}"));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    index.span,
+                    format!("an index must be an integer, found {n}"),
+                );
                 None
             }
         }
@@ -1023,7 +1521,11 @@ impl FnBuilder<'_> {
             Ty::Array(e) => (**e).clone(),
             Ty::Error => return Val::error(),
             Ty::Buffer(_) => {
-                self.error(code::XPU_K04, span, "buffer elements can only be accessed in @Kernel or @Device code");
+                self.error(
+                    code::XPU_K04,
+                    span,
+                    "buffer elements can only be accessed in @Kernel or @Device code",
+                );
                 return Val::error();
             }
             t => {
@@ -1032,16 +1534,30 @@ impl FnBuilder<'_> {
                 return Val::error();
             }
         };
-        let Some(ar) = self.to_reg(&a) else { return Val::error() };
-        let Some(idx) = self.index_reg(index) else { return Val::error() };
+        let Some(ar) = self.to_reg(&a) else {
+            return Val::error();
+        };
+        let Some(idx) = self.index_reg(index) else {
+            return Val::error();
+        };
         self.set_pos(span);
         let d = self.elem_get(ar, idx, &elem);
         Val::reg(elem, d)
     }
 
-    fn new_array(&mut self, elem: &crate::ast::TypeExpr, dims: &[Expr], init: Option<&Vec<Expr>>, span: Span) -> Val {
+    fn new_array(
+        &mut self,
+        elem: &crate::ast::TypeExpr,
+        dims: &[Expr],
+        init: Option<&Vec<Expr>>,
+        span: Span,
+    ) -> Val {
         if init.is_some() || dims.len() != 1 {
-            self.error(code::NOT_IMPLEMENTED, span, "array initialisers and multi-dimensional arrays are not implemented yet (T2)");
+            self.error(
+                code::NOT_IMPLEMENTED,
+                span,
+                "array initialisers and multi-dimensional arrays are not implemented yet (T2)",
+            );
             return Val::error();
         }
         let et = match self.p.resolve_type(self.unit, elem) {
@@ -1055,19 +1571,36 @@ impl FnBuilder<'_> {
         let Some(s) = len.ty.scalar().filter(|s| s.is_int()) else {
             if len.ty != Ty::Error {
                 let n = self.ty_name(&len.ty);
-                self.error(code::TYPE_MISMATCH, dims[0].span, format!("an array length must be an integer, found {n}"));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    dims[0].span,
+                    format!("an array length must be an integer, found {n}"),
+                );
             }
             return Val::error();
         };
         let _ = s;
-        let Some(lr) = self.coerce(len, &Ty::Prim(Scalar::I64), dims[0].span) else { return Val::error() };
+        let Some(lr) = self.coerce(len, &Ty::Prim(Scalar::I64), dims[0].span) else {
+            return Val::error();
+        };
         let ty = Ty::Array(Box::new(et));
         self.set_pos(span);
         let d = self.def(Op::NewArr, ty.reg(), lr, 0);
-        Val { ty, loc: Loc::Reg(d), untyped: false, own: Own::Yes }
+        Val {
+            ty,
+            loc: Loc::Reg(d),
+            untyped: false,
+            own: Own::Yes,
+        }
     }
 
-    fn new_object(&mut self, _placement: Placement, t: &crate::ast::TypeExpr, args: &[Arg], span: Span) -> Val {
+    fn new_object(
+        &mut self,
+        _placement: Placement,
+        t: &crate::ast::TypeExpr,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
         let ty = match self.p.resolve_type(self.unit, t) {
             Ok(t) => t,
             Err(d) => {
@@ -1091,15 +1624,28 @@ impl FnBuilder<'_> {
                 let last = self.code.len() - 1;
                 self.code[last].set_bc(c);
                 self.emit_call(&sig, Some((obj, c)), vals, args, span);
-                Val { ty: Ty::Class(c), loc: Loc::Reg(obj), untyped: false, own: Own::Yes }
+                Val {
+                    ty: Ty::Class(c),
+                    loc: Loc::Reg(obj),
+                    untyped: false,
+                    own: Own::Yes,
+                }
             }
             Ty::Buffer(_) | Ty::Stream => {
-                self.error(code::NOT_IMPLEMENTED, span, "device buffers are not implemented yet");
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    span,
+                    "device buffers are not implemented yet",
+                );
                 Val::error()
             }
             other => {
                 let n = self.ty_name(&other);
-                self.error(code::NO_MATCHING_CONSTRUCTOR, span, format!("{n} cannot be created with heap/stack"));
+                self.error(
+                    code::NO_MATCHING_CONSTRUCTOR,
+                    span,
+                    format!("{n} cannot be created with heap/stack"),
+                );
                 Val::error()
             }
         }
@@ -1140,22 +1686,40 @@ impl FnBuilder<'_> {
                 }
             }
         }
-        slots.into_iter().map(|s| s.ok_or_else(|| "not every parameter is bound".to_string())).collect()
+        slots
+            .into_iter()
+            .map(|s| s.ok_or_else(|| "not every parameter is bound".to_string()))
+            .collect()
     }
 
     /// Overload resolution (LANGUAGE §8.4).
-    pub fn resolve_overload(&mut self, cands: &[MethodSig], args: &[Arg], vals: &[Val], span: Span, ctor: bool) -> Option<MethodSig> {
+    pub fn resolve_overload(
+        &mut self,
+        cands: &[MethodSig],
+        args: &[Arg],
+        vals: &[Val],
+        span: Span,
+        ctor: bool,
+    ) -> Option<MethodSig> {
         if vals.iter().any(|v| v.ty == Ty::Error) {
             return None;
         }
-        let not_found = if ctor { code::NO_MATCHING_CONSTRUCTOR } else { code::UNRESOLVED_METHOD };
+        let not_found = if ctor {
+            code::NO_MATCHING_CONSTRUCTOR
+        } else {
+            code::UNRESOLVED_METHOD
+        };
         // Named-argument misuse is its own error.
         let mut seen_named = false;
         for a in args {
             if a.name.is_some() {
                 seen_named = true;
             } else if seen_named {
-                self.error(code::NAMEDARG, a.value.span, "a positional argument follows a named argument");
+                self.error(
+                    code::NAMEDARG,
+                    a.value.span,
+                    "a positional argument follows a named argument",
+                );
                 return None;
             }
         }
@@ -1190,7 +1754,15 @@ impl FnBuilder<'_> {
                 }
             }
             let types: Vec<String> = vals.iter().map(|v| self.ty_name(&v.ty)).collect();
-            self.error(not_found, span, format!("no matching {} for arguments ({})", if ctor { "constructor" } else { "method" }, types.join(", ")));
+            self.error(
+                not_found,
+                span,
+                format!(
+                    "no matching {} for arguments ({})",
+                    if ctor { "constructor" } else { "method" },
+                    types.join(", ")
+                ),
+            );
             return None;
         }
         let best: Vec<usize> = (0..scored.len())
@@ -1207,7 +1779,11 @@ impl FnBuilder<'_> {
             [i] => Some(scored[*i].0.clone()),
             _ if scored.len() == 1 => Some(scored[0].0.clone()),
             _ => {
-                self.error(not_found, span, "ambiguous call: several overloads match equally well");
+                self.error(
+                    not_found,
+                    span,
+                    "ambiguous call: several overloads match equally well",
+                );
                 None
             }
         }
@@ -1215,7 +1791,14 @@ impl FnBuilder<'_> {
 
     /// Emits a call with already-evaluated arguments. `this` is the receiver of a constructor.
     /// Returns the result value.
-    pub fn emit_call(&mut self, sig: &MethodSig, this: Option<(Reg, u32)>, vals: Vec<Val>, args: &[Arg], span: Span) -> Val {
+    pub fn emit_call(
+        &mut self,
+        sig: &MethodSig,
+        this: Option<(Reg, u32)>,
+        vals: Vec<Val>,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
         let binding = Self::bind(sig, args).unwrap_or_default();
         let mut types: Vec<Type> = vec![];
         if let Some((_, class)) = this {
@@ -1268,18 +1851,34 @@ impl FnBuilder<'_> {
         let ret = sig.ret.clone();
         if ret == Ty::Void {
             self.emit(Op::Call, 0, base, sig.func as u16);
-            return Val { ty: Ty::Void, loc: Loc::None, untyped: false, own: Own::No };
+            return Val {
+                ty: Ty::Void,
+                loc: Loc::None,
+                untyped: false,
+                own: Own::No,
+            };
         }
         let d = self.def(Op::Call, ret.reg(), base, sig.func as u16);
         if ret.is_owned_kind() {
             let f = self.temp(Type::BOOL);
             self.emit(Op::TakeOwn, f, 0, 0);
-            return Val { ty: ret, loc: Loc::Reg(d), untyped: false, own: Own::Dyn(f) };
+            return Val {
+                ty: ret,
+                loc: Loc::Reg(d),
+                untyped: false,
+                own: Own::Dyn(f),
+            };
         }
         Val::reg(ret, d)
     }
 
-    fn call(&mut self, target: Option<&Expr>, name: &crate::ast::Ident, args: &[Arg], span: Span) -> Val {
+    fn call(
+        &mut self,
+        target: Option<&Expr>,
+        name: &crate::ast::Ident,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
         match target {
             None => {
                 let methods: Vec<MethodSig> = self.p.classes[self.class as usize]
@@ -1290,7 +1889,11 @@ impl FnBuilder<'_> {
                     .collect();
                 if methods.is_empty() {
                     let _ = self.eval_args(args);
-                    self.error(code::UNRESOLVED_METHOD, name.span, format!("unknown method '{}'", name.name));
+                    self.error(
+                        code::UNRESOLVED_METHOD,
+                        name.span,
+                        format!("unknown method '{}'", name.name),
+                    );
                     return Val::error();
                 }
                 self.static_call(self.class, &methods, args, span)
@@ -1308,7 +1911,11 @@ impl FnBuilder<'_> {
                             if methods.is_empty() {
                                 let _ = self.eval_args(args);
                                 let cn = self.p.class_name(c).to_string();
-                                self.error(code::UNRESOLVED_METHOD, name.span, format!("'{cn}' has no method '{}'", name.name));
+                                self.error(
+                                    code::UNRESOLVED_METHOD,
+                                    name.span,
+                                    format!("'{cn}' has no method '{}'", name.name),
+                                );
                                 return Val::error();
                             }
                             self.static_call(c, &methods, args, span)
@@ -1332,24 +1939,40 @@ impl FnBuilder<'_> {
         };
         self.check_access(sig.access, class, span, &sig.name);
         if sig.kind != cajeta_bytecode::FnKind::Host && !self.device {
-            self.error(code::XPU_N02, span, format!("'{}' is device code: launch it with .launch(...)", sig.name));
+            self.error(
+                code::XPU_N02,
+                span,
+                format!("'{}' is device code: launch it with .launch(...)", sig.name),
+            );
             return Val::error();
         }
         if !sig.is_static {
-            self.error(code::UNRESOLVED_METHOD, span, "instance method called from a static context");
+            self.error(
+                code::UNRESOLVED_METHOD,
+                span,
+                "instance method called from a static context",
+            );
             return Val::error();
         }
         self.emit_call(&sig, None, vals, args, span)
     }
 
-    fn method_on_value(&mut self, recv: Val, name: &crate::ast::Ident, args: &[Arg], span: Span) -> Val {
+    fn method_on_value(
+        &mut self,
+        recv: Val,
+        name: &crate::ast::Ident,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
         match recv.ty.clone() {
             Ty::Error => {
                 let _ = self.eval_args(args);
                 Val::error()
             }
             Ty::Array(_) if name.name == "count" && args.is_empty() => {
-                let Some(r) = self.to_reg(&recv) else { return Val::error() };
+                let Some(r) = self.to_reg(&recv) else {
+                    return Val::error();
+                };
                 self.set_pos(span);
                 let d = self.def(Op::ArrLen, Type::I64, r, 0);
                 self.drop_unstored(&recv);
@@ -1358,7 +1981,11 @@ impl FnBuilder<'_> {
             t => {
                 let _ = self.eval_args(args);
                 let n = self.ty_name(&t);
-                self.error(code::UNRESOLVED_METHOD, name.span, format!("{n} has no method '{}'", name.name));
+                self.error(
+                    code::UNRESOLVED_METHOD,
+                    name.span,
+                    format!("{n} has no method '{}'", name.name),
+                );
                 Val::error()
             }
         }
@@ -1368,11 +1995,19 @@ impl FnBuilder<'_> {
         let _ = self.eval_args(args);
         if let ExprKind::Call { name, .. } = &callee.kind {
             if name.name == "launch" {
-                self.error(code::NOT_IMPLEMENTED, span, "kernel launches are not implemented yet");
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    span,
+                    "kernel launches are not implemented yet",
+                );
                 return Val::error();
             }
         }
-        self.error(code::NOT_IMPLEMENTED, span, "calling the result of a call is not supported");
+        self.error(
+            code::NOT_IMPLEMENTED,
+            span,
+            "calling the result of a call is not supported",
+        );
         Val::error()
     }
 
@@ -1385,15 +2020,31 @@ impl FnBuilder<'_> {
         };
         if let Some(e) = e {
             if let Some(o) = e.constants().iter().position(|c| *c == name.name) {
-                return Val { ty: Ty::Enum(e), loc: Loc::Enum(o as u32), untyped: false, own: Own::No };
+                return Val {
+                    ty: Ty::Enum(e),
+                    loc: Loc::Enum(o as u32),
+                    untyped: false,
+                    own: Own::No,
+                };
             }
         }
         if lib == LibClass::System {
-            self.error(code::UNKNOWN_SYSTEM_STREAM, name.span, format!("'System.{}' is not a known member (use System.stdout or System.stderr)", name.name));
+            self.error(
+                code::UNKNOWN_SYSTEM_STREAM,
+                name.span,
+                format!(
+                    "'System.{}' is not a known member (use System.stdout or System.stderr)",
+                    name.name
+                ),
+            );
             return Val::error();
         }
         let _ = span;
-        self.error(code::VARIABLE_NOT_FOUND, name.span, format!("'{}' has no member '{}'", lib.name(), name.name));
+        self.error(
+            code::VARIABLE_NOT_FOUND,
+            name.span,
+            format!("'{}' has no member '{}'", lib.name(), name.name),
+        );
         Val::error()
     }
 }
@@ -1408,7 +2059,7 @@ fn unsigned_of(s: Scalar) -> Scalar {
     }
 }
 
-fn signed_of(s: Scalar) -> Scalar {
+pub(super) fn signed_of(s: Scalar) -> Scalar {
     match s {
         Scalar::U8 => Scalar::I8,
         Scalar::U16 => Scalar::I16,
@@ -1431,7 +2082,15 @@ fn const_string(v: &Val) -> Option<String> {
 
 /// Folds `a op b` on constants (operand types `lt`, `rt`, computed in `work`, result `p`).
 /// `None` when the operation would raise a runtime error (then it is not constant).
-fn fold_arith(op: BinOp, a: Num, lt: Scalar, b: Num, rt: Scalar, work: Scalar, p: Scalar) -> Option<Num> {
+fn fold_arith(
+    op: BinOp,
+    a: Num,
+    lt: Scalar,
+    b: Num,
+    rt: Scalar,
+    work: Scalar,
+    p: Scalar,
+) -> Option<Num> {
     let x = ty::const_cell(ty::cell_num(ty::const_cell(a, lt), lt), work);
     let y = ty::const_cell(ty::cell_num(ty::const_cell(b, rt), rt), work);
     let res_bits = if work.is_float() {

@@ -68,12 +68,22 @@ pub struct Val {
 impl Val {
     /// A value in a register.
     pub fn reg(ty: Ty, r: Reg) -> Val {
-        Val { ty, loc: Loc::Reg(r), untyped: false, own: Own::No }
+        Val {
+            ty,
+            loc: Loc::Reg(r),
+            untyped: false,
+            own: Own::No,
+        }
     }
 
     /// The error value (a diagnostic was already reported).
     pub fn error() -> Val {
-        Val { ty: Ty::Error, loc: Loc::None, untyped: false, own: Own::No }
+        Val {
+            ty: Ty::Error,
+            loc: Loc::None,
+            untyped: false,
+            own: Own::No,
+        }
     }
 
     /// A constant numeric value, if this is one.
@@ -289,20 +299,29 @@ impl<'a> FnBuilder<'a> {
                     self.block_stmts(&body.stmts);
                     if self.reachable {
                         if self.ret == Ty::Void {
-                            self.set_pos(Span { start: body.span.end.saturating_sub(1), ..body.span });
+                            self.set_pos(Span {
+                                start: body.span.end.saturating_sub(1),
+                                ..body.span
+                            });
                             self.emit_return_drops();
                             self.emit(Op::RetVoid, 0, 0, 0);
                         } else {
-                            self.error(code::MISSING_RETURN, md.name.span, format!(
-                                "method '{}' can complete without returning a value",
-                                md.name.name
-                            ));
+                            self.error(
+                                code::MISSING_RETURN,
+                                md.name.span,
+                                format!(
+                                    "method '{}' can complete without returning a value",
+                                    md.name.name
+                                ),
+                            );
                         }
                     }
                 }
             }
         }
-        if self.code.last().is_none_or(|i| !i.op.is_terminator()) {
+        let len = self.code.len() as u32;
+        let jumps_to_end = self.code.iter().any(|i| i.op.is_branch() && i.bc() >= len);
+        if jumps_to_end || self.code.last().is_none_or(|i| !i.op.is_terminator()) {
             // Unreachable end (after a return, or an error): keep the verifier's invariant that
             // code ends in a terminator.
             self.emit_unreachable_end();
@@ -334,7 +353,11 @@ impl<'a> FnBuilder<'a> {
                 }
                 for (name, init) in &f.vars {
                     let Some(init) = init else { continue };
-                    let Some(&si) = c.statics.iter().find(|&&s| self.p.statics[s as usize].name == name.name) else {
+                    let Some(&si) = c
+                        .statics
+                        .iter()
+                        .find(|&&s| self.p.statics[s as usize].name == name.name)
+                    else {
                         continue;
                     };
                     let ty = self.p.statics[si as usize].ty.clone();
@@ -362,7 +385,9 @@ impl<'a> FnBuilder<'a> {
                 }
                 for (name, init) in &f.vars {
                     let Some(init) = init else { continue };
-                    let Some(fi) = c.fields.iter().position(|x| x.name == name.name) else { continue };
+                    let Some(fi) = c.fields.iter().position(|x| x.name == name.name) else {
+                        continue;
+                    };
                     let ty = c.fields[fi].ty.clone();
                     self.set_pos(init.span);
                     let v = self.expr(init);
@@ -376,13 +401,21 @@ impl<'a> FnBuilder<'a> {
     }
 
     /// Finishes: the function and its diagnostics.
-    pub fn finish(self) -> (Function, Vec<Diag>) {
+    pub fn finish(mut self) -> (Function, Vec<Diag>) {
+        // Regions are recorded when a construct ends (inner first); the table is ordered by
+        // header, outer regions first.
+        self.regions
+            .sort_by_key(|r| (r.header, std::cmp::Reverse(r.merge)));
         let shell = &self.p.functions[self.job.func as usize];
         let f = Function {
             name: shell.name.clone(),
             kind: shell.kind,
             params: self.nparams,
-            ret: if self.ret == Ty::Void { None } else { Some(self.ret.reg()) },
+            ret: if self.ret == Ty::Void {
+                None
+            } else {
+                Some(self.ret.reg())
+            },
             regs: self.regs,
             code: self.code,
             file: shell.file,
@@ -402,7 +435,10 @@ impl<'a> FnBuilder<'a> {
 
     /// Reports a warning (shown by `cajeta check`).
     pub fn warn(&mut self, code: &'static str, span: Span, msg: impl Into<String>) {
-        self.diags.push(Diag { severity: Severity::Warning, ..Diag::warning(code, span, msg) });
+        self.diags.push(Diag {
+            severity: Severity::Warning,
+            ..Diag::warning(code, span, msg)
+        });
     }
 
     // ----- registers -----
@@ -412,7 +448,10 @@ impl<'a> FnBuilder<'a> {
         if self.regs.len() >= 60000 {
             if !self.overflowed {
                 self.overflowed = true;
-                self.diags.push(Diag::unlocated(code::NOT_IMPLEMENTED, "function too large (register limit)"));
+                self.diags.push(Diag::unlocated(
+                    code::NOT_IMPLEMENTED,
+                    "function too large (register limit)",
+                ));
             }
             return 0;
         }
@@ -462,11 +501,19 @@ impl<'a> FnBuilder<'a> {
     /// Appends an instruction.
     pub fn emit(&mut self, op: Op, a: Reg, b: u16, c: u16) -> usize {
         let pc = self.code.len() as u32;
-        if self.lines.last().is_none_or(|e| (e.line, e.col) != self.pos) {
+        if self
+            .lines
+            .last()
+            .is_none_or(|e| (e.line, e.col) != self.pos)
+        {
             if self.lines.last().is_some_and(|e| e.pc == pc) {
                 self.lines.pop();
             }
-            self.lines.push(LineEntry { pc, line: self.pos.0, col: self.pos.1 });
+            self.lines.push(LineEntry {
+                pc,
+                line: self.pos.0,
+                col: self.pos.1,
+            });
         }
         self.code.push(Instr::new(op, a, b, c));
         self.last_def = None;
@@ -492,7 +539,12 @@ impl<'a> FnBuilder<'a> {
 
     /// Records a control-flow region.
     pub fn region(&mut self, kind: RegionKind, header: u32, cont: u32, merge: u32) {
-        self.regions.push(Region { kind, header, merge, cont });
+        self.regions.push(Region {
+            kind,
+            header,
+            merge,
+            cont,
+        });
     }
 
     // ----- constants -----
@@ -533,10 +585,21 @@ impl<'a> FnBuilder<'a> {
     // ----- scopes and locals -----
 
     /// Declares a local in the innermost scope. `None` (after a diagnostic) on a duplicate.
-    pub fn add_local(&mut self, name: &str, ty: Ty, reg: Reg, is_final: bool, span: Span) -> Option<usize> {
+    pub fn add_local(
+        &mut self,
+        name: &str,
+        ty: Ty,
+        reg: Reg,
+        is_final: bool,
+        span: Span,
+    ) -> Option<usize> {
         let scope = self.scopes.last_mut().expect("scope");
         if scope.names.contains_key(name) {
-            self.error(code::VARIABLE_DUPLICATE, span, format!("'{name}' is already declared in this scope"));
+            self.error(
+                code::VARIABLE_DUPLICATE,
+                span,
+                format!("'{name}' is already declared in this scope"),
+            );
             return None;
         }
         let li = self.locals.len();
@@ -554,13 +617,19 @@ impl<'a> FnBuilder<'a> {
         let scope = self.scopes.last_mut().expect("scope");
         scope.names.insert(name.to_string(), li);
         scope.locals.push(li);
-        self.local_names.push(LocalName { reg, name: name.to_string() });
+        self.local_names.push(LocalName {
+            reg,
+            name: name.to_string(),
+        });
         Some(li)
     }
 
     /// Finds a visible local.
     pub fn lookup_local(&self, name: &str) -> Option<usize> {
-        self.scopes.iter().rev().find_map(|s| s.names.get(name).copied())
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.names.get(name).copied())
     }
 
     /// Opens a scope.
@@ -588,7 +657,11 @@ impl<'a> FnBuilder<'a> {
 
     /// Emits drops for every scope deeper than `depth` (innermost first), without closing them.
     pub fn drop_scopes_to(&mut self, depth: usize) {
-        let lists: Vec<Vec<usize>> = self.scopes[depth..].iter().rev().map(|s| s.locals.clone()).collect();
+        let lists: Vec<Vec<usize>> = self.scopes[depth..]
+            .iter()
+            .rev()
+            .map(|s| s.locals.clone())
+            .collect();
         for list in lists {
             for li in list.into_iter().rev() {
                 self.drop_local(li);
@@ -637,7 +710,11 @@ impl<'a> FnBuilder<'a> {
             return None;
         }
         if v.ty == Ty::Void {
-            self.error(code::UNRESOLVED_EXPRESSION, span, "a void call has no value");
+            self.error(
+                code::UNRESOLVED_EXPRESSION,
+                span,
+                "a void call has no value",
+            );
             return None;
         }
         match (&v.ty, target) {
@@ -645,16 +722,24 @@ impl<'a> FnBuilder<'a> {
             (Ty::Prim(from), Ty::Prim(to)) if from.is_numeric() && to.is_numeric() => {
                 if let Some(n) = v.num() {
                     if ty::const_conversion_is_lossy(n, *to) {
-                        self.warn(code::WARN_LOSSY_CONVERSION, span, format!(
-                            "constant changes value when converted to {}", to.name()
-                        ));
+                        self.warn(
+                            code::WARN_LOSSY_CONVERSION,
+                            span,
+                            format!("constant changes value when converted to {}", to.name()),
+                        );
                     }
                     return Some(self.load_bits(Type::Scalar(*to), ty::const_cell(n, *to)));
                 }
                 if ty::conversion_is_lossy(*from, *to) {
-                    self.warn(code::WARN_LOSSY_CONVERSION, span, format!(
-                        "implicit conversion from {} to {} may change the value", from.name(), to.name()
-                    ));
+                    self.warn(
+                        code::WARN_LOSSY_CONVERSION,
+                        span,
+                        format!(
+                            "implicit conversion from {} to {} may change the value",
+                            from.name(),
+                            to.name()
+                        ),
+                    );
                 }
                 let r = self.to_reg(&v)?;
                 Some(self.convert(r, *from, *to))
@@ -667,7 +752,11 @@ impl<'a> FnBuilder<'a> {
             (Ty::Enum(_), Ty::Prim(Scalar::I32)) => self.to_reg(&v),
             _ => {
                 let (a, b) = (self.ty_name(&v.ty), self.ty_name(target));
-                self.error(code::TYPE_MISMATCH, span, format!("cannot convert {a} to {b}"));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    span,
+                    format!("cannot convert {a} to {b}"),
+                );
                 None
             }
         }
@@ -718,7 +807,11 @@ pub fn conv_op(from: Scalar, to: Scalar) -> Op {
         };
     }
     if to.is_float() {
-        return if to == F64 { Op::F32ToF64 } else { Op::F64ToF32 };
+        return if to == F64 {
+            Op::F32ToF64
+        } else {
+            Op::F64ToF32
+        };
     }
     let f32src = from == F32;
     match (to, f32src) {

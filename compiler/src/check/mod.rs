@@ -70,7 +70,10 @@ impl MethodSig {
     /// Registers the caller passes: declared parameters, then one owns-flag per parameter of an
     /// owned kind (LANGUAGE §6: a fresh object passed as an argument moves into the parameter).
     pub fn flag_count(&self) -> usize {
-        self.params.iter().filter(|(_, t)| t.is_owned_kind()).count()
+        self.params
+            .iter()
+            .filter(|(_, t)| t.is_owned_kind())
+            .count()
     }
 }
 
@@ -143,14 +146,20 @@ pub fn compile_units(
             fields: c
                 .fields
                 .iter()
-                .map(|f| cajeta_bytecode::Field { name: f.name.clone(), ty: f.ty.reg() })
+                .map(|f| cajeta_bytecode::Field {
+                    name: f.name.clone(),
+                    ty: f.ty.reg(),
+                })
                 .collect(),
         })
         .collect();
     let statics = program
         .statics
         .iter()
-        .map(|s| cajeta_bytecode::Static { name: s.qual.clone(), ty: s.ty.reg() })
+        .map(|s| cajeta_bytecode::Static {
+            name: s.qual.clone(),
+            ty: s.ty.reg(),
+        })
         .collect();
     Ok(Module {
         files: sources.files.iter().map(|f| f.name.clone()).collect(),

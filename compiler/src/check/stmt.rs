@@ -33,8 +33,15 @@ impl FnBuilder<'_> {
             StmtKind::Empty => {}
             StmtKind::If { cond, then, els } => self.if_stmt(cond, then, els.as_deref()),
             StmtKind::While { cond, body } => self.while_stmt(label, Some(cond), body, None, false),
-            StmtKind::DoWhile { body, cond } => self.while_stmt(label, Some(cond), body, None, true),
-            StmtKind::For { init, cond, update, body } => {
+            StmtKind::DoWhile { body, cond } => {
+                self.while_stmt(label, Some(cond), body, None, true)
+            }
+            StmtKind::For {
+                init,
+                cond,
+                update,
+                body,
+            } => {
                 self.push_scope();
                 match init {
                     Some(ForInit::Local(d)) => self.local_decl(d),
@@ -51,12 +58,23 @@ impl FnBuilder<'_> {
                 self.pop_scope();
             }
             StmtKind::Labeled { label, body } => {
-                if self.loops.iter().any(|l| l.label.as_deref() == Some(&label.name)) {
-                    self.error(code::SYNTAX, label.span, format!("label '{}' is already in use", label.name));
+                if self
+                    .loops
+                    .iter()
+                    .any(|l| l.label.as_deref() == Some(&label.name))
+                {
+                    self.error(
+                        code::SYNTAX,
+                        label.span,
+                        format!("label '{}' is already in use", label.name),
+                    );
                 }
                 let is_loop = matches!(
                     body.kind,
-                    StmtKind::While { .. } | StmtKind::DoWhile { .. } | StmtKind::For { .. } | StmtKind::ForEach { .. }
+                    StmtKind::While { .. }
+                        | StmtKind::DoWhile { .. }
+                        | StmtKind::For { .. }
+                        | StmtKind::ForEach { .. }
                 );
                 if !is_loop {
                     self.error(code::SYNTAX, label.span, "a label must name a loop");
@@ -67,13 +85,19 @@ impl FnBuilder<'_> {
             }
             StmtKind::Break(label) => self.jump_out(label.as_ref(), s.span, true),
             StmtKind::Continue(label) => self.jump_out(label.as_ref(), s.span, false),
-            StmtKind::Return { value, transfer } => self.return_stmt(value.as_ref(), *transfer, s.span),
-            StmtKind::ForEach { .. } => {
-                self.error(code::NOT_IMPLEMENTED, s.span, "for-each loops are not implemented yet (T2)")
+            StmtKind::Return { value, transfer } => {
+                self.return_stmt(value.as_ref(), *transfer, s.span)
             }
-            StmtKind::Switch { .. } => {
-                self.error(code::NOT_IMPLEMENTED, s.span, "switch is not implemented yet (T2)")
-            }
+            StmtKind::ForEach { .. } => self.error(
+                code::NOT_IMPLEMENTED,
+                s.span,
+                "for-each loops are not implemented yet (T2)",
+            ),
+            StmtKind::Switch { .. } => self.error(
+                code::NOT_IMPLEMENTED,
+                s.span,
+                "switch is not implemented yet (T2)",
+            ),
         }
         self.end_statement();
     }
@@ -83,7 +107,9 @@ impl FnBuilder<'_> {
         if !v.ty.is_owned_kind() {
             return;
         }
-        let Some(r) = self.to_reg_if_reg(v) else { return };
+        let Some(r) = self.to_reg_if_reg(v) else {
+            return;
+        };
         match v.own {
             Own::No => {}
             Own::Yes => {
@@ -114,7 +140,9 @@ impl FnBuilder<'_> {
         for var in &d.vars {
             self.set_pos(var.name.span);
             let reg = self.new_reg(ty.reg());
-            let Some(li) = self.add_local(&var.name.name, ty.clone(), reg, d.is_final, var.name.span) else {
+            let Some(li) =
+                self.add_local(&var.name.name, ty.clone(), reg, d.is_final, var.name.span)
+            else {
                 continue;
             };
             if ty.is_owned_kind() {
@@ -124,7 +152,11 @@ impl FnBuilder<'_> {
             }
             if let Some(init) = &var.init {
                 let v = self.expr_for(init, &ty);
-                let v = if var.transfer { self.transfer_name(init, v) } else { v };
+                let v = if var.transfer {
+                    self.transfer_name(init, v)
+                } else {
+                    v
+                };
                 self.store_local(li, v, init.span, true);
                 // Even a failed initialiser counts as an assignment: no cascading errors.
                 let da = self.locals[li].da;
@@ -143,11 +175,12 @@ impl FnBuilder<'_> {
     }
 
     fn if_stmt(&mut self, cond: &Expr, then: &Stmt, els: Option<&Stmt>) {
-        let c = self.cond(cond);
+        let (c, when_true, when_false) = self.cond(cond);
         let header = self.pc();
         let jf = self.emit_bc(Op::JmpIfNot, c.unwrap_or(0), 0);
         self.end_statement();
-        let before = self.da.clone();
+        let before = when_false;
+        self.da = when_true;
         self.push_scope();
         self.stmt(then);
         self.pop_scope();
@@ -195,7 +228,14 @@ impl FnBuilder<'_> {
     }
 
     /// `while`, `do … while` and C-style `for` (with `update`).
-    fn while_stmt(&mut self, label: Option<String>, cond: Option<&Expr>, body: &Stmt, update: Option<&Vec<Expr>>, do_while: bool) {
+    fn while_stmt(
+        &mut self,
+        label: Option<String>,
+        cond: Option<&Expr>,
+        body: &Stmt,
+        update: Option<&Vec<Expr>>,
+        do_while: bool,
+    ) {
         let always = cond.is_none_or(|c| matches!(c.kind, ExprKind::Bool(true)));
         let header = self.pc();
         let depth = self.scopes.len();
@@ -204,12 +244,15 @@ impl FnBuilder<'_> {
         if do_while {
             entry_da = self.da.clone();
         } else {
+            let mut exit_da = self.da.clone();
             if let (Some(c), false) = (cond, always) {
-                let r = self.cond(c);
+                let (r, t, f) = self.cond(c);
                 jexit = Some(self.emit_bc(Op::JmpIfNot, r.unwrap_or(0), 0));
                 self.end_statement();
+                self.da = t;
+                exit_da = f;
             }
-            entry_da = self.da.clone();
+            entry_da = exit_da;
         }
         self.loops.push(LoopCtx {
             label,
@@ -240,8 +283,9 @@ impl FnBuilder<'_> {
         }
         if do_while {
             if let (Some(c), false) = (cond, always) {
-                let r = self.cond(c);
+                let (r, _, f) = self.cond(c);
                 self.emit_bc(Op::JmpIf, r.unwrap_or(0), header);
+                self.da = f;
                 self.end_statement();
                 jexit = None;
             } else {
@@ -286,7 +330,10 @@ impl FnBuilder<'_> {
     fn jump_out(&mut self, label: Option<&crate::ast::Ident>, span: Span, is_break: bool) {
         let idx = match label {
             None => self.loops.len().checked_sub(1),
-            Some(l) => self.loops.iter().rposition(|c| c.label.as_deref() == Some(&l.name)),
+            Some(l) => self
+                .loops
+                .iter()
+                .rposition(|c| c.label.as_deref() == Some(&l.name)),
         };
         let Some(idx) = idx else {
             let what = if is_break { "break" } else { "continue" };
@@ -296,7 +343,11 @@ impl FnBuilder<'_> {
             }
             return;
         };
-        let depth = if is_break { self.loops[idx].depth } else { self.loops[idx].body_depth };
+        let depth = if is_break {
+            self.loops[idx].depth
+        } else {
+            self.loops[idx].body_depth
+        };
         self.drop_scopes_to(depth);
         let j = self.emit_bc(Op::Jmp, 0, 0);
         let da = self.da.clone();
@@ -327,13 +378,18 @@ impl FnBuilder<'_> {
             }
             Some(e) => {
                 if ret == Ty::Void {
-                    self.error(code::TYPE_MISMATCH, e.span, "a void method cannot return a value");
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        e.span,
+                        "a void method cannot return a value",
+                    );
                     self.reachable = false;
                     return;
                 }
                 let v = self.expr_for(e, &ret);
                 // `return v;` with `v` an owning local hands the title to the caller.
-                let v = if ret.is_owned_kind() && (transfer || matches!(e.kind, ExprKind::Name(_))) {
+                let v = if ret.is_owned_kind() && (transfer || matches!(e.kind, ExprKind::Name(_)))
+                {
                     self.take_title(e, v)
                 } else {
                     v

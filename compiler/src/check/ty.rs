@@ -88,7 +88,10 @@ impl Ty {
     /// True for owned-object types (those with titles and drops, LANGUAGE §6): everything
     /// reference-typed except Strings.
     pub fn is_owned_kind(&self) -> bool {
-        matches!(self, Ty::Array(_) | Ty::Class(_) | Ty::Buffer(_) | Ty::Stream)
+        matches!(
+            self,
+            Ty::Array(_) | Ty::Class(_) | Ty::Buffer(_) | Ty::Stream
+        )
     }
 
     /// The register type that holds a value of this type. Enums are their ordinal (`int32`).
