@@ -27,7 +27,11 @@ pub struct QualName {
 impl QualName {
     /// `a.b.c` as one string.
     pub fn joined(&self) -> String {
-        self.parts.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(".")
+        self.parts
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(".")
     }
 }
 

@@ -21,7 +21,11 @@ pub struct Span {
 impl Span {
     /// A span covering `self` through `other` (same file).
     pub fn to(self, other: Span) -> Span {
-        Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 }
 
@@ -83,17 +87,32 @@ pub struct Diag {
 impl Diag {
     /// An error at `span`.
     pub fn error(code: &'static str, span: Span, message: impl Into<String>) -> Diag {
-        Diag { severity: Severity::Error, code, message: message.into(), span: Some(span) }
+        Diag {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span: Some(span),
+        }
     }
 
     /// A warning at `span`.
     pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Diag {
-        Diag { severity: Severity::Warning, code, message: message.into(), span: Some(span) }
+        Diag {
+            severity: Severity::Warning,
+            code,
+            message: message.into(),
+            span: Some(span),
+        }
     }
 
     /// An unlocated error.
     pub fn unlocated(code: &'static str, message: impl Into<String>) -> Diag {
-        Diag { severity: Severity::Error, code, message: message.into(), span: None }
+        Diag {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span: None,
+        }
     }
 }
 
@@ -127,7 +146,11 @@ impl SourceFile {
             }
             i += 1;
         }
-        SourceFile { name: name.into(), text, line_starts }
+        SourceFile {
+            name: name.into(),
+            text,
+            line_starts,
+        }
     }
 
     /// 1-based line and column (in code points) of a byte offset.
@@ -135,7 +158,11 @@ impl SourceFile {
         let line = self.line_starts.partition_point(|&s| s <= offset).max(1);
         let start = self.line_starts[line - 1] as usize;
         let end = (offset as usize).min(self.text.len());
-        let col = self.text.get(start..end).map_or(end - start, |s| s.chars().count()) + 1;
+        let col = self
+            .text
+            .get(start..end)
+            .map_or(end - start, |s| s.chars().count())
+            + 1;
         (line as u32, col as u32)
     }
 

@@ -27,8 +27,13 @@ pub fn source_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     for p in paths {
         if p.is_dir() {
             let mut found = vec![];
-            walk(p, &mut found).map_err(|e| format!("cannot read directory '{}': {e}", p.display()))?;
-            found.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
+            walk(p, &mut found)
+                .map_err(|e| format!("cannot read directory '{}': {e}", p.display()))?;
+            found.sort_by(|a, b| {
+                a.as_os_str()
+                    .as_encoded_bytes()
+                    .cmp(b.as_os_str().as_encoded_bytes())
+            });
             if found.is_empty() {
                 return Err(format!("no .cajeta files in directory '{}'", p.display()));
             }
@@ -84,14 +89,23 @@ pub fn compile_sources(inputs: Vec<(String, Vec<u8>)>) -> Compilation {
                 let id = sources.add(name, text);
                 errors.push(Diag::error(
                     code::SYNTAX,
-                    Span { file: id, start: at as u32, end: at as u32 },
+                    Span {
+                        file: id,
+                        start: at as u32,
+                        end: at as u32,
+                    },
                     "source is not valid UTF-8",
                 ));
             }
         }
     }
     if !errors.is_empty() {
-        return Compilation { sources, module: None, errors, warnings: vec![] };
+        return Compilation {
+            sources,
+            module: None,
+            errors,
+            warnings: vec![],
+        };
     }
     let mut units = vec![];
     for (id, f) in sources.files.iter().enumerate() {
@@ -100,12 +114,27 @@ pub fn compile_sources(inputs: Vec<(String, Vec<u8>)>) -> Compilation {
         units.push(unit);
     }
     if !errors.is_empty() {
-        return Compilation { sources, module: None, errors, warnings: vec![] };
+        return Compilation {
+            sources,
+            module: None,
+            errors,
+            warnings: vec![],
+        };
     }
     let mut warnings = vec![];
     match crate::check::compile_units(&sources, &units, &mut warnings) {
-        Ok(m) => Compilation { sources, module: Some(m), errors: vec![], warnings },
-        Err(errors) => Compilation { sources, module: None, errors, warnings },
+        Ok(m) => Compilation {
+            sources,
+            module: Some(m),
+            errors: vec![],
+            warnings,
+        },
+        Err(errors) => Compilation {
+            sources,
+            module: None,
+            errors,
+            warnings,
+        },
     }
 }
 
@@ -126,7 +155,10 @@ pub fn render(sources: &SourceMap, d: &Diag) -> String {
     };
     let file = sources.file(span.file);
     let (line, col) = file.line_col(span.start);
-    let mut out = format!("{}:{line}:{col}: {sev}[{}]: {}\n", file.name, d.code, d.message);
+    let mut out = format!(
+        "{}:{line}:{col}: {sev}[{}]: {}\n",
+        file.name, d.code, d.message
+    );
     if let Some(text) = file.text.lines().nth(line as usize - 1) {
         // Excerpt: the line, then carets under the span (clipped to the line).
         let num = line.to_string();

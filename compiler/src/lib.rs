@@ -5,8 +5,8 @@
 //! diagnostics.
 
 pub mod ast;
+pub mod check;
 pub mod diag;
+pub mod driver;
 pub mod lexer;
 pub mod parser;
-pub mod check;
-pub mod driver;
