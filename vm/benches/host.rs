@@ -1,9 +1,12 @@
 //! Host benchmarks of the interpreter on hand-assembled modules (the shapes a compiler emits
 //! for /work/shared/bench/SPEC.md's `fib`, `loop`, `mandelbrot` and `spectral`).
 //!
-//! `cargo bench -p cajeta-vm --bench host -- [fib N] [loop N] [mandelbrot N] [spectral N]`
+//! `cargo bench -p cajeta-vm --bench host -- [fib N] [loop N] [mandelbrot N] [spectral N] [nbody N]`
 //! (no arguments: all four at reduced sizes). Each prints its checksum (checked against the
 //! SPEC value where one is known) and the wall time of the call.
+
+// The nbody literals are copied verbatim from SPEC.md.
+#![allow(clippy::excessive_precision)]
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -310,6 +313,306 @@ fn spectral_module() -> Module {
     }
 }
 
+/// A tiny assembler with labels, for the longer benchmarks.
+#[derive(Default)]
+struct Asm {
+    code: Vec<Instr>,
+    labels: std::collections::HashMap<&'static str, u32>,
+    fixups: Vec<(usize, &'static str)>,
+}
+
+impl Asm {
+    fn i(&mut self, op: Op, a: u16, b: u16, c: u16) {
+        self.code.push(Instr::new(op, a, b, c));
+    }
+    fn bc(&mut self, op: Op, a: u16, bc: u32) {
+        self.code.push(Instr::with_bc(op, a, bc));
+    }
+    /// A branch (`jmp`, `jmpif`, `jmpifnot`) to `label`.
+    fn br(&mut self, op: Op, a: u16, label: &'static str) {
+        self.fixups.push((self.code.len(), label));
+        self.code.push(Instr::with_bc(op, a, 0));
+    }
+    fn label(&mut self, name: &'static str) {
+        self.labels.insert(name, self.code.len() as u32);
+    }
+    fn finish(mut self) -> Vec<Instr> {
+        for (at, label) in std::mem::take(&mut self.fixups) {
+            self.code[at].set_bc(self.labels[label]);
+        }
+        self.code
+    }
+}
+
+/// SPEC nbody with a `Body` class (fields x y z vx vy vz mass) in a `Body[]`; fields are read
+/// from the objects as the SPEC's pseudo-code is written (no caching in locals). Prints
+/// `e0 e1` with `fmt.fixed 9` and returns e1.
+fn nbody_module() -> Module {
+    use cajeta_bytecode::{Class, Field};
+    let mut consts: Vec<Const> = vec![];
+    let mut k = |v: f64| {
+        consts.push(Const::Bits(v.to_bits()));
+        (consts.len() - 1) as u32
+    };
+    let body = Type::Object(0);
+    let bodies_ty = Type::Array(Elem::Object(0));
+    let sqrt = cajeta_bytecode::MathFn::Sqrt as u16;
+    let (x, y, z, vx, vy, vz, mass) = (0u16, 1u16, 2u16, 3u16, 4u16, 5u16, 6u16);
+
+    // advance(bodies, dt): r0 bodies, r1 dt, r2 n, r3 i, r4 j, r5 cond, r6 bi, r7 bj, r8 dx,
+    // r9 dy, r10 dz, r11 d2, r12 mag, r13..r15 temps.
+    let mut a = Asm::default();
+    a.bc(Op::LoadI, 2, 5);
+    a.bc(Op::LoadI, 3, 0);
+    a.label("i");
+    a.i(Op::LtI64, 5, 3, 2);
+    a.br(Op::JmpIfNot, 5, "pos");
+    a.i(Op::ArrGetRef, 6, 0, 3);
+    a.i(Op::AddImmI64, 4, 3, 1);
+    a.label("j");
+    a.i(Op::LtI64, 5, 4, 2);
+    a.br(Op::JmpIfNot, 5, "inext");
+    a.i(Op::ArrGetRef, 7, 0, 4);
+    for (d, f) in [(8, x), (9, y), (10, z)] {
+        a.i(Op::GetField, 13, 6, f);
+        a.i(Op::GetField, 14, 7, f);
+        a.i(Op::SubF64, d, 13, 14);
+    }
+    a.i(Op::MulF64, 11, 8, 8);
+    a.i(Op::MulF64, 13, 9, 9);
+    a.i(Op::AddF64, 11, 11, 13);
+    a.i(Op::MulF64, 13, 10, 10);
+    a.i(Op::AddF64, 11, 11, 13);
+    a.i(Op::Math1F64, 13, 11, sqrt);
+    a.i(Op::MulF64, 13, 11, 13);
+    a.i(Op::DivF64, 12, 1, 13);
+    for (obj, other, update) in [(6u16, 7u16, Op::SubF64), (7, 6, Op::AddF64)] {
+        a.i(Op::GetField, 15, other, mass);
+        for (d, f) in [(8, vx), (9, vy), (10, vz)] {
+            a.i(Op::GetField, 13, obj, f);
+            a.i(Op::MulF64, 14, d, 15);
+            a.i(Op::MulF64, 14, 14, 12);
+            a.i(update, 13, 13, 14);
+            a.i(Op::SetField, obj, f, 13);
+        }
+    }
+    a.i(Op::AddImmI64, 4, 4, 1);
+    a.br(Op::Jmp, 0, "j");
+    a.label("inext");
+    a.i(Op::AddImmI64, 3, 3, 1);
+    a.br(Op::Jmp, 0, "i");
+    a.label("pos");
+    a.bc(Op::LoadI, 3, 0);
+    a.label("p");
+    a.i(Op::LtI64, 5, 3, 2);
+    a.br(Op::JmpIfNot, 5, "end");
+    a.i(Op::ArrGetRef, 6, 0, 3);
+    for (p, v) in [(x, vx), (y, vy), (z, vz)] {
+        a.i(Op::GetField, 13, 6, p);
+        a.i(Op::GetField, 14, 6, v);
+        a.i(Op::MulF64, 14, 1, 14);
+        a.i(Op::AddF64, 13, 13, 14);
+        a.i(Op::SetField, 6, p, 13);
+    }
+    a.i(Op::AddImmI64, 3, 3, 1);
+    a.br(Op::Jmp, 0, "p");
+    a.label("end");
+    a.i(Op::RetVoid, 0, 0, 0);
+    let mut regs = vec![bodies_ty, F64, I64, I64, I64, BOOL, body, body];
+    regs.extend([F64; 8]);
+    let advance = func("Bench.advance", 2, None, regs, a.finish());
+
+    // energy(bodies): r0 bodies, r1 e, r2 n, r3 i, r4 j, r5 cond, r6 bi, r7 bj, r8..r10 temps,
+    // r11 half, r12 dx, r13 dy, r14 dz.
+    let mut a = Asm::default();
+    a.bc(Op::LoadK, 1, k(0.0));
+    a.bc(Op::LoadK, 11, k(0.5));
+    a.bc(Op::LoadI, 2, 5);
+    a.bc(Op::LoadI, 3, 0);
+    a.label("i");
+    a.i(Op::LtI64, 5, 3, 2);
+    a.br(Op::JmpIfNot, 5, "end");
+    a.i(Op::ArrGetRef, 6, 0, 3);
+    a.i(Op::GetField, 8, 6, mass);
+    a.i(Op::MulF64, 8, 11, 8);
+    a.i(Op::GetField, 9, 6, vx);
+    a.i(Op::MulF64, 9, 9, 9);
+    a.i(Op::GetField, 10, 6, vy);
+    a.i(Op::MulF64, 10, 10, 10);
+    a.i(Op::AddF64, 9, 9, 10);
+    a.i(Op::GetField, 10, 6, vz);
+    a.i(Op::MulF64, 10, 10, 10);
+    a.i(Op::AddF64, 9, 9, 10);
+    a.i(Op::MulF64, 8, 8, 9);
+    a.i(Op::AddF64, 1, 1, 8);
+    a.i(Op::AddImmI64, 4, 3, 1);
+    a.label("j");
+    a.i(Op::LtI64, 5, 4, 2);
+    a.br(Op::JmpIfNot, 5, "inext");
+    a.i(Op::ArrGetRef, 7, 0, 4);
+    for (d, f) in [(12, x), (13, y), (14, z)] {
+        a.i(Op::GetField, 8, 6, f);
+        a.i(Op::GetField, 9, 7, f);
+        a.i(Op::SubF64, d, 8, 9);
+    }
+    a.i(Op::MulF64, 8, 12, 12);
+    a.i(Op::MulF64, 9, 13, 13);
+    a.i(Op::AddF64, 8, 8, 9);
+    a.i(Op::MulF64, 9, 14, 14);
+    a.i(Op::AddF64, 8, 8, 9);
+    a.i(Op::Math1F64, 8, 8, sqrt);
+    a.i(Op::GetField, 9, 6, mass);
+    a.i(Op::GetField, 10, 7, mass);
+    a.i(Op::MulF64, 9, 9, 10);
+    a.i(Op::DivF64, 9, 9, 8);
+    a.i(Op::SubF64, 1, 1, 9);
+    a.i(Op::AddImmI64, 4, 4, 1);
+    a.br(Op::Jmp, 0, "j");
+    a.label("inext");
+    a.i(Op::AddImmI64, 3, 3, 1);
+    a.br(Op::Jmp, 0, "i");
+    a.label("end");
+    a.i(Op::Ret, 1, 0, 0);
+    let mut regs = vec![bodies_ty, F64, I64, I64, I64, BOOL, body, body];
+    regs.extend([F64; 7]);
+    let energy = func("Bench.energy", 1, Some(F64), regs, a.finish());
+
+    // nbody(steps): r0 steps, r1 bodies, r2 i, r3 tmp, r4 cond, r5 b, r6 px, r7 py, r8 pz,
+    // r9 t1, r10 t2, r11 SOLAR_MASS, r12 DAYS_PER_YEAR, r13 e0, r14 step, r15 dt,
+    // r16 r17 call window, r18..r20 strings.
+    const BODIES: [[f64; 7]; 5] = [
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+        [
+            4.84143144246472090e+00,
+            -1.16032004402742839e+00,
+            -1.03622044471123109e-01,
+            1.66007664274403694e-03,
+            7.69901118419740425e-03,
+            -6.90460016972063023e-05,
+            9.54791938424326609e-04,
+        ],
+        [
+            8.34336671824457987e+00,
+            4.12479856412430479e+00,
+            -4.03523417114321381e-01,
+            -2.76742510726862411e-03,
+            4.99852801234917238e-03,
+            2.30417297573763929e-05,
+            2.85885980666130812e-04,
+        ],
+        [
+            1.28943695621391310e+01,
+            -1.51111514016986312e+01,
+            -2.23307578892655734e-01,
+            2.96460137564761618e-03,
+            2.37847173959480950e-03,
+            -2.96589568540237556e-05,
+            4.36624404335156298e-05,
+        ],
+        [
+            1.53796971148509165e+01,
+            -2.59193146099879641e+01,
+            1.79258772950371181e-01,
+            2.68067772490389322e-03,
+            1.62824170038242295e-03,
+            -9.51592254519715870e-05,
+            5.15138902046611451e-05,
+        ],
+    ];
+    let mut a = Asm::default();
+    a.bc(Op::LoadI, 3, 5);
+    a.i(Op::NewArr, 1, 3, 0);
+    a.bc(Op::LoadK, 11, k(4.0));
+    a.bc(Op::LoadK, 9, k(3.141592653589793));
+    a.i(Op::MulF64, 11, 11, 9);
+    a.i(Op::MulF64, 11, 11, 9);
+    a.bc(Op::LoadK, 12, k(365.24));
+    for (idx, b) in BODIES.iter().enumerate() {
+        a.bc(Op::NewObj, 5, 0);
+        for f in 0..7u16 {
+            a.bc(Op::LoadK, 9, k(b[f as usize]));
+            if f >= vx && f <= vz {
+                a.i(Op::MulF64, 9, 9, 12);
+            } else if f == mass {
+                a.i(Op::MulF64, 9, 9, 11);
+            }
+            a.i(Op::SetField, 5, f, 9);
+        }
+        a.bc(Op::LoadI, 3, idx as u32);
+        a.i(Op::ArrSetRef, 1, 3, 5);
+    }
+    for r in [6, 7, 8] {
+        a.bc(Op::LoadK, r, k(0.0));
+    }
+    a.bc(Op::LoadI, 2, 0);
+    a.bc(Op::LoadI, 3, 5);
+    a.label("om");
+    a.i(Op::LtI64, 4, 2, 3);
+    a.br(Op::JmpIfNot, 4, "om_end");
+    a.i(Op::ArrGetRef, 5, 1, 2);
+    for (acc, f) in [(6, vx), (7, vy), (8, vz)] {
+        a.i(Op::GetField, 9, 5, f);
+        a.i(Op::GetField, 10, 5, mass);
+        a.i(Op::MulF64, 9, 9, 10);
+        a.i(Op::AddF64, acc, acc, 9);
+    }
+    a.i(Op::AddImmI64, 2, 2, 1);
+    a.br(Op::Jmp, 0, "om");
+    a.label("om_end");
+    a.bc(Op::LoadI, 2, 0);
+    a.i(Op::ArrGetRef, 5, 1, 2);
+    for (p, f) in [(6, vx), (7, vy), (8, vz)] {
+        a.i(Op::NegF64, 9, p, 0);
+        a.i(Op::DivF64, 9, 9, 11);
+        a.i(Op::SetField, 5, f, 9);
+    }
+    a.i(Op::Mov, 16, 1, 0);
+    a.i(Op::Call, 13, 16, 2);
+    a.bc(Op::LoadK, 15, k(0.01));
+    a.bc(Op::LoadI, 14, 0);
+    a.label("s");
+    a.i(Op::LtI64, 4, 14, 0);
+    a.br(Op::JmpIfNot, 4, "s_end");
+    a.i(Op::Mov, 16, 1, 0);
+    a.i(Op::Mov, 17, 15, 0);
+    a.i(Op::Call, 16, 16, 1);
+    a.i(Op::AddImmI64, 14, 14, 1);
+    a.br(Op::Jmp, 0, "s");
+    a.label("s_end");
+    a.i(Op::Mov, 16, 1, 0);
+    a.i(Op::Call, 9, 16, 2);
+    a.i(Op::FmtFixed, 18, 13, 9);
+    a.i(Op::FmtFixed, 19, 9, 9);
+    consts.push(Const::Str(" ".into()));
+    a.bc(Op::LoadK, 20, (consts.len() - 1) as u32);
+    a.i(Op::Concat, 18, 18, 20);
+    a.i(Op::Concat, 18, 18, 19);
+    a.i(Op::Print, 18, 2, 0);
+    a.i(Op::Ret, 9, 0, 0);
+    let mut regs = vec![I64, bodies_ty, I64, I64, BOOL, body];
+    regs.extend([F64; 10]);
+    regs.extend([bodies_ty, F64, Type::Str, Type::Str, Type::Str]);
+    let main = func("Bench.nbody", 1, Some(F64), regs, a.finish());
+
+    let class = Class {
+        name: "Bench.Body".into(),
+        fields: ["x", "y", "z", "vx", "vy", "vz", "mass"]
+            .iter()
+            .map(|n| Field {
+                name: n.to_string(),
+                ty: F64,
+            })
+            .collect(),
+    };
+    Module {
+        files: vec!["Bench.cajeta".into()],
+        consts,
+        classes: vec![class],
+        functions: vec![main, advance, energy],
+        ..Default::default()
+    }
+}
+
 fn time(name: &str, module: Module, entry: u32, n: i64, check: impl Fn(&Value) -> String) {
     let mut vm = Vm::new(Arc::new(module));
     let t0 = Instant::now();
@@ -348,6 +651,7 @@ fn main() {
                 Value::I64(x) => format!("{} {}", x >> 32, x & 0xffff_ffff),
                 _ => "?".into(),
             }),
+            "nbody" => time("nbody", nbody_module(), 0, n, |v| format!("{v:?}")),
             "spectral" => time("spectral", spectral_module(), 2, n, |v| match v {
                 Value::F64(x) => format!("{x:.9}"),
                 _ => "?".into(),

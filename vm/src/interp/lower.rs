@@ -16,13 +16,18 @@
 //!   or to the exit, as the four original instructions would (Lua's `FORLOOP`). Its `b` operand
 //!   is replaced by `H` (the source register equals `a`, so nothing is lost).
 //!
+//! * **multiply-add** — `mul.f64 t, x, y` followed by `add.f64`/`sub.f64` that uses `t`:
+//!   one dispatch computing both results with their own roundings (never an FMA), writing both
+//!   registers; the product is kept in a machine register instead of a store/reload.
+//!
 //! Every fusion preserves the effect of the sequence exactly (all registers written, same
 //! control flow), so a program cannot tell lowered code from the original.
 //!
 //! Invariant **LOWER** (relied on by the interpreter's fused arms): a `Br*` slot at `p` has a
 //! conditional branch at `p + 1` (so `p + 2` is inside the code: a branch is not a terminator,
 //! V-TERM); a `Loop*` slot's `b` is a loop head `H` with a `Br*` compare at `H` and its
-//! conditional branch at `H + 1`.
+//! conditional branch at `H + 1`; a `Mul*` slot at `p` is followed by the `add`/`sub` it
+//! fuses, so `p + 2` is inside the code (an arithmetic instruction is not a terminator).
 
 use cajeta_bytecode::{Function, Instr, Op};
 
@@ -82,6 +87,23 @@ macro_rules! define_xops {
             LoopLtI32,
             /// `r[a] += c as i16` (int32, wrapping), then the loop test `r[a] <= n` at `b`.
             LoopLeI32,
+            /// `mul.f64 t, x, y` then `add.f64 d, o, t` or `add.f64 d, t, o` (o = the next
+            /// slot's `b` here): `r[t] := x * y; r[d] := r[o] + r[t]`, two roundings.
+            MulAddBF64,
+            /// As `MulAddBF64` with `o` the next slot's `c`.
+            MulAddCF64,
+            /// `mul.f64 t, x, y; sub.f64 d, o, t`: `r[d] := r[o] - r[t]`.
+            MulSubF64,
+            /// `mul.f64 t, x, y; sub.f64 d, t, o`: `r[d] := r[t] - r[o]`.
+            MulRsubF64,
+            /// The float32 forms of the four above.
+            MulAddBF32,
+            /// See `MulAddCF64`.
+            MulAddCF32,
+            /// See `MulSubF64`.
+            MulSubF32,
+            /// See `MulRsubF64`.
+            MulRsubF32,
         }
 
         impl XOp {
@@ -242,6 +264,47 @@ pub(crate) fn lower(f: &Function) -> Box<[XInstr]> {
             b: head as u16,
             c: add.c,
         };
+    }
+    // Multiply-add: `mul t, x, y` at p, `add/sub` reading t at p + 1.
+    for p in 0..n.saturating_sub(1) {
+        let (mul, next) = (code[p], code[p + 1]);
+        if !matches!(out[p].op, XOp::MulF64 | XOp::MulF32) {
+            continue;
+        }
+        let f64_ops = mul.op == Op::MulF64;
+        let t = mul.a;
+        let fused = match (next.op, f64_ops) {
+            (Op::AddF64, true) | (Op::AddF32, false) if next.c == t => {
+                if f64_ops {
+                    XOp::MulAddBF64
+                } else {
+                    XOp::MulAddBF32
+                }
+            }
+            (Op::AddF64, true) | (Op::AddF32, false) if next.b == t => {
+                if f64_ops {
+                    XOp::MulAddCF64
+                } else {
+                    XOp::MulAddCF32
+                }
+            }
+            (Op::SubF64, true) | (Op::SubF32, false) if next.c == t => {
+                if f64_ops {
+                    XOp::MulSubF64
+                } else {
+                    XOp::MulSubF32
+                }
+            }
+            (Op::SubF64, true) | (Op::SubF32, false) if next.b == t => {
+                if f64_ops {
+                    XOp::MulRsubF64
+                } else {
+                    XOp::MulRsubF32
+                }
+            }
+            _ => continue,
+        };
+        out[p].op = fused;
     }
     out.into_boxed_slice()
 }

@@ -306,6 +306,22 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
         }};
     }
 
+    // Multiply-add superinstruction (LOWER): the `mul` in this slot, then the `add`/`sub` in
+    // the next slot (which reads `$o`, its other operand, after the product was stored).
+    macro_rules! mul_add {
+        ($from:ident, $to:ident, $o:ident, |$p:ident, $q:ident| $e:expr) => {{
+            let prod = $from(rd!(ins.b())) * $from(rd!(ins.c()));
+            wr!(ins.a(), $to(prod));
+            // SAFETY: LOWER: the next slot (`ip`) is the fused add/sub.
+            let next = unsafe { Word::load(ip) };
+            let $p = $from(rd!(next.$o()));
+            let $q = prod;
+            wr!(next.a(), $to($e));
+            // SAFETY: LOWER: the add/sub is not a terminator, so the slot after it is inside.
+            ip = unsafe { ip.add(1) };
+        }};
+    }
+
     loop {
         // SAFETY: `ip` points into the running function's code: it starts at the code's start
         // or a resume point after a `call`, moves by one after each non-terminator
@@ -737,6 +753,15 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             XOp::LoopLeI64 => counted_loop!(id64, <=),
             XOp::LoopLtI32 => counted_loop!(sx32, <),
             XOp::LoopLeI32 => counted_loop!(sx32, <=),
+
+            XOp::MulAddBF64 => mul_add!(f64b, bf64, b, |o, t| o + t),
+            XOp::MulAddCF64 => mul_add!(f64b, bf64, c, |o, t| t + o),
+            XOp::MulSubF64 => mul_add!(f64b, bf64, b, |o, t| o - t),
+            XOp::MulRsubF64 => mul_add!(f64b, bf64, c, |o, t| t - o),
+            XOp::MulAddBF32 => mul_add!(f32b, bf32, b, |o, t| o + t),
+            XOp::MulAddCF32 => mul_add!(f32b, bf32, c, |o, t| t + o),
+            XOp::MulSubF32 => mul_add!(f32b, bf32, b, |o, t| o - t),
+            XOp::MulRsubF32 => mul_add!(f32b, bf32, c, |o, t| t - o),
 
             XOp::Drop => {
                 if rd!(ins.b()) != 0 {
