@@ -523,7 +523,7 @@ fn nbody_module() -> Module {
     a.bc(Op::LoadI, 3, 5);
     a.i(Op::NewArr, 1, 3, 0);
     a.bc(Op::LoadK, 11, k(4.0));
-    a.bc(Op::LoadK, 9, k(3.141592653589793));
+    a.bc(Op::LoadK, 9, k(std::f64::consts::PI));
     a.i(Op::MulF64, 11, 11, 9);
     a.i(Op::MulF64, 11, 11, 9);
     a.bc(Op::LoadK, 12, k(365.24));
