@@ -269,19 +269,19 @@ fn spectral_module() -> Module {
             i(Op::Mov, 13, 0, 0),
             i(Op::Mov, 14, 1, 0),
             i(Op::Mov, 15, 3, 0),
-            i(Op::Call, 13, 13, 0),
+            i(Op::Call, 0, 13, 0),
             i(Op::Mov, 13, 0, 0),
             i(Op::Mov, 14, 3, 0),
             i(Op::Mov, 15, 2, 0),
-            i(Op::Call, 13, 13, 1),
+            i(Op::Call, 0, 13, 1),
             i(Op::Mov, 13, 0, 0),
             i(Op::Mov, 14, 2, 0),
             i(Op::Mov, 15, 3, 0),
-            i(Op::Call, 13, 13, 0),
+            i(Op::Call, 0, 13, 0),
             i(Op::Mov, 13, 0, 0),
             i(Op::Mov, 14, 3, 0),
             i(Op::Mov, 15, 1, 0),
-            i(Op::Call, 13, 13, 1),
+            i(Op::Call, 0, 13, 1),
             i(Op::AddImmI64, 7, 7, 1),
             ibc(Op::Jmp, 0, 12),
             i(Op::Nop, 0, 0, 0),
@@ -575,7 +575,7 @@ fn nbody_module() -> Module {
     a.br(Op::JmpIfNot, 4, "s_end");
     a.i(Op::Mov, 16, 1, 0);
     a.i(Op::Mov, 17, 15, 0);
-    a.i(Op::Call, 16, 16, 1);
+    a.i(Op::Call, 0, 16, 1);
     a.i(Op::AddImmI64, 14, 14, 1);
     a.br(Op::Jmp, 0, "s");
     a.label("s_end");
@@ -590,8 +590,8 @@ fn nbody_module() -> Module {
     a.i(Op::Print, 18, 2, 0);
     a.i(Op::Ret, 9, 0, 0);
     let mut regs = vec![I64, bodies_ty, I64, I64, BOOL, body];
-    regs.extend([F64; 10]);
-    regs.extend([bodies_ty, F64, Type::Str, Type::Str, Type::Str]);
+    regs.extend([F64; 8]);
+    regs.extend([I64, F64, bodies_ty, F64, Type::Str, Type::Str, Type::Str]);
     let main = func("Bench.nbody", 1, Some(F64), regs, a.finish());
 
     let class = Class {
@@ -614,6 +614,9 @@ fn nbody_module() -> Module {
 }
 
 fn time(name: &str, module: Module, entry: u32, n: i64, check: impl Fn(&Value) -> String) {
+    if let Err(e) = cajeta_bytecode::verify(&module) {
+        panic!("benchmark module {name} fails verification: {e}");
+    }
     let mut vm = Vm::new(Arc::new(module));
     let t0 = Instant::now();
     let r = vm

@@ -373,6 +373,13 @@ impl Vm {
     }
 }
 
+impl Drop for Vm {
+    /// Flushes buffered stdout, so output is never lost when an embedder forgets to.
+    fn drop(&mut self) {
+        self.out.flush();
+    }
+}
+
 /// Runs a whole program per LANGUAGE §5.8 and returns the process exit status.
 ///
 /// Static initialisation, then the entry `entry` (given `args`, the words after `--`, when it

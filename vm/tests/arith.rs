@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use cajeta_bytecode::{MathFn, Op, Type};
 use cajeta_vm::{Value, Vm};
 use common::*;
@@ -28,7 +26,7 @@ fn op_vm(o: Op, arg: Type, arg2: Option<Type>, out: Type) -> Vm {
             vec![i(o, 1, 0, 0), i(Op::Ret, 1, 0, 0)],
         ),
     };
-    Vm::new(Arc::new(module(vec![f])))
+    new_vm(module(vec![f]))
 }
 
 type Outcome = Result<Value, &'static str>;
@@ -204,7 +202,6 @@ fn add_immediate() {
         vec![
             i(Op::AddImmI32, 2, 0, (-5i16) as u16),
             i(Op::AddImmI64, 3, 1, 7),
-            i(Op::SToF64, 4, 2, 0), // unused; keeps r2 live
             i(Op::AddI64, 4, 3, 3),
             i(Op::Ret, 4, 0, 0),
         ],
@@ -216,7 +213,7 @@ fn add_immediate() {
         vec![I32, I32],
         vec![i(Op::AddImmI32, 1, 0, 1), i(Op::Ret, 1, 0, 0)],
     );
-    let mut vm = Vm::new(Arc::new(module(vec![f, g])));
+    let mut vm = new_vm(module(vec![f, g]));
     assert_eq!(
         vm.call(0, &[Value::I32(3), Value::I64(-10)]).unwrap(),
         Some(Value::I64(-6))
@@ -398,7 +395,7 @@ fn fma_has_one_rounding() {
         vec![F32, F32, F32],
         vec![i(Op::FmaF32, 0, 1, 2), i(Op::Ret, 0, 0, 0)],
     );
-    let mut vm = Vm::new(Arc::new(module(vec![f])));
+    let mut vm = new_vm(module(vec![f]));
     let got = vm
         .call(0, &[Value::F32(x), Value::F32(x), Value::F32(c)])
         .unwrap();
@@ -412,7 +409,7 @@ fn fma_has_one_rounding() {
         vec![F64, F64, F64],
         vec![i(Op::FmaF64, 0, 1, 2), i(Op::Ret, 0, 0, 0)],
     );
-    let mut vm = Vm::new(Arc::new(module(vec![g])));
+    let mut vm = new_vm(module(vec![g]));
     let got = vm
         .call(0, &[Value::F64(y), Value::F64(y), Value::F64(c)])
         .unwrap();
@@ -428,14 +425,14 @@ fn math1_functions() {
             let m = v64.module().as_ref().clone();
             let mut m = m;
             m.functions[0].code[0].c = f as u16;
-            Vm::new(Arc::new(m))
+            new_vm(m)
         };
         let mut m32 = op_vm(Op::Math1F32, F32, None, F32)
             .module()
             .as_ref()
             .clone();
         m32.functions[0].code[0].c = f as u16;
-        let mut v32 = Vm::new(Arc::new(m32));
+        let mut v32 = new_vm(m32);
         for &x in &[0.3f64, -2.5, 2.5, 4.0, 0.0, -0.0, 100.0, f64::NAN] {
             let want = match f {
                 MathFn::Sqrt => x.sqrt(),
@@ -489,7 +486,7 @@ fn math1_functions() {
         .as_ref()
         .clone();
     m.functions[0].code[0].c = MathFn::Round as u16;
-    let mut vm = Vm::new(Arc::new(m));
+    let mut vm = new_vm(m);
     assert_eq!(
         vm.call(0, &[Value::F64(-0.5)]).unwrap(),
         Some(Value::F64(-1.0))

@@ -4,10 +4,8 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use cajeta_bytecode::{Instr, Op, Type};
-use cajeta_vm::{Value, Vm};
+use cajeta_vm::Value;
 use common::*;
 
 /// `code` with a `nop` inserted at `at`, branch targets adjusted.
@@ -32,20 +30,20 @@ fn both(
     at: usize,
     args: &[Vec<Value>],
 ) -> Vec<Value> {
-    let fused = Vm::new(Arc::new(module(vec![func(
+    let fused = new_vm(module(vec![func(
         "T.f",
         params,
         Some(ret),
         regs.to_vec(),
         code.clone(),
-    )])));
-    let plain = Vm::new(Arc::new(module(vec![func(
+    )]));
+    let plain = new_vm(module(vec![func(
         "T.f",
         params,
         Some(ret),
         regs.to_vec(),
         unfuse(&code, at),
-    )])));
+    )]));
     let (mut fused, mut plain) = (fused, plain);
     args.iter()
         .map(|a| {

@@ -36,7 +36,7 @@ fn fib(idx: u16) -> cajeta_bytecode::Function {
 #[test]
 fn recursive_fib() {
     let m = module(vec![fib(0)]);
-    let mut vm = Vm::new(Arc::new(m));
+    let mut vm = new_vm(m);
     for (n, want) in [(0, 0), (1, 1), (2, 1), (10, 55), (20, 6765), (25, 75025)] {
         assert_eq!(
             vm.call(0, &[Value::I32(n)]).unwrap(),
@@ -68,7 +68,7 @@ fn deep() -> cajeta_bytecode::Function {
 
 #[test]
 fn deep_recursion_is_allowed_to_the_limit() {
-    let mut vm = Vm::new(Arc::new(module(vec![deep()])));
+    let mut vm = new_vm(module(vec![deep()]));
     // LANGUAGE §5.4: at least 10 000 frames; the default limit is far above.
     assert_eq!(
         vm.call(0, &[Value::I64(50_000)]).unwrap(),
@@ -83,7 +83,7 @@ fn deep_recursion_is_allowed_to_the_limit() {
 
 #[test]
 fn runaway_recursion_is_e_stack_not_a_crash() {
-    let mut vm = Vm::new(Arc::new(module(vec![deep()])));
+    let mut vm = new_vm(module(vec![deep()]));
     let e = vm.call(0, &[Value::I64(10_000_000)]).unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
@@ -517,7 +517,7 @@ fn array_errors_have_exact_messages() {
             i(Op::Ret, 3, 0, 0),
         ],
     );
-    let mut vm = Vm::new(Arc::new(module(vec![f])));
+    let mut vm = new_vm(module(vec![f]));
     assert_eq!(
         vm.call(0, &[Value::I64(4), Value::I64(3)]).unwrap(),
         Some(Value::F32(0.0))
@@ -986,7 +986,7 @@ fn entry_receives_command_line_words() {
 #[test]
 fn embedding_api_rejects_bad_calls() {
     let m = module(vec![fib(0)]);
-    let mut vm = Vm::new(Arc::new(m));
+    let mut vm = new_vm(m);
     assert_eq!(vm.call(7, &[]).unwrap_err().code, "E-CALL");
     assert_eq!(vm.call(0, &[]).unwrap_err().code, "E-CALL");
     assert_eq!(vm.call(0, &[Value::I64(3)]).unwrap_err().code, "E-CALL");
@@ -1012,7 +1012,7 @@ fn strings_cross_the_embedding_boundary() {
             i(Op::Ret, 1, 0, 0),
         ],
     ));
-    let mut vm = Vm::new(Arc::new(m));
+    let mut vm = new_vm(m);
     assert_eq!(
         vm.call(0, &[Value::Str(Some("bob".into()))]).unwrap(),
         Some(Value::Str(Some("hi bob".into())))

@@ -23,11 +23,11 @@
 //! Every fusion preserves the effect of the sequence exactly (all registers written, same
 //! control flow), so a program cannot tell lowered code from the original.
 //!
-//! Invariant **LOWER** (relied on by the interpreter's fused arms): a `Br*` slot at `p` has a
-//! conditional branch at `p + 1` (so `p + 2` is inside the code: a branch is not a terminator,
-//! V-TERM); a `Loop*` slot's `b` is a loop head `H` with a `Br*` compare at `H` and its
-//! conditional branch at `H + 1`; a `Mul*` slot at `p` is followed by the `add`/`sub` it
-//! fuses, so `p + 2` is inside the code (an arithmetic instruction is not a terminator).
+//! Invariant **LOWER** (relied on by the interpreter's fused arms, and checked here rather
+//! than derived from the verifier): a `Br*` slot at `p` has its conditional branch at `p + 1`,
+//! that branch's target is `< len` and `p + 2 < len`; a `Loop*` slot's `b` is a loop head `H`
+//! with `H + 2 < len`, a `Br*` compare at `H` and a `jmpifnot` at `H + 1` whose target is
+//! `< len`; a `Mul*` slot at `p` has the `add`/`sub` it fuses at `p + 1` and `p + 2 < len`.
 
 use cajeta_bytecode::{Function, Instr, Op};
 
@@ -226,7 +226,9 @@ pub(crate) fn lower(f: &Function) -> Box<[XInstr]> {
             _ => continue,
         };
         if let Some(kind) = cmp_of(cmp.op) {
-            if br.a == cmp.a && (br.bc() as usize) < n {
+            // p + 2 < n: the fallthrough after the branch stays inside the code (also implied by
+            // V-TERM, checked here so the superinstruction's safety is local to this pass).
+            if br.a == cmp.a && (br.bc() as usize) < n && p + 2 < n {
                 out[p].op = br_op(kind, jump_if);
             }
         }
@@ -240,11 +242,12 @@ pub(crate) fn lower(f: &Function) -> Box<[XInstr]> {
             continue;
         }
         let head = jmp.bc() as usize;
-        if head + 1 >= n || head > u16::MAX as usize {
+        if head + 2 >= n || head > u16::MAX as usize {
             continue;
         }
         let (test, exit) = (code[head], code[head + 1]);
-        if test.b != add.a || exit.op != Op::JmpIfNot || exit.a != test.a {
+        if test.b != add.a || exit.op != Op::JmpIfNot || exit.a != test.a || exit.bc() as usize >= n
+        {
             continue;
         }
         // The head must itself be a fused compare-and-branch (checked by construction above).
@@ -268,7 +271,7 @@ pub(crate) fn lower(f: &Function) -> Box<[XInstr]> {
     // Multiply-add: `mul t, x, y` at p, `add/sub` reading t at p + 1.
     for p in 0..n.saturating_sub(1) {
         let (mul, next) = (code[p], code[p + 1]);
-        if !matches!(out[p].op, XOp::MulF64 | XOp::MulF32) {
+        if !matches!(out[p].op, XOp::MulF64 | XOp::MulF32) || p + 2 >= n {
             continue;
         }
         let f64_ops = mul.op == Op::MulF64;

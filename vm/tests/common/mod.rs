@@ -94,8 +94,26 @@ pub fn stat(m: &mut Module, name: &str, ty: Type) -> u16 {
     (m.statics.len() - 1) as u16
 }
 
+/// Asserts that `m` passes the bytecode verifier (the VM's precondition), so the tests only
+/// exercise modules a real pipeline could produce.
+pub fn verified(m: Module) -> Module {
+    if let Err(e) = cajeta_bytecode::verify(&m) {
+        panic!(
+            "test module fails verification: {e} (function {:?}, pc {:?})",
+            e.function, e.pc
+        );
+    }
+    m
+}
+
+/// A VM (stdout/stderr output) for a verified copy of `m`.
+pub fn new_vm(m: Module) -> Vm {
+    Vm::new(Arc::new(verified(m)))
+}
+
 /// A VM with captured output.
 pub fn vm(m: Module) -> (Vm, Capture, Capture) {
+    let m = verified(m);
     let out = Capture::new();
     let err = Capture::new();
     let vm = Vm::with_output(Arc::new(m), out.sink(), err.sink());
