@@ -1,6 +1,6 @@
 //! Runtime errors: the table of error codes and the [`RuntimeError`] value with its trace.
 //!
-//! The codes are one table ([`error_codes!`]) so that every executor — this interpreter, the
+//! The codes are one table (the `error_codes!` invocation below) so that every executor — this interpreter, the
 //! JIT and the device backends — raises the same code and message shapes (LANGUAGE §10.3,
 //! XPU §7.2). Anything that mirrors the table (JIT helpers, backend fault records) must use
 //! [`ErrorCode`] rather than spelling codes as string literals.

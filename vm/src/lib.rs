@@ -11,7 +11,7 @@
 //! * `interp/` — the dispatch loop (`mod.rs`), frames and register access (`frame.rs`), pure
 //!   instruction helpers (`ops.rs`) and the out-of-line paths (`slow.rs`);
 //! * [`heap`] — the handle table (strings, arrays, instances) and the string collector;
-//! * [`format`] — `%g`, `%.Nf` and the other string conversions;
+//! * [`mod@format`] — `%g`, `%.Nf` and the other string conversions;
 //! * [`error`] — the error-code table and [`RuntimeError`];
 //! * `output` — the stdout/stderr sinks and [`Capture`].
 //!

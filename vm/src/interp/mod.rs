@@ -1,4 +1,9 @@
-//! The dispatch loop: one `loop { match }` over verified code.
+//! The dispatch loop: one `loop { match }` over the lowered form of verified code.
+//!
+//! Each function's bytecode is first lowered ([`mod@lower`]) to one [`XInstr`] per instruction:
+//! the same operands, with a few common sequences fused into superinstructions
+//! (compare-and-branch, counted-loop back-edges, multiply-add). pcs are unchanged, so jump
+//! targets, traces and line tables work on the lowered code as on the original.
 //!
 //! Hot state lives in locals: the instruction pointer `ip`, the register window `regs`, the
 //! running function's `code` start (jump base) and `base` (window offset in the stack). There
@@ -8,13 +13,17 @@
 //! * **V-REG**: register operands are `< regs.len()` of their function;
 //! * **V-JUMP**: jump targets are `< code.len()`;
 //! * **V-TERM**: code is non-empty and ends in a terminator, so `ip` never leaves the code;
-//! * **V-FUNC / V-CONST / V-STATIC / V-CLASS**: function, constant, static and class indices
-//!   are in range;
-//! * **V-CALL**: `call` and `ret` operands follow their special rules (a non-void callee's
-//!   result register `a` is a caller register; only non-void functions use `ret`/`retown`).
+//! * **V-FUNC / V-CONST / V-STATIC**: function, constant and static indices are in range;
+//! * **V-CALL / V-RET**: a non-void callee's result register `a` is a caller register, and
+//!   only non-void functions use `ret`/`retown`;
+//! * **LOWER** (checked by the lowering pass itself): the shape a superinstruction relies on.
 //!
-//! Objects are reached through the handle table, which validates every handle, so a stale,
-//! null or mistyped reference is a clean `E-NULL`/`E-DROPPED`, never memory unsafety.
+//! Soundness never depends on a register's *contents*: cells are untyped bits, every handle
+//! is validated by the object table (a stale, null or mistyped reference is a clean
+//! `E-NULL`/`E-DROPPED`), array indices are bounds-checked, shift amounts masked, division
+//! checked before dividing. So a register read before it is written (which the verifier does
+//! not exclude yet) yields a wrong value at worst, never undefined behaviour, and frames need
+//! no zero-fill.
 //!
 //! Anything that can fail leaves through `fault!`, which calls the single `#[cold]`
 //! [`Vm::fault`] with the current `ip` (the pc is recovered from it for the trace); no arm
