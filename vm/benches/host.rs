@@ -103,82 +103,82 @@ fn loop_module() -> Module {
     }
 }
 
-/// SPEC mandelbrot: returns total * 2^32 + inside.
+/// SPEC mandelbrot as a straightforward compiler emits it (every literal loaded where it is
+/// used, `if (…) break;` as a branch around a jump): returns total * 2^32 + inside.
 fn mandelbrot_module() -> Module {
     let mut consts = vec![];
     let mut k = |v: f64| {
         consts.push(Const::Bits(v.to_bits()));
         (consts.len() - 1) as u32
     };
-    let (k25, k125, k2, k4) = (k(2.5), k(1.25), k(2.0), k(4.0));
-    // r0 n, r1 total, r2 inside, r3 py, r4 px, r5 k, r6 cond, r7 nf, r8 ci, r9 cr, r10 zr,
-    // r11 zi, r12 zr2, r13 zi2, r14 t, r15 c2.5, r16 c1.25, r17 c2.0, r18 c4.0, r19 fifty, r20 tmp
+    // r0 n, r1 total, r2 inside, r3 py, r4 px, r5 k, r6 cond, r7 ci, r8 cr, r9 zr, r10 zi,
+    // r11 zr2, r12 zi2, r13 r14 float temps, r15 int temp
     let regs = vec![
-        I64, I64, I64, I64, I64, I64, BOOL, F64, F64, F64, F64, F64, F64, F64, F64, F64, F64, F64,
-        F64, I64, F64,
+        I64, I64, I64, I64, I64, I64, BOOL, F64, F64, F64, F64, F64, F64, F64, F64, I64,
     ];
-    let code = vec![
-        ibc(Op::LoadI, 1, 0),
-        ibc(Op::LoadI, 2, 0),
-        i(Op::SToF64, 7, 0, 0),
-        ibc(Op::LoadK, 15, k25),
-        ibc(Op::LoadK, 16, k125),
-        ibc(Op::LoadK, 17, k2),
-        ibc(Op::LoadK, 18, k4),
-        ibc(Op::LoadI, 19, 50),
-        ibc(Op::LoadI, 3, 0),
-        i(Op::LtI64, 6, 3, 0), // 9: py < n
-        ibc(Op::JmpIfNot, 6, 42),
-        i(Op::SToF64, 8, 3, 0),
-        i(Op::MulF64, 8, 8, 15),
-        i(Op::DivF64, 8, 8, 7),
-        i(Op::SubF64, 8, 8, 16), // ci
-        ibc(Op::LoadI, 4, 0),
-        i(Op::LtI64, 6, 4, 0), // 16: px < n
-        ibc(Op::JmpIfNot, 6, 40),
-        i(Op::SToF64, 9, 4, 0),
-        i(Op::MulF64, 9, 9, 15),
-        i(Op::DivF64, 9, 9, 7),
-        i(Op::SubF64, 9, 9, 17),   // cr
-        i(Op::SubF64, 10, 10, 10), // zr = 0 (zr - zr is 0 for finite zr)
-        ibc(Op::LoadK, 10, k(0.0)),
-        ibc(Op::LoadK, 11, k(0.0)),
-        ibc(Op::LoadI, 5, 0),
-        i(Op::LtI64, 6, 5, 19), // 26: k < 50
-        ibc(Op::JmpIfNot, 6, 43),
-        i(Op::MulF64, 12, 10, 10),
-        i(Op::MulF64, 13, 11, 11),
-        i(Op::AddF64, 14, 12, 13),
-        i(Op::LtF64, 6, 18, 14), // 4.0 < zr2 + zi2
-        ibc(Op::JmpIf, 6, 43),
-        i(Op::MulF64, 20, 17, 10),
-        i(Op::MulF64, 20, 20, 11),
-        i(Op::AddF64, 11, 20, 8), // zi
-        i(Op::SubF64, 20, 12, 13),
-        i(Op::AddF64, 10, 20, 9), // zr
-        i(Op::AddImmI64, 5, 5, 1),
-        ibc(Op::Jmp, 0, 26),
-        // 40: next row
-        i(Op::AddImmI64, 3, 3, 1),
-        ibc(Op::Jmp, 0, 9),
-        // 42: done
-        ibc(Op::Jmp, 0, 50),
-        // 43: pixel done
-        i(Op::AddI64, 1, 1, 5),
-        i(Op::EqI64, 6, 5, 19),
-        ibc(Op::JmpIfNot, 6, 47),
-        i(Op::AddImmI64, 2, 2, 1),
-        // 47
-        i(Op::AddImmI64, 4, 4, 1),
-        ibc(Op::Jmp, 0, 16),
-        i(Op::Nop, 0, 0, 0),
-        // 50: return total << 32 | inside
-        ibc(Op::LoadI, 5, 32),
-        i(Op::ShlI64, 1, 1, 5),
-        i(Op::OrI64, 1, 1, 2),
-        i(Op::Ret, 1, 0, 0),
-    ];
-    let f = func("Bench.mandelbrot", 1, Some(I64), regs, code);
+    let mut a = Asm::default();
+    a.bc(Op::LoadI, 1, 0);
+    a.bc(Op::LoadI, 2, 0);
+    a.bc(Op::LoadI, 3, 0);
+    a.label("py");
+    a.i(Op::LtI64, 6, 3, 0);
+    a.br(Op::JmpIfNot, 6, "end");
+    for (coord, dst, off) in [(3u16, 7u16, 1.25), (4, 8, 2.0)] {
+        if coord == 4 {
+            a.bc(Op::LoadI, 4, 0);
+            a.label("px");
+            a.i(Op::LtI64, 6, 4, 0);
+            a.br(Op::JmpIfNot, 6, "py_next");
+        }
+        a.i(Op::SToF64, 13, coord, 0);
+        a.bc(Op::LoadK, 14, k(2.5));
+        a.i(Op::MulF64, 13, 13, 14);
+        a.i(Op::SToF64, 14, 0, 0);
+        a.i(Op::DivF64, 13, 13, 14);
+        a.bc(Op::LoadK, 14, k(off));
+        a.i(Op::SubF64, dst, 13, 14);
+    }
+    a.bc(Op::LoadK, 9, k(0.0));
+    a.bc(Op::LoadK, 10, k(0.0));
+    a.bc(Op::LoadI, 5, 0);
+    a.label("k");
+    a.bc(Op::LoadI, 15, 50);
+    a.i(Op::LtI64, 6, 5, 15);
+    a.br(Op::JmpIfNot, 6, "k_end");
+    a.i(Op::MulF64, 11, 9, 9);
+    a.i(Op::MulF64, 12, 10, 10);
+    a.i(Op::AddF64, 13, 11, 12);
+    a.bc(Op::LoadK, 14, k(4.0));
+    a.i(Op::LtF64, 6, 14, 13); // zr2 + zi2 > 4.0
+    a.br(Op::JmpIfNot, 6, "no_break");
+    a.br(Op::Jmp, 0, "k_end");
+    a.label("no_break");
+    a.bc(Op::LoadK, 13, k(2.0));
+    a.i(Op::MulF64, 13, 13, 9);
+    a.i(Op::MulF64, 13, 13, 10);
+    a.i(Op::AddF64, 10, 13, 7);
+    a.i(Op::SubF64, 13, 11, 12);
+    a.i(Op::AddF64, 9, 13, 8);
+    a.i(Op::AddImmI64, 5, 5, 1);
+    a.br(Op::Jmp, 0, "k");
+    a.label("k_end");
+    a.i(Op::AddI64, 1, 1, 5);
+    a.bc(Op::LoadI, 15, 50);
+    a.i(Op::EqI64, 6, 5, 15);
+    a.br(Op::JmpIfNot, 6, "px_next");
+    a.i(Op::AddImmI64, 2, 2, 1);
+    a.label("px_next");
+    a.i(Op::AddImmI64, 4, 4, 1);
+    a.br(Op::Jmp, 0, "px");
+    a.label("py_next");
+    a.i(Op::AddImmI64, 3, 3, 1);
+    a.br(Op::Jmp, 0, "py");
+    a.label("end");
+    a.bc(Op::LoadI, 15, 32);
+    a.i(Op::ShlI64, 1, 1, 15);
+    a.i(Op::OrI64, 1, 1, 2);
+    a.i(Op::Ret, 1, 0, 0);
+    let f = func("Bench.mandelbrot", 1, Some(I64), regs, a.finish());
     Module {
         files: vec!["Bench.cajeta".into()],
         consts,

@@ -112,7 +112,8 @@ pub(crate) struct FnInfo {
 pub struct Vm {
     pub(crate) module: Arc<Module>,
     pub(crate) fns: Vec<FnInfo>,
-    /// One cell per constant: the bits of a number, or the pinned handle of a string.
+    /// One cell per constant: the bits of a number, or the pinned handle of a string; then
+    /// the immediates lowering moved out of fused `loadi` instructions.
     pub(crate) kvals: Vec<u64>,
     /// Static fields (zero-initialised).
     pub(crate) statics: Vec<u64>,
@@ -144,11 +145,23 @@ impl Vm {
     }
 
     fn with_sinks(module: Arc<Module>, out: Output) -> Vm {
+        let mut heap = Heap::new();
+        let mut kvals = module
+            .consts
+            .iter()
+            .map(|k| match k {
+                Const::Bits(b) => *b,
+                // A table of 2^32 constants cannot be decoded, so allocation cannot fail here;
+                // null would be the harmless fallback.
+                Const::Str(s) => heap.alloc_str(s.as_str()).unwrap_or(NULL),
+            })
+            .collect::<Vec<u64>>();
+        heap.pin_all();
         let fns = module
             .functions
             .iter()
             .map(|f| {
-                let lowered = interp::lower(f);
+                let lowered = interp::lower(f, &mut kvals);
                 FnInfo {
                     lowered,
                     nregs: f.regs.len() as u32,
@@ -162,18 +175,7 @@ impl Vm {
                 }
             })
             .collect();
-        let mut heap = Heap::new();
-        let kvals = module
-            .consts
-            .iter()
-            .map(|k| match k {
-                Const::Bits(b) => *b,
-                // A table of 2^32 constants cannot be decoded, so allocation cannot fail here;
-                // null would be the harmless fallback.
-                Const::Str(s) => heap.alloc_str(s.as_str()).unwrap_or(NULL),
-            })
-            .collect();
-        heap.pin_all();
+
         let static_str = module
             .statics
             .iter()

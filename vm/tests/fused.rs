@@ -251,3 +251,200 @@ fn multiply_add() {
         assert_eq!(got[0], zero, "the product must be rounded before the add");
     }
 }
+
+#[test]
+fn constant_then_compare_and_branch() {
+    for (ty, cmp, k) in [
+        (I64, Op::LtI64, 0u64),
+        (I64, Op::LeI64, (-1i64) as u64),
+        (I32, Op::LtI32, 50),
+        (U32, Op::LtU32, 7),
+        (U64, Op::LeU64, u64::MAX),
+        (I8, Op::EqI8, (-128i64) as u64),
+        (I16, Op::NeI16, 300),
+        (F64, Op::LtF64, 4.0f64.to_bits()),
+        (F64, Op::LeF64, (-0.0f64).to_bits()),
+        (F32, Op::LtF32, 1.5f32.to_bits() as u64),
+    ] {
+        for k_left in [false, true] {
+            for br in [Op::JmpIf, Op::JmpIfNot] {
+                // r3 := k (loadk); r2 := cmp(r0, r3) or cmp(r3, r0); branch; result as in
+                // `compare_and_branch`.
+                let (b, c) = if k_left { (3, 0) } else { (0, 3) };
+                let code = vec![
+                    ibc(Op::LoadK, 3, 0),
+                    i(cmp, 2, b, c),
+                    ibc(br, 2, 5),
+                    ibc(Op::LoadI, 4, 1),
+                    ibc(Op::Jmp, 0, 6),
+                    ibc(Op::LoadI, 4, 2),
+                    i(Op::WrapI64, 5, 2, 0),
+                    ibc(Op::LoadI, 6, 10),
+                    i(Op::MulI64, 4, 4, 6),
+                    i(Op::AddI64, 4, 4, 5),
+                    i(Op::Ret, 4, 0, 0),
+                ];
+                let args: Vec<Vec<Value>> = values(ty)
+                    .into_iter()
+                    .map(|v| vec![v, Value::Bool(false)])
+                    .collect();
+                let regs = [ty, BOOL, BOOL, ty, I64, I64, I64];
+                let mut m = module(vec![func("T.f", 2, Some(I64), regs.to_vec(), code.clone())]);
+                m.consts.push(cajeta_bytecode::Const::Bits(k));
+                let mut plain = m.clone();
+                plain.functions[0].code = unfuse(&code, 1);
+                let (mut fused, mut plain) = (new_vm(m), new_vm(plain));
+                for a in &args {
+                    assert_eq!(
+                        fused.call(0, a).unwrap(),
+                        plain.call(0, a).unwrap(),
+                        "{cmp:?} {br:?} {a:?}"
+                    );
+                }
+            }
+        }
+    }
+    // The loadi form.
+    let code = vec![
+        ibc(Op::LoadI, 2, 50),
+        i(Op::LtI64, 1, 0, 2),
+        ibc(Op::JmpIfNot, 1, 5),
+        ibc(Op::LoadI, 2, 7),
+        i(Op::Ret, 2, 0, 0),
+        i(Op::Ret, 2, 0, 0),
+    ];
+    let got = both(
+        1,
+        I64,
+        &[I64, BOOL, I64],
+        code,
+        1,
+        &[vec![Value::I64(49)], vec![Value::I64(50)]],
+    );
+    assert_eq!(got, vec![Value::I64(7), Value::I64(50)]);
+}
+
+#[test]
+fn constant_then_arithmetic() {
+    let ints: &[(Type, Op, &[i64])] = &[
+        (I64, Op::MulI64, &[3, -1, 0]),
+        (I64, Op::DivI64, &[7, -7, 2, 0, -1]),
+        (I64, Op::RemI64, &[7, -7, 0, -1]),
+        (I32, Op::MulI32, &[65537, -1]),
+        (I32, Op::DivI32, &[3, 0, -1]),
+        (I32, Op::RemI32, &[3, -2, 0, -1]),
+    ];
+    for &(ty, o, ks) in ints {
+        for &k in ks {
+            for k_left in [false, true] {
+                let (b, c) = if k_left { (2, 0) } else { (0, 2) };
+                let code = vec![
+                    ibc(Op::LoadI, 2, k as i32 as u32),
+                    i(o, 1, b, c),
+                    i(Op::Ret, 1, 0, 0),
+                ];
+                let vals = values(ty);
+                let m = module(vec![func(
+                    "T.f",
+                    1,
+                    Some(ty),
+                    vec![ty, ty, ty],
+                    code.clone(),
+                )]);
+                let mut plain = m.clone();
+                plain.functions[0].code = unfuse(&code, 1);
+                let (mut fused, mut plain) = (new_vm(m), new_vm(plain));
+                for v in &vals {
+                    let a = [v.clone()];
+                    let (x, y) = (fused.call(0, &a), plain.call(0, &a));
+                    match (x, y) {
+                        (Ok(x), Ok(y)) => assert_eq!(x, y, "{o:?} k={k} {v:?}"),
+                        (Err(x), Err(y)) => {
+                            assert_eq!((x.code, &x.message), (y.code, &y.message));
+                            assert_eq!(x.trace[0].line, y.trace[0].line - 1, "fault at the divide");
+                        }
+                        (x, y) => panic!("{o:?} k={k} {v:?}: {x:?} vs {y:?}"),
+                    }
+                }
+            }
+        }
+    }
+    for o in [Op::AddF64, Op::SubF64, Op::MulF64, Op::DivF64] {
+        for k in [2.0f64, -0.0, 0.1, f64::INFINITY] {
+            for (b, c) in [(0, 2), (2, 0), (2, 2)] {
+                let mut m = module(vec![func(
+                    "T.f",
+                    1,
+                    Some(F64),
+                    vec![F64, F64, F64],
+                    vec![ibc(Op::LoadK, 2, 0), i(o, 1, b, c), i(Op::Ret, 1, 0, 0)],
+                )]);
+                m.consts.push(cajeta_bytecode::Const::Bits(k.to_bits()));
+                let mut plain = m.clone();
+                plain.functions[0].code = unfuse(&m.functions[0].code, 1);
+                let (mut fused, mut plain) = (new_vm(m), new_vm(plain));
+                for v in values(F64) {
+                    let a = [v];
+                    let (x, y) = (
+                        fused.call(0, &a).unwrap().unwrap(),
+                        plain.call(0, &a).unwrap().unwrap(),
+                    );
+                    let same = match (&x, &y) {
+                        (Value::F64(p), Value::F64(q)) => {
+                            p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan())
+                        }
+                        _ => false,
+                    };
+                    assert!(same, "{o:?} k={k} ({b},{c}) {a:?}: {x:?} vs {y:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn counted_loops_with_constant_bounds() {
+    for (ty, add, cmp) in [
+        (I64, Op::AddImmI64, Op::LtI64),
+        (I64, Op::AddImmI64, Op::LeI64),
+        (I32, Op::AddImmI32, Op::LtI32),
+        (I32, Op::AddImmI32, Op::LeI32),
+    ] {
+        let (addr, mul) = if ty == I64 {
+            (Op::AddI64, Op::MulI64)
+        } else {
+            (Op::AddI32, Op::MulI32)
+        };
+        // f(i): s = 0; while (i < 20) { s = s + i; i += 3 } return s * 4096 + i
+        let code = vec![
+            ibc(Op::LoadI, 1, 0),
+            ibc(Op::LoadI, 2, 20), // 1: head (a constant load)
+            i(cmp, 3, 0, 2),
+            ibc(Op::JmpIfNot, 3, 7),
+            i(addr, 1, 1, 0),
+            i(add, 0, 0, 3),
+            ibc(Op::Jmp, 0, 1),
+            ibc(Op::LoadI, 2, 4096), // 7
+            i(mul, 1, 1, 2),
+            i(addr, 1, 1, 0),
+            i(Op::Ret, 1, 0, 0),
+        ];
+        let wrap = |v: i64| {
+            if ty == I64 {
+                Value::I64(v)
+            } else {
+                Value::I32(v as i32)
+            }
+        };
+        let args: Vec<Vec<Value>> = [0, 19, 20, 21, -5].iter().map(|&v| vec![wrap(v)]).collect();
+        let got = both(1, ty, &[ty, ty, ty, BOOL], code, 6, &args);
+        let end = if matches!(cmp, Op::LeI64 | Op::LeI32) {
+            21
+        } else {
+            20
+        };
+        let sum: i64 = (0..end).step_by(3).sum();
+        let last = (0..).step_by(3).find(|&v| v >= end).unwrap();
+        assert_eq!(got[0], wrap(sum * 4096 + last), "{cmp:?}");
+    }
+}

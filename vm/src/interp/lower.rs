@@ -3,31 +3,36 @@
 //! The lowered code of a function has **exactly one slot per bytecode instruction**, so pcs,
 //! jump targets and line tables carry over unchanged. Each slot is an [`XInstr`]: the original
 //! operands with an [`XOp`] opcode. `XOp` is generated from the bytecode's opcode table (same
-//! names, same numbers) and extends it with *superinstructions* that fuse a common sequence
-//! into one dispatch:
+//! names, same numbers) and extends it with *superinstructions*.
 //!
-//! * **compare-and-branch** — `lt/le/eq/ne` writing `r[a]`, followed by `jmpif`/`jmpifnot`
-//!   on `r[a]`: the first slot becomes `Br*`, which writes `r[a]` as before, then either jumps
-//!   to the branch's target or continues *after* the branch. The branch slot stays in place for
-//!   code that jumps straight to it.
-//! * **counted loop back-edge** — `addi r, r, k; jmp H` where `H` holds a fused
-//!   compare-and-branch `r < n` / `r <= n` that leaves the loop when false: the `addi` slot
-//!   becomes `Loop*`, which adds, compares, writes the condition register and jumps to `H + 2`
-//!   or to the exit, as the four original instructions would (Lua's `FORLOOP`). Its `b` operand
-//!   is replaced by `H` (the source register equals `a`, so nothing is lost).
+//! A superinstruction in slot `p` is the **sequential composition** of the instructions in
+//! slots `p, p+1, …`: it runs their bodies one after the other, exactly as the dispatch loop
+//! would, minus the dispatches in between (and, where a value can stay in a machine register,
+//! minus a store and reload). Every register they write is written, faults report the pc of
+//! the instruction that faulted, and the later slots stay in place, unchanged, for code that
+//! jumps straight to them. So a program cannot tell lowered code from the original. The set,
+//! chosen from what a straightforward compiler emits in the benchmark loops:
 //!
-//! * **multiply-add** — `mul.f64 t, x, y` followed by `add.f64`/`sub.f64` that uses `t`:
-//!   one dispatch computing both results with their own roundings (never an FMA), writing both
-//!   registers; the product is kept in a machine register instead of a store/reload.
+//! * `Br*` — a comparison and the `jmpif`/`jmpifnot` after it;
+//! * `BrK*` — `loadi`/`loadk`, then a comparison and branch (`k < 50`, `x > 4.0`);
+//! * `K*` — `loadi`/`loadk` into `t`, then an arithmetic instruction reading `t`
+//!   (`(i * j) % 7`, `2.0 * zr`): the constant feeds the operation directly, and a division by
+//!   a constant other than 0 and -1 skips its checks;
+//! * `Loop*` — a loop's back-edge `addi r, r, k; jmp H`, then the loop test at `H` (a
+//!   `BrNot*` or `BrKNot*` on a signed `<`/`<=`), like Lua's `FORLOOP`; the slot holds `H` in
+//!   place of the `addi`'s (equal) source register;
+//! * `Mul*` — `mul.f64 t, x, y`, then an `add`/`sub` reading `t` (the product stays in a
+//!   machine register; two roundings, never an FMA).
 //!
-//! Every fusion preserves the effect of the sequence exactly (all registers written, same
-//! control flow), so a program cannot tell lowered code from the original.
+//! A `loadi` absorbed into a `BrK*`/`K*` slot has its immediate moved to the VM's constant
+//! cells (`kvals`), so both forms read their constant as `kvals[bc]`.
 //!
-//! Invariant **LOWER** (relied on by the interpreter's fused arms, and checked here rather
-//! than derived from the verifier): a `Br*` slot at `p` has its conditional branch at `p + 1`,
-//! that branch's target is `< len` and `p + 2 < len`; a `Loop*` slot's `b` is a loop head `H`
-//! with `H + 2 < len`, a `Br*` compare at `H` and a `jmpifnot` at `H + 1` whose target is
-//! `< len`; a `Mul*` slot at `p` has the `add`/`sub` it fuses at `p + 1` and `p + 2 < len`.
+//! Invariant **LOWER** (relied on by the superinstruction arms; established by the checks in
+//! [`lower`], not derived from the verifier): a superinstruction's constituent slots exist,
+//! hold the instructions its name says, and are followed by at least one more slot
+//! (`p + k < len` for a `k`-slot composition, so the fall-through stays inside the code);
+//! branch targets it takes are `< len`; a `BrK*`/`K*` slot's `bc` is `< kvals.len()`; a
+//! `Loop*` slot's `b` is the head `H < len` of the loop test its name says.
 
 use cajeta_bytecode::{Function, Instr, Op};
 
@@ -39,54 +44,127 @@ macro_rules! define_xops {
         #[repr(u16)]
         pub(crate) enum XOp {
             $($name,)*
-            /// `r[a] := r[b] < r[c]` (signed, any width); jump if true.
+            /// `lt` (signed, any width) and `jmpif`.
             BrLtS,
-            /// As `BrLtS`, jump if false.
+            /// `lt` (signed) and `jmpifnot`.
             BrNotLtS,
-            /// `r[a] := r[b] <= r[c]` (signed); jump if true.
+            /// `le` (signed) and `jmpif`.
             BrLeS,
-            /// As `BrLeS`, jump if false.
+            /// `le` (signed) and `jmpifnot`.
             BrNotLeS,
-            /// `r[a] := r[b] < r[c]` (unsigned); jump if true.
+            /// `lt` (unsigned) and `jmpif`.
             BrLtU,
-            /// As `BrLtU`, jump if false.
+            /// `lt` (unsigned) and `jmpifnot`.
             BrNotLtU,
-            /// `r[a] := r[b] <= r[c]` (unsigned); jump if true.
+            /// `le` (unsigned) and `jmpif`.
             BrLeU,
-            /// As `BrLeU`, jump if false.
+            /// `le` (unsigned) and `jmpifnot`.
             BrNotLeU,
-            /// `r[a] := r[b] == r[c]` (canonical cells); jump if true.
+            /// `eq` (canonical cells, references) and `jmpif`.
             BrEq,
-            /// As `BrEq`, jump if false.
+            /// `eq` and `jmpifnot`.
             BrNotEq,
-            /// `r[a] := r[b] != r[c]` (canonical cells); jump if true.
+            /// `ne` and `jmpif`.
             BrNe,
-            /// As `BrNe`, jump if false.
+            /// `ne` and `jmpifnot`.
             BrNotNe,
-            /// `r[a] := r[b] < r[c]` (float64); jump if true.
+            /// `lt.f64` and `jmpif`.
             BrLtF64,
-            /// As `BrLtF64`, jump if false.
+            /// `lt.f64` and `jmpifnot`.
             BrNotLtF64,
-            /// `r[a] := r[b] <= r[c]` (float64); jump if true.
+            /// `le.f64` and `jmpif`.
             BrLeF64,
-            /// As `BrLeF64`, jump if false.
+            /// `le.f64` and `jmpifnot`.
             BrNotLeF64,
-            /// `r[a] := r[b] < r[c]` (float32); jump if true.
+            /// `lt.f32` and `jmpif`.
             BrLtF32,
-            /// As `BrLtF32`, jump if false.
+            /// `lt.f32` and `jmpifnot`.
             BrNotLtF32,
-            /// `r[a] := r[b] <= r[c]` (float32); jump if true.
+            /// `le.f32` and `jmpif`.
             BrLeF32,
-            /// As `BrLeF32`, jump if false.
+            /// `le.f32` and `jmpifnot`.
             BrNotLeF32,
-            /// `r[a] += c as i16` (int64), then the loop test `r[a] < n` at `b`.
-            LoopLtI64,
-            /// `r[a] += c as i16` (int64), then the loop test `r[a] <= n` at `b`.
-            LoopLeI64,
-            /// `r[a] += c as i16` (int32, wrapping), then the loop test `r[a] < n` at `b`.
-            LoopLtI32,
-            /// `r[a] += c as i16` (int32, wrapping), then the loop test `r[a] <= n` at `b`.
-            LoopLeI32,
+            /// A constant load, then `BrLtS`.
+            BrKLtS,
+            /// A constant load, then `BrNotLtS`.
+            BrKNotLtS,
+            /// A constant load, then `BrLeS`.
+            BrKLeS,
+            /// A constant load, then `BrNotLeS`.
+            BrKNotLeS,
+            /// A constant load, then `BrLtU`.
+            BrKLtU,
+            /// A constant load, then `BrNotLtU`.
+            BrKNotLtU,
+            /// A constant load, then `BrLeU`.
+            BrKLeU,
+            /// A constant load, then `BrNotLeU`.
+            BrKNotLeU,
+            /// A constant load, then `BrEq`.
+            BrKEq,
+            /// A constant load, then `BrNotEq`.
+            BrKNotEq,
+            /// A constant load, then `BrNe`.
+            BrKNe,
+            /// A constant load, then `BrNotNe`.
+            BrKNotNe,
+            /// A constant load, then `BrLtF64`.
+            BrKLtF64,
+            /// A constant load, then `BrNotLtF64`.
+            BrKNotLtF64,
+            /// A constant load, then `BrLeF64`.
+            BrKLeF64,
+            /// A constant load, then `BrNotLeF64`.
+            BrKNotLeF64,
+            /// A constant load, then `BrLtF32`.
+            BrKLtF32,
+            /// A constant load, then `BrNotLtF32`.
+            BrKNotLtF32,
+            /// A constant load, then `BrLeF32`.
+            BrKLeF32,
+            /// A constant load, then `BrNotLeF32`.
+            BrKNotLeF32,
+            /// A constant load into `t`, then `mul.i64` with `t` as either operand.
+            KMulI64,
+            /// A constant load into `t`, then `div.i64 d, x, t`; the constant is neither 0 nor
+            /// -1, so the division cannot fault.
+            KDivI64,
+            /// As `KDivI64` for `rem.i64`.
+            KRemI64,
+            /// As `KMulI64` for `mul.i32`.
+            KMulI32,
+            /// As `KDivI64` for `div.i32`.
+            KDivI32,
+            /// As `KDivI64` for `rem.i32`.
+            KRemI32,
+            /// A constant load into `t`, then `add.f64` with `t` as either operand.
+            KAddF64,
+            /// A constant load into `t`, then `sub.f64 d, x, t`.
+            KSubF64,
+            /// A constant load into `t`, then `sub.f64 d, t, x`.
+            KRsubF64,
+            /// As `KAddF64` for `mul.f64`.
+            KMulF64,
+            /// A constant load into `t`, then `div.f64 d, x, t`.
+            KDivF64,
+            /// A constant load into `t`, then `div.f64 d, t, x`.
+            KRdivF64,
+            /// `addi.i64; jmp H`, then the test `BrNotLtS` at `H`.
+            LoopI64Lt,
+            /// `addi.i64; jmp H`, then `BrNotLeS` at `H`.
+            LoopI64Le,
+            /// `addi.i64; jmp H`, then `BrKNotLtS` at `H`.
+            LoopI64KLt,
+            /// `addi.i64; jmp H`, then `BrKNotLeS` at `H`.
+            LoopI64KLe,
+            /// `addi.i32; jmp H`, then `BrNotLtS` at `H`.
+            LoopI32Lt,
+            /// `addi.i32; jmp H`, then `BrNotLeS` at `H`.
+            LoopI32Le,
+            /// `addi.i32; jmp H`, then `BrKNotLtS` at `H`.
+            LoopI32KLt,
+            /// `addi.i32; jmp H`, then `BrKNotLeS` at `H`.
+            LoopI32KLe,
             /// `mul.f64 t, x, y` then `add.f64 d, o, t` or `add.f64 d, t, o` (o = the next
             /// slot's `b` here): `r[t] := x * y; r[d] := r[o] + r[t]`, two roundings.
             MulAddBF64,
@@ -141,70 +219,126 @@ impl XInstr {
     }
 }
 
-/// The comparison a `Br*` superinstruction performs.
-#[derive(Copy, Clone, PartialEq, Eq)]
-enum Cmp {
-    LtS,
-    LeS,
-    LtU,
-    LeU,
-    Eq,
-    Ne,
-    LtF64,
-    LeF64,
-    LtF32,
-    LeF32,
+/// The `Br*` superinstruction for a comparison opcode followed by a branch that jumps when the
+/// result equals `jump_if`, if there is one.
+fn br_op(op: Op, jump_if: bool) -> Option<XOp> {
+    use Op::*;
+    use XOp as X;
+    let (yes, no) = match op {
+        LtI8 | LtI16 | LtI32 | LtI64 => (X::BrLtS, X::BrNotLtS),
+        LeI8 | LeI16 | LeI32 | LeI64 => (X::BrLeS, X::BrNotLeS),
+        LtU8 | LtU16 | LtU32 | LtU64 => (X::BrLtU, X::BrNotLtU),
+        LeU8 | LeU16 | LeU32 | LeU64 => (X::BrLeU, X::BrNotLeU),
+        EqBool | EqChar | EqI8 | EqU8 | EqI16 | EqU16 | EqI32 | EqU32 | EqI64 | EqU64 | EqRef => {
+            (X::BrEq, X::BrNotEq)
+        }
+        NeBool | NeChar | NeI8 | NeU8 | NeI16 | NeU16 | NeI32 | NeU32 | NeI64 | NeU64 => {
+            (X::BrNe, X::BrNotNe)
+        }
+        LtF64 => (X::BrLtF64, X::BrNotLtF64),
+        LeF64 => (X::BrLeF64, X::BrNotLeF64),
+        LtF32 => (X::BrLtF32, X::BrNotLtF32),
+        LeF32 => (X::BrLeF32, X::BrNotLeF32),
+        _ => return None,
+    };
+    Some(if jump_if { yes } else { no })
 }
 
-/// The comparison of a bytecode comparison opcode, if it can be fused.
-fn cmp_of(op: Op) -> Option<Cmp> {
-    use Op::*;
-    Some(match op {
-        LtI8 | LtI16 | LtI32 | LtI64 => Cmp::LtS,
-        LeI8 | LeI16 | LeI32 | LeI64 => Cmp::LeS,
-        LtU8 | LtU16 | LtU32 | LtU64 => Cmp::LtU,
-        LeU8 | LeU16 | LeU32 | LeU64 => Cmp::LeU,
-        EqBool | EqChar | EqI8 | EqU8 | EqI16 | EqU16 | EqI32 | EqU32 | EqI64 | EqU64 | EqRef => {
-            Cmp::Eq
-        }
-        NeBool | NeChar | NeI8 | NeU8 | NeI16 | NeU16 | NeI32 | NeU32 | NeI64 | NeU64 => Cmp::Ne,
-        LtF64 => Cmp::LtF64,
-        LeF64 => Cmp::LeF64,
-        LtF32 => Cmp::LtF32,
-        LeF32 => Cmp::LeF32,
+/// The `BrK*` form (a constant load first) of a `Br*` superinstruction.
+fn brk_op(br: XOp) -> Option<XOp> {
+    use XOp::*;
+    Some(match br {
+        BrLtS => BrKLtS,
+        BrNotLtS => BrKNotLtS,
+        BrLeS => BrKLeS,
+        BrNotLeS => BrKNotLeS,
+        BrLtU => BrKLtU,
+        BrNotLtU => BrKNotLtU,
+        BrLeU => BrKLeU,
+        BrNotLeU => BrKNotLeU,
+        BrEq => BrKEq,
+        BrNotEq => BrKNotEq,
+        BrNe => BrKNe,
+        BrNotNe => BrKNotNe,
+        BrLtF64 => BrKLtF64,
+        BrNotLtF64 => BrKNotLtF64,
+        BrLeF64 => BrKLeF64,
+        BrNotLeF64 => BrKNotLeF64,
+        BrLtF32 => BrKLtF32,
+        BrNotLtF32 => BrKNotLtF32,
+        BrLeF32 => BrKLeF32,
+        BrNotLeF32 => BrKNotLeF32,
         _ => return None,
     })
 }
 
-/// The `Br*` opcode for comparison `cmp`, jumping when the result equals `jump_if`.
-fn br_op(cmp: Cmp, jump_if: bool) -> XOp {
+/// The `K*` superinstruction for a constant `k` loaded into register `t` followed by `next`,
+/// if `next` is an arithmetic instruction that reads `t` in a supported position.
+fn k_op(t: u16, k: u64, next: Instr) -> Option<XOp> {
     use XOp::*;
-    match (cmp, jump_if) {
-        (Cmp::LtS, true) => BrLtS,
-        (Cmp::LtS, false) => BrNotLtS,
-        (Cmp::LeS, true) => BrLeS,
-        (Cmp::LeS, false) => BrNotLeS,
-        (Cmp::LtU, true) => BrLtU,
-        (Cmp::LtU, false) => BrNotLtU,
-        (Cmp::LeU, true) => BrLeU,
-        (Cmp::LeU, false) => BrNotLeU,
-        (Cmp::Eq, true) => BrEq,
-        (Cmp::Eq, false) => BrNotEq,
-        (Cmp::Ne, true) => BrNe,
-        (Cmp::Ne, false) => BrNotNe,
-        (Cmp::LtF64, true) => BrLtF64,
-        (Cmp::LtF64, false) => BrNotLtF64,
-        (Cmp::LeF64, true) => BrLeF64,
-        (Cmp::LeF64, false) => BrNotLeF64,
-        (Cmp::LtF32, true) => BrLtF32,
-        (Cmp::LtF32, false) => BrNotLtF32,
-        (Cmp::LeF32, true) => BrLeF32,
-        (Cmp::LeF32, false) => BrNotLeF32,
-    }
+    let (in_b, in_c) = (next.b == t, next.c == t);
+    // Division by a constant that is neither 0 nor -1 never faults.
+    let safe_divisor = k != 0 && k as i64 != -1 && in_c;
+    Some(match next.op {
+        Op::MulI64 if in_b || in_c => KMulI64,
+        Op::MulI32 if in_b || in_c => KMulI32,
+        Op::DivI64 if safe_divisor => KDivI64,
+        Op::RemI64 if safe_divisor => KRemI64,
+        Op::DivI32 if safe_divisor => KDivI32,
+        Op::RemI32 if safe_divisor => KRemI32,
+        Op::AddF64 if in_b || in_c => KAddF64,
+        Op::MulF64 if in_b || in_c => KMulF64,
+        Op::SubF64 if in_c => KSubF64,
+        Op::SubF64 if in_b => KRsubF64,
+        Op::DivF64 if in_c => KDivF64,
+        Op::DivF64 if in_b => KRdivF64,
+        _ => return None,
+    })
 }
 
-/// Lowers a verified function's code (see the module documentation).
-pub(crate) fn lower(f: &Function) -> Box<[XInstr]> {
+/// The `Loop*` superinstruction for an `addi` of opcode `add` whose loop test (the lowered
+/// slot at the head) is `head`.
+fn loop_op(add: Op, head: XOp) -> Option<XOp> {
+    use XOp::*;
+    Some(match (add, head) {
+        (Op::AddImmI64, BrNotLtS) => LoopI64Lt,
+        (Op::AddImmI64, BrNotLeS) => LoopI64Le,
+        (Op::AddImmI64, BrKNotLtS) => LoopI64KLt,
+        (Op::AddImmI64, BrKNotLeS) => LoopI64KLe,
+        (Op::AddImmI32, BrNotLtS) => LoopI32Lt,
+        (Op::AddImmI32, BrNotLeS) => LoopI32Le,
+        (Op::AddImmI32, BrKNotLtS) => LoopI32KLt,
+        (Op::AddImmI32, BrKNotLeS) => LoopI32KLe,
+        _ => return None,
+    })
+}
+
+/// The `Mul*` superinstruction for `mul` (`MulF64`/`MulF32`) with destination `t` followed by
+/// `next`, if `next` is an add or subtract of the same type that reads `t`.
+fn mul_add_op(mul: Op, t: u16, next: Instr) -> Option<XOp> {
+    use XOp::*;
+    let f64 = match (mul, next.op) {
+        (Op::MulF64, Op::AddF64 | Op::SubF64) => true,
+        (Op::MulF32, Op::AddF32 | Op::SubF32) => false,
+        _ => return None,
+    };
+    let add = matches!(next.op, Op::AddF64 | Op::AddF32);
+    Some(match (add, next.c == t, next.b == t, f64) {
+        (true, true, _, true) => MulAddBF64,
+        (true, false, true, true) => MulAddCF64,
+        (false, true, _, true) => MulSubF64,
+        (false, false, true, true) => MulRsubF64,
+        (true, true, _, false) => MulAddBF32,
+        (true, false, true, false) => MulAddCF32,
+        (false, true, _, false) => MulSubF32,
+        (false, false, true, false) => MulRsubF32,
+        _ => return None,
+    })
+}
+
+/// Lowers a verified function's code (see the module documentation). Immediates of absorbed
+/// `loadi` instructions are appended to `kvals`, the VM's constant cells.
+pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>) -> Box<[XInstr]> {
     let code: &[Instr] = &f.code;
     let n = code.len();
     let mut out: Vec<XInstr> = code
@@ -216,98 +350,78 @@ pub(crate) fn lower(f: &Function) -> Box<[XInstr]> {
             c: i.c,
         })
         .collect();
+    let is_target_ok = |t: u32| (t as usize) < n;
 
-    // Compare-and-branch.
-    for p in 0..n.saturating_sub(1) {
+    // Compare-and-branch: slots p (compare), p + 1 (branch on its result), p + 2 exists.
+    for p in 0..n.saturating_sub(2) {
         let (cmp, br) = (code[p], code[p + 1]);
         let jump_if = match br.op {
             Op::JmpIf => true,
             Op::JmpIfNot => false,
             _ => continue,
         };
-        if let Some(kind) = cmp_of(cmp.op) {
-            // p + 2 < n: the fallthrough after the branch stays inside the code (also implied by
-            // V-TERM, checked here so the superinstruction's safety is local to this pass).
-            if br.a == cmp.a && (br.bc() as usize) < n && p + 2 < n {
-                out[p].op = br_op(kind, jump_if);
+        if br.a == cmp.a && is_target_ok(br.bc()) {
+            if let Some(x) = br_op(cmp.op, jump_if) {
+                out[p].op = x;
             }
         }
     }
 
-    // Counted loop back-edges: `addi r, r, k; jmp H` with `H: lt/le r, n` (signed, of the
-    // addi's width) `; jmpifnot` (exit when false).
-    for p in 0..n.saturating_sub(1) {
-        let (add, jmp) = (code[p], code[p + 1]);
-        if jmp.op != Op::Jmp || add.a != add.b {
-            continue;
-        }
-        let head = jmp.bc() as usize;
-        if head + 2 >= n || head > u16::MAX as usize {
-            continue;
-        }
-        let (test, exit) = (code[head], code[head + 1]);
-        if test.b != add.a || exit.op != Op::JmpIfNot || exit.a != test.a || exit.bc() as usize >= n
-        {
-            continue;
-        }
-        // The head must itself be a fused compare-and-branch (checked by construction above).
-        if !matches!(out[head].op, XOp::BrNotLtS | XOp::BrNotLeS) {
-            continue;
-        }
-        let fused = match (add.op, test.op) {
-            (Op::AddImmI64, Op::LtI64) => XOp::LoopLtI64,
-            (Op::AddImmI64, Op::LeI64) => XOp::LoopLeI64,
-            (Op::AddImmI32, Op::LtI32) => XOp::LoopLtI32,
-            (Op::AddImmI32, Op::LeI32) => XOp::LoopLeI32,
+    // Constant load + compare-and-branch (slots p..p+2, p + 3 exists) or + arithmetic
+    // (slots p, p + 1, p + 2 exists).
+    for p in 0..n.saturating_sub(2) {
+        let load = code[p];
+        let k = match load.op {
+            Op::LoadK if (load.bc() as usize) < kvals.len() => kvals[load.bc() as usize],
+            Op::LoadI => load.bc() as i32 as i64 as u64,
             _ => continue,
+        };
+        let fused = match brk_op(out[p + 1].op) {
+            Some(x) if p + 3 < n => Some(x),
+            _ => k_op(load.a, k, code[p + 1]),
+        };
+        let Some(x) = fused else { continue };
+        let kidx = if load.op == Op::LoadI {
+            kvals.push(k);
+            (kvals.len() - 1) as u32
+        } else {
+            load.bc()
         };
         out[p] = XInstr {
-            op: fused,
-            a: add.a,
-            b: head as u16,
-            c: add.c,
+            op: x,
+            a: load.a,
+            b: kidx as u16,
+            c: (kidx >> 16) as u16,
         };
     }
-    // Multiply-add: `mul t, x, y` at p, `add/sub` reading t at p + 1.
+
+    // Counted-loop back-edges: `addi r, r, k` at p, `jmp H` at p + 1, a loop test at H. The
+    // slot keeps `r` and `k` and takes `H` in `b` (free since the source is `r` too), so the
+    // jump needs no load of the `jmp` slot: the next pc is known as soon as the slot is.
     for p in 0..n.saturating_sub(1) {
-        let (mul, next) = (code[p], code[p + 1]);
-        if !matches!(out[p].op, XOp::MulF64 | XOp::MulF32) || p + 2 >= n {
+        let (add, jmp) = (code[p], code[p + 1]);
+        let head = jmp.bc();
+        if jmp.op != Op::Jmp || !is_target_ok(head) || head > u16::MAX as u32 || add.a != add.b {
             continue;
         }
-        let f64_ops = mul.op == Op::MulF64;
-        let t = mul.a;
-        let fused = match (next.op, f64_ops) {
-            (Op::AddF64, true) | (Op::AddF32, false) if next.c == t => {
-                if f64_ops {
-                    XOp::MulAddBF64
-                } else {
-                    XOp::MulAddBF32
-                }
-            }
-            (Op::AddF64, true) | (Op::AddF32, false) if next.b == t => {
-                if f64_ops {
-                    XOp::MulAddCF64
-                } else {
-                    XOp::MulAddCF32
-                }
-            }
-            (Op::SubF64, true) | (Op::SubF32, false) if next.c == t => {
-                if f64_ops {
-                    XOp::MulSubF64
-                } else {
-                    XOp::MulSubF32
-                }
-            }
-            (Op::SubF64, true) | (Op::SubF32, false) if next.b == t => {
-                if f64_ops {
-                    XOp::MulRsubF64
-                } else {
-                    XOp::MulRsubF32
-                }
-            }
-            _ => continue,
-        };
-        out[p].op = fused;
+        if let Some(x) = loop_op(add.op, out[head as usize].op) {
+            out[p] = XInstr {
+                op: x,
+                a: add.a,
+                b: head as u16,
+                c: add.c,
+            };
+        }
+    }
+
+    // Multiply-add: slots p (mul), p + 1 (add/sub reading the product), p + 2 exists.
+    for p in 0..n.saturating_sub(2) {
+        if !matches!(out[p].op, XOp::MulF64 | XOp::MulF32) {
+            continue;
+        }
+        if let Some(x) = mul_add_op(code[p].op, code[p].a, code[p + 1]) {
+            out[p].op = x;
+        }
     }
     out.into_boxed_slice()
 }
@@ -350,8 +464,9 @@ mod tests {
             Instr::with_bc(Op::Jmp, 0, 1),
             Instr::new(Op::RetVoid, 0, 0, 0),
         ];
-        let low = lower(&f(code.clone()));
+        let low = lower(&f(code.clone()), &mut vec![]);
         assert_eq!(low.len(), code.len());
+        assert_eq!(low[0].op, XOp::BrKNotLtS, "loadi then the fused test");
         assert_eq!(low[1].op, XOp::BrNotLtS);
         assert_eq!(
             low[2].op,
@@ -361,7 +476,7 @@ mod tests {
         assert_eq!(
             low[3],
             XInstr {
-                op: XOp::LoopLtI64,
+                op: XOp::LoopI64Lt,
                 a: 1,
                 b: 1,
                 c: 1
@@ -371,16 +486,53 @@ mod tests {
     }
 
     #[test]
+    fn constant_loads_move_to_kvals() {
+        let code = vec![
+            Instr::with_bc(Op::LoadI, 2, (-7i32) as u32),
+            Instr::new(Op::RemI64, 1, 0, 2),
+            Instr::with_bc(Op::LoadI, 2, 50),
+            Instr::new(Op::LtI64, 3, 1, 2),
+            Instr::with_bc(Op::JmpIf, 3, 0),
+            Instr::new(Op::RetVoid, 0, 0, 0),
+        ];
+        let mut kvals = vec![99];
+        let low = lower(&f(code), &mut kvals);
+        assert_eq!(
+            low[0],
+            XInstr {
+                op: XOp::KRemI64,
+                a: 2,
+                b: 1,
+                c: 0
+            }
+        );
+        assert_eq!(
+            low[2],
+            XInstr {
+                op: XOp::BrKLtS,
+                a: 2,
+                b: 2,
+                c: 0
+            }
+        );
+        assert_eq!(low[3].op, XOp::BrLtS);
+        assert_eq!(kvals, vec![99, (-7i64) as u64, 50]);
+    }
+
+    #[test]
     fn does_not_fuse_mismatched_sequences() {
         let code = vec![
             Instr::new(Op::LtI64, 3, 1, 0),
             Instr::with_bc(Op::JmpIfNot, 2, 4), // branches on another register
-            Instr::new(Op::AddImmI64, 1, 2, 1), // a != b
-            Instr::with_bc(Op::Jmp, 0, 0),
+            Instr::new(Op::AddImmI64, 1, 2, 1),
+            Instr::with_bc(Op::Jmp, 0, 0), // to a head that is not a loop test
+            Instr::new(Op::MulF64, 1, 2, 3),
+            Instr::new(Op::AddF64, 1, 2, 3), // does not read the product
             Instr::new(Op::RetVoid, 0, 0, 0),
         ];
-        let low = lower(&f(code));
+        let low = lower(&f(code), &mut vec![]);
         assert_eq!(low[0].op, XOp::LtI64);
         assert_eq!(low[2].op, XOp::AddImmI64);
+        assert_eq!(low[4].op, XOp::MulF64);
     }
 }

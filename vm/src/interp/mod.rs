@@ -291,27 +291,61 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             }
         }};
     }
-    // Counted-loop superinstruction (LOWER): r[a] += c as i16 (wrapped by `$wrap`), then the
-    // loop head's test at `b`: its condition register := r[a] `$cmp` n; continue at head + 2
-    // if true, else jump to the head branch's exit target.
-    macro_rules! counted_loop {
-        ($wrap:ident, $cmp:tt) => {{
-            let r = ins.a();
-            let v = $wrap(rd!(r).wrapping_add(ins.c() as i16 as i64 as u64));
-            wr!(r, v);
-            let head = ins.b() as usize;
-            // SAFETY: LOWER: `head` holds the loop's compare (a Br* slot) and `head + 1` its
-            // conditional branch, both inside the code.
-            let test = unsafe { Word::load(code.add(head)) };
-            let t = (v as i64) $cmp (rd!(test.c()) as i64);
-            wr!(test.a(), t as u64);
-            if t {
-                // SAFETY: LOWER: `head + 1` is a branch, not a terminator (V-TERM).
-                ip = unsafe { code.add(head + 2) };
-            } else {
-                // SAFETY: LOWER and V-JUMP: the head branch's target is < code.len().
-                ip = unsafe { code.add((*code.add(head + 1)).bc() as usize) };
+    // Superinstruction building blocks (see `lower.rs`; each relies on LOWER).
+    // The body of `loadi`/`loadk` in a fused slot: r[a] := kvals[bc].
+    macro_rules! load_k {
+        () => {{
+            let k = ins.bc() as usize;
+            if CHECKED {
+                assert!(k < nkvals, "constant cell #{k} out of range");
             }
+            // SAFETY: LOWER: a fused constant load's `bc` is < kvals.len().
+            wr!(ins.a(), unsafe { *kvals.add(k) });
+        }};
+    }
+    // Moves to the next constituent slot, as the top of the dispatch loop would.
+    macro_rules! step {
+        () => {{
+            // SAFETY: LOWER: the superinstruction's next constituent slot exists (it is `ip`).
+            ins = unsafe { Word::load(ip) };
+            // SAFETY: LOWER: a slot follows every constituent slot.
+            ip = unsafe { ip.add(1) };
+        }};
+    }
+    // A constant load into `t`, then the arithmetic in the next slot with the constant as the
+    // operand in `t` and `$x` the other one (read after the load, so `op d, t, t` works).
+    macro_rules! k_arith {
+        ($x:ident, $k:ident => $e:expr) => {{
+            let t = ins.a();
+            let kidx = ins.bc() as usize;
+            if CHECKED {
+                assert!(kidx < nkvals, "constant cell #{kidx} out of range");
+            }
+            // SAFETY: LOWER: a fused constant load's `bc` is < kvals.len().
+            let $k = unsafe { *kvals.add(kidx) };
+            wr!(t, $k);
+            step!();
+            let $x = rd!(if ins.c() == t { ins.b() } else { ins.c() });
+            wr!(ins.a(), $e);
+        }};
+    }
+    // A constant load, then the compare-and-branch in the next slot.
+    macro_rules! brk {
+        ($x:ident, $y:ident => $cond:expr, $jump_if:expr) => {{
+            load_k!();
+            step!();
+            br!($x, $y => $cond, $jump_if)
+        }};
+    }
+    // A loop back-edge: `addi r, r, k` (wrapped by `$wrap`), then the `jmp` to the head `H`
+    // (kept in `b`), then step into the loop test at `H`.
+    macro_rules! back_edge {
+        ($wrap:ident) => {{
+            let r = ins.a();
+            wr!(r, $wrap(rd!(r).wrapping_add(ins.c() as i16 as i64 as u64)));
+            // SAFETY: LOWER: a `Loop*` slot's `b` is a loop head inside the code.
+            ip = unsafe { code.add(ins.b() as usize) };
+            step!();
         }};
     }
 
@@ -758,10 +792,70 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             XOp::BrNotLtF32 => br!(x, y => f32b(x) < f32b(y), false),
             XOp::BrLeF32 => br!(x, y => f32b(x) <= f32b(y), true),
             XOp::BrNotLeF32 => br!(x, y => f32b(x) <= f32b(y), false),
-            XOp::LoopLtI64 => counted_loop!(id64, <),
-            XOp::LoopLeI64 => counted_loop!(id64, <=),
-            XOp::LoopLtI32 => counted_loop!(sx32, <),
-            XOp::LoopLeI32 => counted_loop!(sx32, <=),
+            XOp::BrKLtS => brk!(x, y => (x as i64) < (y as i64), true),
+            XOp::BrKNotLtS => brk!(x, y => (x as i64) < (y as i64), false),
+            XOp::BrKLeS => brk!(x, y => (x as i64) <= (y as i64), true),
+            XOp::BrKNotLeS => brk!(x, y => (x as i64) <= (y as i64), false),
+            XOp::BrKLtU => brk!(x, y => x < y, true),
+            XOp::BrKNotLtU => brk!(x, y => x < y, false),
+            XOp::BrKLeU => brk!(x, y => x <= y, true),
+            XOp::BrKNotLeU => brk!(x, y => x <= y, false),
+            XOp::BrKEq => brk!(x, y => x == y, true),
+            XOp::BrKNotEq => brk!(x, y => x == y, false),
+            XOp::BrKNe => brk!(x, y => x != y, true),
+            XOp::BrKNotNe => brk!(x, y => x != y, false),
+            XOp::BrKLtF64 => brk!(x, y => f64b(x) < f64b(y), true),
+            XOp::BrKNotLtF64 => brk!(x, y => f64b(x) < f64b(y), false),
+            XOp::BrKLeF64 => brk!(x, y => f64b(x) <= f64b(y), true),
+            XOp::BrKNotLeF64 => brk!(x, y => f64b(x) <= f64b(y), false),
+            XOp::BrKLtF32 => brk!(x, y => f32b(x) < f32b(y), true),
+            XOp::BrKNotLtF32 => brk!(x, y => f32b(x) < f32b(y), false),
+            XOp::BrKLeF32 => brk!(x, y => f32b(x) <= f32b(y), true),
+            XOp::BrKNotLeF32 => brk!(x, y => f32b(x) <= f32b(y), false),
+            XOp::KMulI64 => k_arith!(x, k => x.wrapping_mul(k)),
+            XOp::KDivI64 => k_arith!(x, k => (x as i64).wrapping_div(k as i64) as u64),
+            XOp::KRemI64 => k_arith!(x, k => (x as i64).wrapping_rem(k as i64) as u64),
+            XOp::KMulI32 => k_arith!(x, k => sx32(x.wrapping_mul(k))),
+            XOp::KDivI32 => k_arith!(x, k => (x as i64).wrapping_div(k as i64) as u64),
+            XOp::KRemI32 => k_arith!(x, k => (x as i64).wrapping_rem(k as i64) as u64),
+            XOp::KAddF64 => k_arith!(x, k => bf64(f64b(x) + f64b(k))),
+            XOp::KSubF64 => k_arith!(x, k => bf64(f64b(x) - f64b(k))),
+            XOp::KRsubF64 => k_arith!(x, k => bf64(f64b(k) - f64b(x))),
+            XOp::KMulF64 => k_arith!(x, k => bf64(f64b(x) * f64b(k))),
+            XOp::KDivF64 => k_arith!(x, k => bf64(f64b(x) / f64b(k))),
+            XOp::KRdivF64 => k_arith!(x, k => bf64(f64b(k) / f64b(x))),
+            XOp::LoopI64Lt => {
+                back_edge!(id64);
+                br!(x, y => (x as i64) < (y as i64), false)
+            }
+            XOp::LoopI64Le => {
+                back_edge!(id64);
+                br!(x, y => (x as i64) <= (y as i64), false)
+            }
+            XOp::LoopI64KLt => {
+                back_edge!(id64);
+                brk!(x, y => (x as i64) < (y as i64), false)
+            }
+            XOp::LoopI64KLe => {
+                back_edge!(id64);
+                brk!(x, y => (x as i64) <= (y as i64), false)
+            }
+            XOp::LoopI32Lt => {
+                back_edge!(sx32);
+                br!(x, y => (x as i64) < (y as i64), false)
+            }
+            XOp::LoopI32Le => {
+                back_edge!(sx32);
+                br!(x, y => (x as i64) <= (y as i64), false)
+            }
+            XOp::LoopI32KLt => {
+                back_edge!(sx32);
+                brk!(x, y => (x as i64) < (y as i64), false)
+            }
+            XOp::LoopI32KLe => {
+                back_edge!(sx32);
+                brk!(x, y => (x as i64) <= (y as i64), false)
+            }
 
             XOp::MulAddBF64 => mul_add!(f64b, bf64, b, |o, t| o + t),
             XOp::MulAddCF64 => mul_add!(f64b, bf64, c, |o, t| t + o),
