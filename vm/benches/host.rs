@@ -187,15 +187,47 @@ fn mandelbrot_module() -> Module {
     }
 }
 
-/// SPEC spectral norm with float64 arrays; `mulAv`/`mulAtv` are functions, `A` is inlined.
+/// SPEC spectral norm with float64 arrays; `mulAv`/`mulAtv` are functions with `A` inlined,
+/// literals loaded where they are used.
 fn spectral_module() -> Module {
     let arr = Type::Array(Elem::Scalar(Scalar::F64));
     let consts = vec![Const::Bits(1.0f64.to_bits()), Const::Bits(0.0f64.to_bits())];
-    // mul(n, v, out, transposed): out[i] = sum_j A(i,j or j,i) * v[j]
-    // r0 n, r1 v, r2 out, r3 i, r4 j, r5 cond, r6 s, r7 ij, r8 t, r9 den(i64), r10 a(f64),
-    // r11 one, r12 vj, r13 two
+    // mul(n, v, out): out[i] = sum_j A(i,j) * v[j] (or A(j,i) when transposed)
+    // r0 n, r1 v, r2 out, r3 i, r4 j, r5 cond, r6 s, r7 ij, r8 t, r9 den, r10 a, r11 one,
+    // r12 vj, r13 two
     let mul = |name: &str, transposed: bool| {
         let idx = if transposed { 4 } else { 3 }; // + i + 1 (A(i,j)) or + j + 1 (A(j,i))
+        let mut a = Asm::default();
+        a.bc(Op::LoadI, 3, 0);
+        a.label("i");
+        a.i(Op::LtI64, 5, 3, 0);
+        a.br(Op::JmpIfNot, 5, "end");
+        a.bc(Op::LoadK, 6, 1);
+        a.bc(Op::LoadI, 4, 0);
+        a.label("j");
+        a.i(Op::LtI64, 5, 4, 0);
+        a.br(Op::JmpIfNot, 5, "jend");
+        a.i(Op::AddI64, 7, 3, 4);
+        a.i(Op::AddImmI64, 8, 7, 1);
+        a.i(Op::MulI64, 9, 7, 8);
+        a.bc(Op::LoadI, 13, 2);
+        a.i(Op::DivI64, 9, 9, 13);
+        a.i(Op::AddI64, 9, 9, idx);
+        a.i(Op::AddImmI64, 9, 9, 1);
+        a.i(Op::SToF64, 10, 9, 0);
+        a.bc(Op::LoadK, 11, 0);
+        a.i(Op::DivF64, 10, 11, 10);
+        a.i(Op::ArrGetF64, 12, 1, 4);
+        a.i(Op::MulF64, 10, 10, 12);
+        a.i(Op::AddF64, 6, 6, 10);
+        a.i(Op::AddImmI64, 4, 4, 1);
+        a.br(Op::Jmp, 0, "j");
+        a.label("jend");
+        a.i(Op::ArrSetF64, 2, 3, 6);
+        a.i(Op::AddImmI64, 3, 3, 1);
+        a.br(Op::Jmp, 0, "i");
+        a.label("end");
+        a.i(Op::RetVoid, 0, 0, 0);
         func(
             name,
             3,
@@ -203,46 +235,60 @@ fn spectral_module() -> Module {
             vec![
                 I64, arr, arr, I64, I64, BOOL, F64, I64, I64, I64, F64, F64, F64, I64,
             ],
-            vec![
-                ibc(Op::LoadK, 11, 0),
-                ibc(Op::LoadI, 13, 2),
-                ibc(Op::LoadI, 3, 0),
-                i(Op::LtI64, 5, 3, 0), // 3
-                ibc(Op::JmpIfNot, 5, 24),
-                ibc(Op::LoadK, 6, 1),
-                ibc(Op::LoadI, 4, 0),
-                i(Op::LtI64, 5, 4, 0), // 7
-                ibc(Op::JmpIfNot, 5, 21),
-                i(Op::AddI64, 7, 3, 4),
-                i(Op::AddImmI64, 8, 7, 1),
-                i(Op::MulI64, 9, 7, 8),
-                i(Op::DivI64, 9, 9, 13),
-                i(Op::AddI64, 9, 9, idx),
-                i(Op::AddImmI64, 9, 9, 1),
-                i(Op::SToF64, 10, 9, 0),
-                i(Op::DivF64, 10, 11, 10),
-                i(Op::ArrGetF64, 12, 1, 4),
-                i(Op::MulF64, 10, 10, 12),
-                i(Op::AddF64, 6, 6, 10),
-                i(Op::AddImmI64, 4, 4, 1), // 20 -> wrong index fixed below
-                ibc(Op::Jmp, 0, 7),
-                i(Op::ArrSetF64, 2, 3, 6),
-                i(Op::AddImmI64, 3, 3, 1),
-                ibc(Op::Jmp, 0, 3),
-                i(Op::RetVoid, 0, 0, 0),
-            ],
+            a.finish(),
         )
     };
-    let mut mul_av = mul("Bench.mulAv", false);
-    let mut mul_atv = mul("Bench.mulAtv", true);
-    for f in [&mut mul_av, &mut mul_atv] {
-        // Patch the branch targets to the layout above: inner exit -> 22, outer exit -> 25.
-        f.code[8] = ibc(Op::JmpIfNot, 5, 22);
-        f.code[4] = ibc(Op::JmpIfNot, 5, 25);
-    }
+    let mul_av = mul("Bench.mulAv", false);
+    let mul_atv = mul("Bench.mulAtv", true);
     // main(n): u = 1s, v, tmp; 10 x (mulAtAv(u) -> v, mulAtAv(v) -> u); sqrt(vBv / vv)
-    // r0 n, r1 u, r2 v, r3 tmp, r4 i, r5 cond, r6 one, r7 rep, r8 ten, r9 vbv, r10 vv,
+    // r0 n, r1 u, r2 v, r3 tmp, r4 i, r5 cond, r6 one, r7 rep, r8 (unused), r9 vbv, r10 vv,
     // r11 x, r12 y, r13.. call window (n, v, out)
+    let mut a = Asm::default();
+    a.i(Op::NewArr, 1, 0, 0);
+    a.i(Op::NewArr, 2, 0, 0);
+    a.i(Op::NewArr, 3, 0, 0);
+    a.bc(Op::LoadI, 4, 0);
+    a.label("fill");
+    a.i(Op::LtI64, 5, 4, 0);
+    a.br(Op::JmpIfNot, 5, "filled");
+    a.bc(Op::LoadK, 6, 0);
+    a.i(Op::ArrSetF64, 1, 4, 6);
+    a.i(Op::AddImmI64, 4, 4, 1);
+    a.br(Op::Jmp, 0, "fill");
+    a.label("filled");
+    a.bc(Op::LoadI, 7, 0);
+    a.label("rep");
+    a.bc(Op::LoadI, 8, 10);
+    a.i(Op::LtI64, 5, 7, 8);
+    a.br(Op::JmpIfNot, 5, "done");
+    // mulAv(n, u, tmp); mulAtv(n, tmp, v); mulAv(n, v, tmp); mulAtv(n, tmp, u)
+    for (f, src, dst) in [(0u16, 1u16, 3u16), (1, 3, 2), (0, 2, 3), (1, 3, 1)] {
+        a.i(Op::Mov, 13, 0, 0);
+        a.i(Op::Mov, 14, src, 0);
+        a.i(Op::Mov, 15, dst, 0);
+        a.i(Op::Call, 0, 13, f);
+    }
+    a.i(Op::AddImmI64, 7, 7, 1);
+    a.br(Op::Jmp, 0, "rep");
+    a.label("done");
+    a.bc(Op::LoadK, 9, 1);
+    a.bc(Op::LoadK, 10, 1);
+    a.bc(Op::LoadI, 4, 0);
+    a.label("dot");
+    a.i(Op::LtI64, 5, 4, 0);
+    a.br(Op::JmpIfNot, 5, "end");
+    a.i(Op::ArrGetF64, 11, 1, 4);
+    a.i(Op::ArrGetF64, 12, 2, 4);
+    a.i(Op::MulF64, 11, 11, 12);
+    a.i(Op::AddF64, 9, 9, 11);
+    a.i(Op::MulF64, 12, 12, 12);
+    a.i(Op::AddF64, 10, 10, 12);
+    a.i(Op::AddImmI64, 4, 4, 1);
+    a.br(Op::Jmp, 0, "dot");
+    a.label("end");
+    a.i(Op::DivF64, 9, 9, 10);
+    a.i(Op::Math1F64, 9, 9, 0);
+    a.i(Op::Ret, 9, 0, 0);
     let main = func(
         "Bench.spectral",
         1,
@@ -250,60 +296,7 @@ fn spectral_module() -> Module {
         vec![
             I64, arr, arr, arr, I64, BOOL, F64, I64, I64, F64, F64, F64, F64, I64, arr, arr,
         ],
-        vec![
-            i(Op::NewArr, 1, 0, 0),
-            i(Op::NewArr, 2, 0, 0),
-            i(Op::NewArr, 3, 0, 0),
-            ibc(Op::LoadK, 6, 0),
-            ibc(Op::LoadI, 4, 0),
-            i(Op::LtI64, 5, 4, 0), // 5
-            ibc(Op::JmpIfNot, 5, 10),
-            i(Op::ArrSetF64, 1, 4, 6),
-            i(Op::AddImmI64, 4, 4, 1),
-            ibc(Op::Jmp, 0, 5),
-            ibc(Op::LoadI, 7, 0), // 10
-            ibc(Op::LoadI, 8, 10),
-            i(Op::LtI64, 5, 7, 8), // 12
-            ibc(Op::JmpIfNot, 5, 34),
-            // mulAv(n, u, tmp); mulAtv(n, tmp, v); mulAv(n, v, tmp); mulAtv(n, tmp, u)
-            i(Op::Mov, 13, 0, 0),
-            i(Op::Mov, 14, 1, 0),
-            i(Op::Mov, 15, 3, 0),
-            i(Op::Call, 0, 13, 0),
-            i(Op::Mov, 13, 0, 0),
-            i(Op::Mov, 14, 3, 0),
-            i(Op::Mov, 15, 2, 0),
-            i(Op::Call, 0, 13, 1),
-            i(Op::Mov, 13, 0, 0),
-            i(Op::Mov, 14, 2, 0),
-            i(Op::Mov, 15, 3, 0),
-            i(Op::Call, 0, 13, 0),
-            i(Op::Mov, 13, 0, 0),
-            i(Op::Mov, 14, 3, 0),
-            i(Op::Mov, 15, 1, 0),
-            i(Op::Call, 0, 13, 1),
-            i(Op::AddImmI64, 7, 7, 1),
-            ibc(Op::Jmp, 0, 12),
-            i(Op::Nop, 0, 0, 0),
-            i(Op::Nop, 0, 0, 0),
-            // 34: vBv, vv
-            ibc(Op::LoadK, 9, 1),
-            ibc(Op::LoadK, 10, 1),
-            ibc(Op::LoadI, 4, 0),
-            i(Op::LtI64, 5, 4, 0), // 37
-            ibc(Op::JmpIfNot, 5, 47),
-            i(Op::ArrGetF64, 11, 1, 4),
-            i(Op::ArrGetF64, 12, 2, 4),
-            i(Op::MulF64, 11, 11, 12),
-            i(Op::AddF64, 9, 9, 11),
-            i(Op::MulF64, 12, 12, 12),
-            i(Op::AddF64, 10, 10, 12),
-            i(Op::AddImmI64, 4, 4, 1),
-            ibc(Op::Jmp, 0, 37),
-            i(Op::DivF64, 9, 9, 10), // 47
-            i(Op::Math1F64, 9, 9, 0),
-            i(Op::Ret, 9, 0, 0),
-        ],
+        a.finish(),
     );
     Module {
         files: vec!["Bench.cajeta".into()],
