@@ -18,6 +18,7 @@ use std::fmt;
 
 use crate::encode::{const_tag, section, type_tag, MAGIC};
 use crate::module::{
+    SharedDecl,
     Class, Const, Field, FnKind, Function, LineEntry, LocalName, Module, Region, RegionKind,
     Static, FORMAT_VERSION,
 };
@@ -471,6 +472,7 @@ impl<'a> Reader<'a> {
             type_tag::OBJECT => Ok(Type::Object(self.class_index(cx)?)),
             type_tag::BUFFER => Ok(Type::Buffer(self.scalar()?)),
             type_tag::STREAM => Ok(Type::Stream),
+            type_tag::SHARED => Ok(Type::Shared(self.scalar()?)),
             t => Err(err("CJB-E-TYPE", at, format!("invalid type tag {t:#04x}"))),
         }
     }
@@ -584,6 +586,14 @@ impl<'a> Reader<'a> {
             locals.push(LocalName { reg, name });
         }
 
+        let n = self.count(2)?;
+        let mut shared = Vec::with_capacity(n);
+        for _ in 0..n {
+            let elem = self.scalar()?;
+            let len = self.uleb()?;
+            shared.push(SharedDecl { elem, len });
+        }
+
         Ok(Function {
             name,
             kind,
@@ -595,6 +605,7 @@ impl<'a> Reader<'a> {
             lines,
             regions,
             locals,
+            shared,
         })
     }
 }

@@ -52,6 +52,7 @@ const MAX_LISTED_ARGS: u16 = 8;
 ///     lines: vec![],
 ///     regions: vec![],
 ///     locals: vec![],
+///     shared: vec![],
 /// };
 /// let m = Module { files: vec!["m.cajeta".into()], functions: vec![f], ..Module::default() };
 /// let text = disassemble(&m);

@@ -60,6 +60,8 @@ pub(crate) mod type_tag {
     pub const BUFFER: u8 = 0x13;
     /// `KernelStream`.
     pub const STREAM: u8 = 0x14;
+    /// `Shared<T>`, followed by a scalar byte.
+    pub const SHARED: u8 = 0x15;
 }
 
 /// Constant-pool entry tags.
@@ -225,6 +227,10 @@ impl Writer {
                 self.u8(s as u8);
             }
             Type::Stream => self.u8(type_tag::STREAM),
+            Type::Shared(s) => {
+                self.u8(type_tag::SHARED);
+                self.u8(s as u8);
+            }
         }
     }
 
@@ -289,6 +295,11 @@ impl Writer {
         for l in &f.locals {
             self.uleb(u32::from(l.reg));
             self.str(&l.name);
+        }
+        self.len(f.shared.len());
+        for d in &f.shared {
+            self.u8(d.elem as u8);
+            self.uleb(d.len);
         }
     }
 }

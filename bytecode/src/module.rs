@@ -77,6 +77,15 @@ pub struct LocalName {
     pub name: String,
 }
 
+/// A `shared T[n]` declaration of a kernel (XPU §2.6): one array per workgroup.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct SharedDecl {
+    /// Element type (numeric).
+    pub elem: crate::types::Scalar,
+    /// Number of elements (> 0).
+    pub len: u32,
+}
+
 /// A compiled function (method, constructor, static initialiser, kernel or device function).
 #[derive(Clone, PartialEq, Debug)]
 pub struct Function {
@@ -101,6 +110,8 @@ pub struct Function {
     pub regions: Vec<Region>,
     /// Debug names of registers holding source locals.
     pub locals: Vec<LocalName>,
+    /// Shared-memory declarations (kernels only), indexed by `shared.ref`'s operand.
+    pub shared: Vec<SharedDecl>,
 }
 
 impl Function {

@@ -50,6 +50,13 @@ pub enum RegClass {
     Array,
     /// Any class instance type.
     Object,
+    /// Any `KernelBuffer<T>` type.
+    Buffer,
+    /// Any `Shared<T>` type.
+    Shared,
+    /// A buffer or a shared array (device memory); the element type is checked by the
+    /// opcode's rule.
+    DevMem,
 }
 
 /// The shape of one operand slot (`a`, `b` or `c`) of an opcode.
@@ -84,7 +91,10 @@ pub enum Operand {
 }
 
 use Operand::*;
-use RegClass::{Any as ANY, Array as ARRAY, Int as INT, IntLike as INTLIKE, Object as OBJECT, Ref as REF};
+use RegClass::{
+    Any as ANY, Array as ARRAY, Buffer as BUFFER, DevMem as DEVMEM, Int as INT,
+    IntLike as INTLIKE, Object as OBJECT, Ref as REF, Shared as SHARED,
+};
 
 const fn is(s: Scalar) -> RegClass {
     RegClass::Is(Type::Scalar(s))
@@ -102,6 +112,7 @@ const T_U64: RegClass = is(Scalar::U64);
 const T_F32: RegClass = is(Scalar::F32);
 const T_F64: RegClass = is(Scalar::F64);
 const T_STR: RegClass = RegClass::Is(Type::Str);
+const T_STREAM: RegClass = RegClass::Is(Type::Stream);
 
 /// Unary float functions selected by the `c` operand of `math1.*`.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -501,6 +512,55 @@ macro_rules! for_each_opcode {
         GetStatic      "getstatic"      [Special, Static, N] "r[a] := static[b]";
         SetStatic      "setstatic"      [Special, Static, N] "static[b] := r[a]";
         Drop           "drop"           [Src(REF), Src(T_BOOL), N] "if r[b] (the owns-flag) then release the object r[a] (null or already released: nothing)";
+        BufNew             "buf.new"            [Dst(BUFFER), Src(T_U64), N] "r[a] := new buffer of r[b] elements of Device memory, zero-filled; XPU-E-OOM";
+        BufNewEmpty        "buf.empty"          [Dst(BUFFER), Src(T_U64), N] "r[a] := new unallocated buffer of r[b] elements (the (0, n) constructor)";
+        BufLength          "buf.len"            [Dst(T_U64), Src(BUFFER), N] "r[a] := r[b].length() (host and device); E-NULL";
+        BufAllocate        "buf.allocate"       [Src(BUFFER), Src(T_I32), N] "r[a].allocate(kind r[b]); r[b] = -1 keeps the current kind; XPU-E-KIND, XPU-E-SLICE (view), XPU-E-OOM";
+        BufUpload          "buf.upload"         [Src(BUFFER), Src(ARRAY), N] "blocking copy of host array r[b] into r[a]; XPU-E-LENGTH, XPU-E-FREED";
+        BufUploadN         "buf.uploadn"        [Src(BUFFER), Src(ARRAY), Src(T_I64)] "copy the first min(max(r[c],0), length, count) elements of r[b] into r[a]; XPU-E-FREED";
+        BufDownload        "buf.download"       [Src(BUFFER), Src(ARRAY), N] "blocking copy of r[a] into host array r[b]; XPU-E-LENGTH, XPU-E-FREED";
+        BufDownloadN       "buf.downloadn"      [Src(BUFFER), Src(ARRAY), Src(T_I64)] "copy the first min(max(r[c],0), length, count) elements of r[a] into r[b]; XPU-E-FREED";
+        BufUploadAsync     "buf.uploadasync"    [Src(BUFFER), Src(ARRAY), Src(T_STREAM)] "upload queued on stream r[c]; XPU-E-LENGTH, XPU-E-FREED";
+        BufDownloadAsync   "buf.downloadasync"  [Src(BUFFER), Src(ARRAY), Src(T_STREAM)] "download queued on stream r[c]; XPU-E-LENGTH, XPU-E-FREED";
+        BufHostStore       "buf.hoststore"      [Src(BUFFER), Src(ARRAY), N] "direct copy of r[b] into host-accessible storage r[a]; XPU-E-HOSTACCESS, XPU-E-LENGTH, XPU-E-FREED";
+        BufHostLoad        "buf.hostload"       [Src(BUFFER), Src(ARRAY), N] "direct copy of host-accessible storage r[a] into r[b]; XPU-E-HOSTACCESS, XPU-E-LENGTH, XPU-E-FREED";
+        BufFree            "buf.free"           [Src(BUFFER), N, N] "r[a].free(): release the storage now (idempotent; nothing on a view)";
+        BufSlice           "buf.slice"          [Dst(BUFFER), Src(BUFFER), Special] "r[a] := view of r[b] at offset r[c] with r[c+1] elements (both uint64); XPU-E-SLICE, XPU-E-FREED";
+        StreamCurrent      "stream.current"     [Dst(T_STREAM), N, N] "r[a] := the default stream";
+        StreamCreate       "stream.create"      [Dst(T_STREAM), N, N] "r[a] := a new stream";
+        StreamSync         "stream.sync"        [Src(T_STREAM), N, N] "wait for r[a]'s work (default stream: all work); reports a pending kernel fault";
+        StreamDestroy      "stream.destroy"     [Src(T_STREAM), N, N] "wait for and destroy r[a] (idempotent; no-op on the default stream)";
+        DeviceForce        "device.force"       [Src(T_STR), N, N] "Device.force(r[a]); XPU-E-BACKEND";
+        DeviceBackend      "device.backend"     [Dst(T_STR), N, N] "r[a] := Device.activeBackend() (a device touch)";
+        Launch             "launch"             [Special, Func, N] "launch kernel F[b]; registers a.. hold stream, grid x/y/z, block x/y/z, shared bytes (int64), then the kernel's parameters; XPU-E-LAUNCH, XPU-E-FREED, E-NULL, kernel faults";
+        Geom               "geom"               [Dst(T_U32), Imm16, N] "r[a] := geometry value b: 0-2 KernelThread.x/y/z, 3-5 Workgroup.x/y/z, 6-8 Workgroup.dimX/Y/Z, 9-11 KernelThread.globalIdX/Y/Z (device only)";
+        Barrier            "barrier"            [N, N, N] "Barrier.workgroup(): rendezvous of the workgroup (device only); XPU-E-DIVERGENT";
+        SharedRef          "shared.ref"         [Dst(SHARED), Imm16, N] "r[a] := the workgroup's shared array b of this kernel (device only)";
+        DevGetI8           "ld.i8"              [Dst(T_I8), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetI8           "st.i8"              [Src(DEVMEM), Src(T_I64), Src(T_I8)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        DevGetU8           "ld.u8"              [Dst(T_U8), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetU8           "st.u8"              [Src(DEVMEM), Src(T_I64), Src(T_U8)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        DevGetI16          "ld.i16"             [Dst(T_I16), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetI16          "st.i16"             [Src(DEVMEM), Src(T_I64), Src(T_I16)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        DevGetU16          "ld.u16"             [Dst(T_U16), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetU16          "st.u16"             [Src(DEVMEM), Src(T_I64), Src(T_U16)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        DevGetI32          "ld.i32"             [Dst(T_I32), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetI32          "st.i32"             [Src(DEVMEM), Src(T_I64), Src(T_I32)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        DevGetU32          "ld.u32"             [Dst(T_U32), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetU32          "st.u32"             [Src(DEVMEM), Src(T_I64), Src(T_U32)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        DevGetI64          "ld.i64"             [Dst(T_I64), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetI64          "st.i64"             [Src(DEVMEM), Src(T_I64), Src(T_I64)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        DevGetU64          "ld.u64"             [Dst(T_U64), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetU64          "st.u64"             [Src(DEVMEM), Src(T_I64), Src(T_U64)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        DevGetF32          "ld.f32"             [Dst(T_F32), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetF32          "st.f32"             [Src(DEVMEM), Src(T_I64), Src(T_F32)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        DevGetF64          "ld.f64"             [Dst(T_F64), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
+        DevSetF64          "st.f64"             [Src(DEVMEM), Src(T_I64), Src(T_F64)] "element r[b] of buffer or shared array r[a] := r[c] (device only); XPU-E-BOUNDS";
+        AtomicAddI32       "atom.add.i32"       [Dst(T_I32), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; element := old + r[a] (wrapping); r[a] := old (a is read, then written; device only); XPU-E-BOUNDS";
+        AtomicAddU32       "atom.add.u32"       [Dst(T_U32), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; element := old + r[a] (wrapping); r[a] := old (a is read, then written; device only); XPU-E-BOUNDS";
+        AtomicAddI64       "atom.add.i64"       [Dst(T_I64), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; element := old + r[a] (wrapping); r[a] := old (a is read, then written; device only); XPU-E-BOUNDS";
+        AtomicAddU64       "atom.add.u64"       [Dst(T_U64), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; element := old + r[a] (wrapping); r[a] := old (a is read, then written; device only); XPU-E-BOUNDS";
+        AtomicAddF32       "atom.add.f32"       [Dst(T_F32), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; element := old + r[a] (wrapping); r[a] := old (a is read, then written; device only); XPU-E-BOUNDS";
         }
     };
 }
@@ -551,6 +611,44 @@ impl Op {
     /// True if control never falls through to the next instruction.
     pub fn is_terminator(self) -> bool {
         matches!(self, Op::Jmp | Op::Ret | Op::RetOwn | Op::RetVoid)
+    }
+
+    /// True for operations that exist only in device code (kernels and `@Device` functions).
+    pub fn is_device_only(self) -> bool {
+        let m = self.mnemonic();
+        matches!(self, Op::Geom | Op::Barrier | Op::SharedRef)
+            || m.starts_with("ld.")
+            || m.starts_with("st.")
+            || m.starts_with("atom.")
+    }
+
+    /// True for operations that exist only in host code.
+    pub fn is_host_only(self) -> bool {
+        let m = self.mnemonic();
+        (m.starts_with("buf.") && self != Op::BufLength)
+            || m.starts_with("stream.")
+            || m.starts_with("device.")
+            || m.starts_with("tostr.")
+            || matches!(
+                self,
+                Op::Launch
+                    | Op::Print
+                    | Op::Concat
+                    | Op::FmtFixed
+                    | Op::EqStr
+                    | Op::NewArr
+                    | Op::ArrLen
+                    | Op::NewObj
+                    | Op::GetStatic
+                    | Op::SetStatic
+                    | Op::Drop
+                    | Op::RetOwn
+                    | Op::TakeOwn
+                    | Op::ArrGetRef
+                    | Op::ArrSetRef
+            )
+            || m.starts_with("aget.")
+            || m.starts_with("aset.")
     }
 
     /// True if the instruction may jump to a `Target`.

@@ -170,6 +170,9 @@ pub enum Type {
     Buffer(Scalar),
     /// A `KernelStream` handle.
     Stream,
+    /// A `Shared<T>` array of the current workgroup (device code only): a handle naming one of
+    /// the kernel's shared declarations.
+    Shared(Scalar),
 }
 
 impl Type {
@@ -221,6 +224,7 @@ impl std::fmt::Display for Type {
             Type::Object(c) => write!(f, "class#{c}"),
             Type::Buffer(s) => write!(f, "KernelBuffer<{s}>"),
             Type::Stream => f.write_str("KernelStream"),
+            Type::Shared(s) => write!(f, "Shared<{s}>"),
         }
     }
 }

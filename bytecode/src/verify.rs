@@ -70,6 +70,20 @@
 //!   list regions in any order (the compiler emits them innermost first, as each closes);
 //!   consumers that need header order sort a copy.
 //! - **V-LOCAL**: every local name's register is `< regs.len()`.
+//! - **V-SIDE**: host-only opcodes (`Op::is_host_only`: objects, strings, printing, statics,
+//!   buffers' host API, streams, launches) never appear in kernel or device functions, and
+//!   device-only opcodes (`Op::is_device_only`: geometry, barriers, shared arrays, element
+//!   access, atomics) never appear in host functions.
+//! - **V-DEVMEM**: `ld.T a b c` / `atom.*.T a b c` have `regs[b]` a buffer or shared array of
+//!   element `T`; `st.T a b c` has `regs[a]` one.
+//! - **V-XFER**: buffer transfers (`buf.upload*`, `buf.download*`, `buf.host*`) have
+//!   `regs[a] == Buffer(T)` and `regs[b] == Array(T)`.
+//! - **V-SLICE**: `buf.slice a b c`: `regs[a] == regs[b]`, `regs[c]` and `regs[c+1]` are uint64.
+//! - **V-SHARED**: `shared.ref a b`: `b < shared.len()` and `regs[a] == Shared(shared[b].elem)`;
+//!   every shared declaration has a numeric element and `len > 0`, and only kernels have any.
+//! - **V-GEOM**: `geom a b`: `b < 15`.
+//! - **V-LAUNCH**: `launch a b`: `functions[b]` is a kernel and `regs[a..]` are `KernelStream`,
+//!   seven `int64` (grid x/y/z, block x/y/z, shared bytes), then the kernel's parameter types.
 //!
 //! Self-check: **V-RULE** is reported for an opcode whose table row has a `Special` or
 //! `Field` operand but which has no rule in this file (a bug here, never in the input).
@@ -165,6 +179,7 @@ impl std::error::Error for VerifyError {}
 ///     lines: vec![],
 ///     regions: vec![],
 ///     locals: vec![],
+///     shared: vec![],
 /// };
 /// let mut m = Module { files: vec!["main.cajeta".into()], functions: vec![main], ..Module::default() };
 /// assert!(verify(&m).is_ok());
@@ -639,7 +654,78 @@ impl FnVerifier<'_, '_> {
             };
             return self.reg_is(pc, val, elem_type(e), "V-ARRAY", "element register");
         }
+        // V-SIDE: host-only operations never appear in device code, and the reverse.
+        let device = f.kind != FnKind::Host;
+        if device && i.op.is_host_only() || !device && i.op.is_device_only() {
+            return Err(self.err(
+                "V-SIDE",
+                pc,
+                format!("`{}` is not allowed in {} code", i.op.mnemonic(), kind_name(f.kind)),
+            ));
+        }
+        let m_ = i.op.mnemonic();
+        if m_.starts_with("ld.") || m_.starts_with("st.") || m_.starts_with("atom.") {
+            // V-DEVMEM: the buffer/shared operand's element type is the opcode's.
+            let mem = if m_.starts_with("st.") { i.a } else { i.b };
+            let want = op_elem(i.op);
+            let have = devmem_elem(self.reg(pc, mem)?);
+            if have.is_none() || have != want {
+                return Err(self.err(
+                    "V-DEVMEM",
+                    pc,
+                    format!("r{mem} does not hold {} elements", want.map_or("?", Scalar::name)),
+                ));
+            }
+            return Ok(());
+        }
         match i.op {
+            Op::BufUpload
+            | Op::BufUploadN
+            | Op::BufDownload
+            | Op::BufDownloadN
+            | Op::BufUploadAsync
+            | Op::BufDownloadAsync
+            | Op::BufHostStore
+            | Op::BufHostLoad => {
+                // V-XFER: the host array's elements are exactly the buffer's.
+                let Type::Buffer(e) = self.reg(pc, i.a)? else {
+                    return Err(self.err("V-XFER", pc, format!("r{} is not a buffer", i.a)));
+                };
+                self.reg_is(pc, i.b, Type::Array(Elem::Scalar(e)), "V-XFER", "host array")
+            }
+            Op::BufSlice => {
+                // V-SLICE: same buffer type; offset and count in r[c], r[c+1] (uint64).
+                let t = self.reg(pc, i.b)?;
+                self.reg_is(pc, i.a, t, "V-SLICE", "destination")?;
+                let u64t = Type::Scalar(Scalar::U64);
+                self.reg_is(pc, i.c, u64t, "V-SLICE", "offset")?;
+                let count = i.c.checked_add(1).ok_or_else(|| self.err("V-REG", pc, "slice count register out of range".into()))?;
+                self.reg_is(pc, count, u64t, "V-SLICE", "count")
+            }
+            Op::SharedRef => {
+                // V-SHARED: a declaration of this function, of the destination's element type.
+                let Some(d) = f.shared.get(usize::from(i.b)) else {
+                    return Err(self.err("V-SHARED", pc, format!("shared declaration {} out of range", i.b)));
+                };
+                self.reg_is(pc, i.a, Type::Shared(d.elem), "V-SHARED", "destination")
+            }
+            Op::Geom if i.b >= 15 => Err(self.err("V-GEOM", pc, format!("unknown geometry selector {}", i.b))),
+            Op::Launch => {
+                // V-LAUNCH: a kernel, and a window of stream, 7 int64 and the kernel's parameters.
+                let k = &m.functions[usize::from(i.b)];
+                if k.kind != FnKind::Kernel {
+                    return Err(self.err("V-LAUNCH", pc, format!("`{}` is not a kernel", k.name)));
+                }
+                let mut want = vec![Type::Stream];
+                want.extend(std::iter::repeat_n(Type::Scalar(Scalar::I64), 7));
+                want.extend(k.regs.iter().take(usize::from(k.params)).copied());
+                for (j, t) in want.into_iter().enumerate() {
+                    let r = u32::from(i.a) + j as u32;
+                    let r = u16::try_from(r).map_err(|_| self.err("V-REG", pc, "launch window out of range".into()))?;
+                    self.reg_is(pc, r, t, "V-LAUNCH", "launch window register")?;
+                }
+                Ok(())
+            }
             Op::Mov => {
                 let want = self.reg(pc, i.b)?;
                 self.reg_is(pc, i.a, want, "V-MOV", "destination")
@@ -929,7 +1015,24 @@ fn class_admits(class: RegClass, t: Type) -> bool {
         RegClass::Ref => t.is_ref(),
         RegClass::Array => matches!(t, Type::Array(_)),
         RegClass::Object => matches!(t, Type::Object(_)),
+        RegClass::Buffer => matches!(t, Type::Buffer(_)),
+        RegClass::Shared => matches!(t, Type::Shared(_)),
+        RegClass::DevMem => matches!(t, Type::Buffer(_) | Type::Shared(_)),
     }
+}
+
+/// The element type of a device-memory register type.
+fn devmem_elem(t: Type) -> Option<Scalar> {
+    match t {
+        Type::Buffer(s) | Type::Shared(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The element type named by a typed device-memory opcode (`ld.f32` → float32).
+fn op_elem(op: Op) -> Option<Scalar> {
+    let suffix = op.mnemonic().rsplit('.').next()?;
+    Scalar::ALL.iter().copied().find(|s| s.suffix() == suffix)
 }
 
 /// The operand class in words, for messages.
@@ -942,6 +1045,9 @@ fn class_name(class: RegClass) -> String {
         RegClass::Ref => "a reference".into(),
         RegClass::Array => "an array".into(),
         RegClass::Object => "an object".into(),
+        RegClass::Buffer => "a buffer".into(),
+        RegClass::Shared => "a shared array".into(),
+        RegClass::DevMem => "a buffer or shared array".into(),
     }
 }
 

@@ -38,6 +38,7 @@ fn func(name: &str, params: u16, ret: Option<Type>, regs: Vec<Type>, code: Vec<I
         lines: vec![],
         regions: vec![],
         locals: vec![],
+        shared: vec![],
     }
 }
 

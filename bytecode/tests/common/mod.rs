@@ -88,12 +88,22 @@ fn type_for(class: RegClass) -> Type {
         RegClass::Ref => Type::Str,
         RegClass::Array => Type::Array(Elem::Scalar(Scalar::I32)),
         RegClass::Object => Type::Object(C_POINT),
+        RegClass::Buffer | RegClass::DevMem => Type::Buffer(Scalar::I32),
+        RegClass::Shared => Type::Shared(Scalar::I32),
     }
 }
 
 /// A valid instance of `op` for the function `Demo.everything` (which returns `String`).
 /// Returns `None` for `retvoid`, which that function cannot contain.
 pub fn valid_instr(op: Op, regs: &mut Regs, pc: u32) -> Option<Instr> {
+    // Device-only operations cannot appear in this host function (V-SIDE), and the xpu
+    // operations with cross-operand rules are covered by their own verifier tests.
+    let xfer = op.mnemonic().starts_with("buf.upload")
+        || op.mnemonic().starts_with("buf.download")
+        || op.mnemonic().starts_with("buf.host");
+    if op.is_device_only() || xfer || matches!(op, Op::BufSlice | Op::Launch | Op::Geom) {
+        return None;
+    }
     let ops = op.operands();
     let mut slots = [0u16; 3];
     let mut bc: Option<u32> = None;
@@ -180,6 +190,7 @@ fn function(
         lines: vec![],
         regions: vec![],
         locals: vec![],
+        shared: vec![],
     }
 }
 

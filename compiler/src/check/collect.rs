@@ -351,6 +351,7 @@ fn shell(name: String, kind: FnKind, file: u32) -> Function {
         lines: vec![],
         regions: vec![],
         locals: vec![],
+        shared: vec![],
     }
 }
 

@@ -180,6 +180,8 @@ pub struct FnBuilder<'a> {
     /// Whether this is device code (kernel or device function).
     pub(super) device: bool,
     overflowed: bool,
+    /// Shared-memory declarations of a kernel, by `shared.ref` slot.
+    pub(super) shared: Vec<cajeta_bytecode::SharedDecl>,
     /// The last instruction, if it defined a single-use temporary (see `move_into`).
     pub(super) last_def: Option<(usize, Reg)>,
 }
@@ -229,6 +231,7 @@ impl<'a> FnBuilder<'a> {
             device,
             overflowed: false,
             last_def: None,
+            shared: vec![],
         }
     }
 
@@ -422,6 +425,7 @@ impl<'a> FnBuilder<'a> {
             lines: self.lines,
             regions: self.regions,
             locals: self.local_names,
+            shared: self.shared,
         };
         (f, self.diags)
     }

@@ -443,6 +443,7 @@ mod tests {
             lines: vec![],
             regions: vec![],
             locals: vec![],
+            shared: vec![],
         }
     }
 

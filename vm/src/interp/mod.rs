@@ -871,6 +871,57 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                     vm.heap.release(rd!(ins.a()));
                 }
             }
+            // The xpu runtime (buffers, streams, launches) is not wired in yet; device-only
+            // opcodes never reach a host frame (V-SIDE).
+            XOp::BufNew
+            | XOp::BufNewEmpty
+            | XOp::BufLength
+            | XOp::BufAllocate
+            | XOp::BufUpload
+            | XOp::BufUploadN
+            | XOp::BufDownload
+            | XOp::BufDownloadN
+            | XOp::BufUploadAsync
+            | XOp::BufDownloadAsync
+            | XOp::BufHostStore
+            | XOp::BufHostLoad
+            | XOp::BufFree
+            | XOp::BufSlice
+            | XOp::StreamCurrent
+            | XOp::StreamCreate
+            | XOp::StreamSync
+            | XOp::StreamDestroy
+            | XOp::DeviceForce
+            | XOp::DeviceBackend
+            | XOp::Launch
+            | XOp::Geom
+            | XOp::Barrier
+            | XOp::SharedRef
+            | XOp::DevGetI8
+            | XOp::DevSetI8
+            | XOp::DevGetU8
+            | XOp::DevSetU8
+            | XOp::DevGetI16
+            | XOp::DevSetI16
+            | XOp::DevGetU16
+            | XOp::DevSetU16
+            | XOp::DevGetI32
+            | XOp::DevSetI32
+            | XOp::DevGetU32
+            | XOp::DevSetU32
+            | XOp::DevGetI64
+            | XOp::DevSetI64
+            | XOp::DevGetU64
+            | XOp::DevSetU64
+            | XOp::DevGetF32
+            | XOp::DevSetF32
+            | XOp::DevGetF64
+            | XOp::DevSetF64
+            | XOp::AtomicAddI32
+            | XOp::AtomicAddU32
+            | XOp::AtomicAddI64
+            | XOp::AtomicAddU64
+            | XOp::AtomicAddF32 => fault!(Fault::NoXpu),
         }
     }
 }

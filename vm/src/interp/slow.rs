@@ -29,6 +29,8 @@ pub(crate) enum Fault {
     Size(i64),
     /// The object table is full.
     TableFull,
+    /// An xpu operation while no device runtime is linked in (transitional).
+    NoXpu,
     /// Register `reg` holds `handle`, which is null or not a live object of the right kind.
     BadRef {
         reg: u16,
@@ -103,6 +105,11 @@ impl Vm {
                 format!("index {index} out of bounds for length {len}"),
             ),
             Fault::Size(n) => (ErrorCode::Size, format!("invalid array length {n}")),
+            Fault::NoXpu => (
+                ErrorCode::XpuBackend,
+                "backend cpu is not available: the xpu runtime is not built into this VM yet"
+                    .into(),
+            ),
             Fault::TableFull => (
                 ErrorCode::Size,
                 "object table full (2^32 - 1 live objects)".into(),

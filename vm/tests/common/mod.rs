@@ -52,6 +52,7 @@ pub fn func(
         lines,
         regions: vec![],
         locals: vec![],
+        shared: vec![],
     }
 }
 
