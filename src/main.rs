@@ -248,9 +248,10 @@ fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
         return Err(no_entry(format!("entry '{name}' not found")));
     };
     let func = &module.functions[f as usize];
+    // `String[] args` arrives with its owns-flag (see `Function::params`).
     let params_ok = match func.params {
         0 => true,
-        1 => func.regs[0] == cajeta_compiler::check::string_array_type(),
+        2 => func.regs[0] == cajeta_compiler::check::string_array_type() && func.regs[1] == Type::BOOL,
         _ => false,
     };
     let ret_ok = matches!(func.ret, None | Some(Type::Scalar(_)) | Some(Type::Str));

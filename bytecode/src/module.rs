@@ -94,7 +94,11 @@ pub struct Function {
     pub name: String,
     /// Host, kernel or device code.
     pub kind: FnKind,
-    /// Number of parameters: they arrive in registers `0..params`.
+    /// Number of parameters: they arrive in registers `0..params`. For host functions
+    /// compiled from Cajeta these are `this` (constructors), the declared parameters, then one
+    /// boolean owns-flag per declared parameter of an owned kind (array, object, buffer,
+    /// stream), in order; kernels and device functions take their declared parameters with
+    /// POD classes flattened to their fields, and no flags.
     pub params: u16,
     /// Result type; `None` for `void`.
     pub ret: Option<Type>,

@@ -57,6 +57,7 @@ pub mod code {
     pub const XPU_K04: &str = "XPU-K04";
     pub const XPU_N01: &str = "XPU-N01";
     pub const XPU_N02: &str = "XPU-N02";
+    pub const XPU_KERNEL_NAME_COLLISION: &str = "CAJETA_ERROR_XPU_KERNEL_NAME_COLLISION";
     pub const WARN_LOSSY_CONVERSION: &str = "CAJETA_WARN_LOSSY_CONVERSION";
     pub const WARN_MIXED_SIGNEDNESS: &str = "CAJETA_WARN_MIXED_SIGNEDNESS";
     pub const WARN_UNKNOWN_ANNOTATION: &str = "CAJETA_WARN_UNKNOWN_ANNOTATION";

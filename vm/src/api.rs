@@ -399,15 +399,14 @@ pub fn run_program(module: Arc<Module>, entry: u32, args: &[String]) -> i32 {
 /// [`run_program`] on an existing VM (so tests and embedders can choose the output sinks).
 pub fn run_program_in(vm: &mut Vm, entry: u32, args: &[String]) -> i32 {
     let result = vm.run_static_init().and_then(|()| {
-        let takes_args = vm
-            .module
-            .functions
-            .get(entry as usize)
-            .is_some_and(|f| f.params == 1);
-        let argv = if takes_args {
-            vec![Value::StrArray(args.to_vec())]
-        } else {
-            Vec::new()
+        // An entry takes nothing, or `String[] args` — compiled as the array and its owns-flag
+        // (every parameter of an owned kind is followed by one; see `Function::params`). The
+        // VM keeps the title of the argument array, so the flag is false.
+        let params = vm.module.functions.get(entry as usize).map_or(0, |f| f.params);
+        let argv = match params {
+            0 => Vec::new(),
+            1 => vec![Value::StrArray(args.to_vec())],
+            _ => vec![Value::StrArray(args.to_vec()), Value::Bool(false)],
         };
         vm.call(entry, &argv)
     });

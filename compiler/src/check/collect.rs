@@ -260,6 +260,26 @@ impl Program {
             LibClass::KernelStream => no_args(Ty::Stream),
             LibClass::MemoryKind => no_args(Ty::Enum(super::ty::EnumTy::MemoryKind)),
             LibClass::MemoryOrder => no_args(Ty::Enum(super::ty::EnumTy::MemoryOrder)),
+            LibClass::Shared => {
+                let [TypeArg::Type(e)] = args else {
+                    return Err(Diag::error(
+                        code::TYPE_MISMATCH,
+                        span,
+                        "Shared takes exactly one element type",
+                    ));
+                };
+                match self.resolve_type(unit, e)? {
+                    Ty::Prim(s) if s.is_numeric() => Ok(Ty::Shared(s)),
+                    other => Err(Diag::error(
+                        code::TYPE_MISMATCH,
+                        e.span,
+                        format!(
+                            "'{}' is not a shared element type",
+                            builtins::ty_name(self, &other)
+                        ),
+                    )),
+                }
+            }
             LibClass::KernelBuffer => {
                 let [TypeArg::Type(e)] = args else {
                     return Err(Diag::error(
@@ -562,12 +582,29 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                             Ty::Error
                         }),
                     };
-                    if !md.modifiers.is_static {
+                    if kind != FnKind::Host {
+                        errors.extend(device_signature_errors(&p, md, kind, &params, &ret));
+                    } else if !md.modifiers.is_static {
                         errors.push(Diag::error(
                             code::NOT_IMPLEMENTED,
                             md.name.span,
                             "instance methods are not implemented yet (T2)",
                         ));
+                    }
+                    // Two kernels, or a kernel and a method, may not share a name (XPU §3.2).
+                    if methods.iter().any(|o| {
+                        o.name == md.name.name
+                            && (o.kind == FnKind::Kernel || kind == FnKind::Kernel)
+                    }) {
+                        errors.push(Diag::error(
+                            code::XPU_KERNEL_NAME_COLLISION,
+                            md.name.span,
+                            format!(
+                                "'{}' names a kernel and another method of this class",
+                                md.name.name
+                            ),
+                        ));
+                        continue;
                     }
                     if methods.iter().any(|o| {
                         o.name == md.name.name
@@ -724,6 +761,92 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         errors.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
         Err(errors)
     }
+}
+
+/// True for a POD class: at least one instance field, all primitive (XPU §3.2).
+pub fn is_pod(p: &Program, c: u32) -> bool {
+    let fields = &p.classes[c as usize].fields;
+    !fields.is_empty() && fields.iter().all(|f| matches!(f.ty, Ty::Prim(_)))
+}
+
+/// XPU-K01 (kernels) and XPU-N01 (device functions): static, the right result, admissible
+/// parameters (primitives, buffers, POD classes).
+fn device_signature_errors(
+    p: &Program,
+    md: &ast::MethodDecl,
+    kind: FnKind,
+    params: &[(String, Ty)],
+    ret: &Ty,
+) -> Vec<Diag> {
+    let code = if kind == FnKind::Kernel {
+        code::XPU_K01
+    } else {
+        code::XPU_N01
+    };
+    let what = if kind == FnKind::Kernel {
+        "a kernel"
+    } else {
+        "a @Device function"
+    };
+    let mut out = vec![];
+    if !md.modifiers.is_static {
+        out.push(Diag::error(
+            code,
+            md.name.span,
+            format!("{what} must be static"),
+        ));
+    }
+    let ret_ok = match (kind, ret) {
+        (_, Ty::Void | Ty::Error) => true,
+        (FnKind::Device, Ty::Prim(_)) => true,
+        _ => false,
+    };
+    if !ret_ok {
+        let span = md.ret.as_ref().map_or(md.name.span, |t| t.span);
+        out.push(Diag::error(
+            code,
+            span,
+            format!(
+                "{what} must return void{}",
+                if kind == FnKind::Device {
+                    " or a primitive"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    if md.ret_transfer {
+        out.push(Diag::error(
+            code,
+            md.name.span,
+            format!("{what} cannot use '#' types"),
+        ));
+    }
+    for (prm, (name, ty)) in md.params.iter().zip(params) {
+        let ok = match ty {
+            Ty::Prim(_) | Ty::Buffer(_) | Ty::Error => true,
+            Ty::Class(c) => is_pod(p, *c),
+            _ => false,
+        };
+        if prm.transfer {
+            out.push(Diag::error(
+                code,
+                prm.ty.span,
+                format!("{what} cannot use '#' types"),
+            ));
+        } else if !ok {
+            out.push(Diag::error(
+                code,
+                prm.ty.span,
+                format!(
+                    "parameter '{name}' of type {} is not admissible for {what}",
+                    builtins::ty_name(p, ty)
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// Whether a method may be an entry point (LANGUAGE §5.8).

@@ -26,6 +26,7 @@ enum Place {
     Static(u32),
     Field { obj: Reg, field: u16, ty: Ty },
     Elem { arr: Reg, idx: Reg, elem: Ty },
+    Dev { base: Reg, idx: Reg, elem: Scalar },
 }
 
 impl FnBuilder<'_> {
@@ -142,12 +143,17 @@ impl FnBuilder<'_> {
                 untyped: false,
                 own: Own::No,
             },
-            ExprKind::Str(s) => Val {
-                ty: Ty::Str,
-                loc: Loc::Str(s.clone()),
-                untyped: false,
-                own: Own::No,
-            },
+            ExprKind::Str(s) => {
+                if !self.host_only("a String", e.span) {
+                    return Val::error();
+                }
+                Val {
+                    ty: Ty::Str,
+                    loc: Loc::Str(s.clone()),
+                    untyped: false,
+                    own: Own::No,
+                }
+            }
             ExprKind::Bool(b) => Val {
                 ty: Ty::BOOL,
                 loc: Loc::Bool(*b),
@@ -239,14 +245,7 @@ impl FnBuilder<'_> {
                 args,
             } => self.call(target.as_deref(), name, args, e.span),
             ExprKind::Invoke { callee, args } => self.invoke(callee, args, e.span),
-            ExprKind::SharedArray { .. } => {
-                self.error(
-                    code::XPU_K03,
-                    e.span,
-                    "'shared' arrays are only allowed in @Kernel code",
-                );
-                Val::error()
-            }
+            ExprKind::SharedArray { elem, len } => self.shared_array(elem, len, e.span),
             ExprKind::GenericName { name, .. } => {
                 self.error(
                     code::VARIABLE_NOT_FOUND,
@@ -349,6 +348,9 @@ impl FnBuilder<'_> {
             let st = &self.p.statics[si as usize];
             let ty = st.ty.clone();
             self.check_access(st.access, st.class, span, name);
+            if self.device {
+                return Some(self.device_static(si, span));
+            }
             let r = self.def(Op::GetStatic, ty.reg(), si as u16, 0);
             return Some(Val::reg(ty, r));
         }
@@ -436,6 +438,9 @@ impl FnBuilder<'_> {
     }
 
     fn field(&mut self, target: &Expr, name: &crate::ast::Ident, span: Span) -> Val {
+        if let Some(v) = self.pod_field(target, name) {
+            return v;
+        }
         if let Some(cls) = self.class_path(target) {
             match cls {
                 ClassRef::User(c) => {
@@ -516,6 +521,7 @@ impl FnBuilder<'_> {
         if let ExprKind::Name(id) = &inner.kind {
             if let Some(li) = self.lookup_local(&id.name) {
                 if let Some(f) = self.locals[li].flag {
+                    self.locals[li].static_owner = false;
                     let t = self.temp(Type::BOOL);
                     self.emit(Op::Mov, t, f, 0);
                     self.emit_bc(Op::LoadI, f, 0);
@@ -554,6 +560,7 @@ impl FnBuilder<'_> {
         }
         let own = v.own;
         let r = self.coerce(v, &l.ty, span)?;
+        self.locals[li].static_owner = own != Own::No;
         if let Some(f) = l.flag {
             // Drop the old object after the right side is evaluated, before the store.
             if !init {
@@ -1249,6 +1256,19 @@ impl FnBuilder<'_> {
                 None
             }
             ExprKind::Field { target: obj, name } => {
+                if let ExprKind::Name(id) = &obj.kind {
+                    if self
+                        .lookup_local(&id.name)
+                        .is_some_and(|li| self.locals[li].pod.is_some())
+                    {
+                        self.error(
+                            code::XPU_N01,
+                            target.span,
+                            "the fields of a POD kernel parameter are read-only",
+                        );
+                        return None;
+                    }
+                }
                 if let Some(ClassRef::User(c)) = self.class_path(obj) {
                     let cls = &self.p.classes[c as usize];
                     if let Some(&si) = cls
@@ -1318,6 +1338,12 @@ impl FnBuilder<'_> {
                 let elem = match &a.ty {
                     Ty::Array(e) => (**e).clone(),
                     Ty::Error => return None,
+                    Ty::Buffer(s) | Ty::Shared(s) if self.device => {
+                        let s = *s;
+                        let base = self.to_reg(&a)?;
+                        let idx = self.device_elem_index(index)?;
+                        return Some(Place::Dev { base, idx, elem: s });
+                    }
                     Ty::Buffer(_) => {
                         self.error(
                             code::XPU_K04,
@@ -1353,6 +1379,7 @@ impl FnBuilder<'_> {
             Place::Static(si) => self.p.statics[*si as usize].ty.clone(),
             Place::Field { ty, .. } => ty.clone(),
             Place::Elem { elem, .. } => elem.clone(),
+            Place::Dev { elem, .. } => Ty::Prim(*elem),
         }
     }
 
@@ -1384,6 +1411,16 @@ impl FnBuilder<'_> {
                 let d = self.elem_get(*arr, *idx, elem);
                 Val::reg(ty, d)
             }
+            Place::Dev { base, idx, elem } => {
+                self.set_pos(span);
+                let d = self.def(
+                    typed_op("ld", *elem).expect("ld"),
+                    Type::Scalar(*elem),
+                    *base,
+                    *idx,
+                );
+                Val::reg(ty, d)
+            }
         }
     }
 
@@ -1408,6 +1445,14 @@ impl FnBuilder<'_> {
             return Val::error();
         };
         let ty = self.place_ty(&place);
+        if let (Place::Static(_), true) = (&place, self.device) {
+            self.error(
+                code::XPU_N01,
+                target.span,
+                "device code cannot write static fields",
+            );
+            return Val::error();
+        }
         if let Place::Static(si) = place {
             let st = &self.p.statics[si as usize];
             if st.is_final
@@ -1480,6 +1525,14 @@ impl FnBuilder<'_> {
                 self.emit(Op::SetField, obj, field, r);
                 Val::reg(ty, r)
             }
+            Place::Dev { base, idx, elem } => {
+                let Some(r) = self.coerce(v, &ty, value.span) else {
+                    return Val::error();
+                };
+                self.set_pos(span);
+                self.emit(typed_op("st", elem).expect("st"), base, idx, r);
+                Val::reg(ty, r)
+            }
             Place::Elem { arr, idx, elem } => {
                 let Some(r) = self.coerce(v, &ty, value.span) else {
                     return Val::error();
@@ -1520,6 +1573,13 @@ impl FnBuilder<'_> {
         let elem = match &a.ty {
             Ty::Array(e) => (**e).clone(),
             Ty::Error => return Val::error(),
+            Ty::Buffer(s) | Ty::Shared(s) if self.device => {
+                let s = *s;
+                let Some(base) = self.to_reg(&a) else {
+                    return Val::error();
+                };
+                return self.device_elem_get(base, s, index, span);
+            }
             Ty::Buffer(_) => {
                 self.error(
                     code::XPU_K04,
@@ -1552,6 +1612,9 @@ impl FnBuilder<'_> {
         init: Option<&Vec<Expr>>,
         span: Span,
     ) -> Val {
+        if !self.host_only("creating an array", span) {
+            return Val::error();
+        }
         if init.is_some() || dims.len() != 1 {
             self.error(
                 code::NOT_IMPLEMENTED,
@@ -1601,6 +1664,9 @@ impl FnBuilder<'_> {
         args: &[Arg],
         span: Span,
     ) -> Val {
+        if !self.host_only("creating an object", span) {
+            return Val::error();
+        }
         let ty = match self.p.resolve_type(self.unit, t) {
             Ok(t) => t,
             Err(d) => {
@@ -1631,14 +1697,7 @@ impl FnBuilder<'_> {
                     own: Own::Yes,
                 }
             }
-            Ty::Buffer(_) | Ty::Stream => {
-                self.error(
-                    code::NOT_IMPLEMENTED,
-                    span,
-                    "device buffers are not implemented yet",
-                );
-                Val::error()
-            }
+            Ty::Buffer(elem) => self.new_buffer(elem, args, span),
             other => {
                 let n = self.ty_name(&other);
                 self.error(
@@ -1659,7 +1718,7 @@ impl FnBuilder<'_> {
     }
 
     /// Binds arguments to a candidate's parameters: for each parameter, the argument index.
-    fn bind(sig: &MethodSig, args: &[Arg]) -> Result<Vec<usize>, String> {
+    pub(super) fn bind_args(sig: &MethodSig, args: &[Arg]) -> Result<Vec<usize>, String> {
         let n = sig.params.len();
         let mut slots: Vec<Option<usize>> = vec![None; n];
         let mut seen_named = false;
@@ -1726,7 +1785,7 @@ impl FnBuilder<'_> {
         let mut scored: Vec<(MethodSig, Vec<u32>)> = vec![];
         let mut bind_err = None;
         for c in cands {
-            let binding = match Self::bind(c, args) {
+            let binding = match Self::bind_args(c, args) {
                 Ok(b) => b,
                 Err(e) => {
                     bind_err = Some(e);
@@ -1799,13 +1858,12 @@ impl FnBuilder<'_> {
         args: &[Arg],
         span: Span,
     ) -> Val {
-        let binding = Self::bind(sig, args).unwrap_or_default();
+        let binding = Self::bind_args(sig, args).unwrap_or_default();
         let mut types: Vec<Type> = vec![];
         if let Some((_, class)) = this {
             types.push(Type::Object(class));
         }
-        types.extend(sig.params.iter().map(|(_, t)| t.reg()));
-        types.extend(std::iter::repeat_n(Type::BOOL, sig.flag_count()));
+        types.extend(super::xpu::param_types(self, sig));
         // Convert every argument before the window is allocated, so that no conversion
         // temporary lands above it.
         let mut regs = vec![];
@@ -1814,6 +1872,23 @@ impl FnBuilder<'_> {
             let ai = binding.get(pi).copied().unwrap_or(pi);
             let v = vals[ai].clone();
             owns.push(v.own);
+            if let (Ty::Class(_), true) = (pty, sig.kind != cajeta_bytecode::FnKind::Host) {
+                // Device code passes POD objects flattened to their fields.
+                let Some(fields) = self.pod_fields(args.get(ai).map(|a| &a.value), &v, pty) else {
+                    return Val::error();
+                };
+                regs.extend(fields);
+                continue;
+            }
+            if let (Ty::Buffer(_), false) = (pty, v.ty == *pty || v.ty == Ty::Error) {
+                let (a, b) = (self.ty_name(&v.ty), self.ty_name(pty));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    args.get(ai).map_or(span, |a| a.value.span),
+                    format!("expected {b}, found {a}"),
+                );
+                return Val::error();
+            }
             let Some(r) = self.coerce(v, pty, args.get(ai).map_or(span, |a| a.value.span)) else {
                 return Val::error();
             };
@@ -1920,7 +1995,12 @@ impl FnBuilder<'_> {
                             }
                             self.static_call(c, &methods, args, span)
                         }
-                        ClassRef::Lib(lib) => self.lib_call(lib, t, name, args, span),
+                        ClassRef::Lib(lib) => {
+                            match self.xpu_static_call(lib, t, name, args, span) {
+                                Some(v) => v,
+                                None => self.lib_call(lib, t, name, args, span),
+                            }
+                        }
                     };
                 }
                 if let Some(v) = self.system_stream_call(t, name, args, span) {
@@ -1938,13 +2018,41 @@ impl FnBuilder<'_> {
             return Val::error();
         };
         self.check_access(sig.access, class, span, &sig.name);
-        if sig.kind != cajeta_bytecode::FnKind::Host && !self.device {
-            self.error(
-                code::XPU_N02,
-                span,
-                format!("'{}' is device code: launch it with .launch(...)", sig.name),
-            );
-            return Val::error();
+        match (sig.kind, self.device) {
+            (cajeta_bytecode::FnKind::Kernel, _) => {
+                self.error(
+                    code::XPU_N02,
+                    span,
+                    format!(
+                        "kernel '{}' cannot be called like a method: launch it with .launch(...)",
+                        sig.name
+                    ),
+                );
+                return Val::error();
+            }
+            (cajeta_bytecode::FnKind::Device, false) => {
+                self.error(
+                    code::XPU_K04,
+                    span,
+                    format!(
+                        "'{}' is a @Device function: it can only be called from device code",
+                        sig.name
+                    ),
+                );
+                return Val::error();
+            }
+            (cajeta_bytecode::FnKind::Host, true) => {
+                self.error(
+                    code::XPU_N01,
+                    span,
+                    format!(
+                        "'{}' is not a @Device function: it cannot be called from device code",
+                        sig.name
+                    ),
+                );
+                return Val::error();
+            }
+            _ => {}
         }
         if !sig.is_static {
             self.error(
@@ -1964,6 +2072,9 @@ impl FnBuilder<'_> {
         args: &[Arg],
         span: Span,
     ) -> Val {
+        if let Some(v) = self.xpu_method(&recv, name, args, span) {
+            return v;
+        }
         match recv.ty.clone() {
             Ty::Error => {
                 let _ = self.eval_args(args);
@@ -1992,17 +2103,25 @@ impl FnBuilder<'_> {
     }
 
     fn invoke(&mut self, callee: &Expr, args: &[Arg], span: Span) -> Val {
-        let _ = self.eval_args(args);
-        if let ExprKind::Call { name, .. } = &callee.kind {
+        if let ExprKind::Call {
+            name,
+            target: Some(_),
+            ..
+        } = &callee.kind
+        {
             if name.name == "launch" {
-                self.error(
-                    code::NOT_IMPLEMENTED,
-                    span,
-                    "kernel launches are not implemented yet",
-                );
-                return Val::error();
+                if !self.launch_statement {
+                    self.error(
+                        code::XPU_N02,
+                        span,
+                        "a launch is a statement: it yields no value",
+                    );
+                    return Val::error();
+                }
+                return self.launch(callee, args, span);
             }
         }
+        let _ = self.eval_args(args);
         self.error(
             code::NOT_IMPLEMENTED,
             span,

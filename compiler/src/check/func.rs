@@ -112,6 +112,22 @@ pub struct Local {
     pub assigned_once: bool,
     /// Index into the definite-assignment set.
     pub da: usize,
+    /// Statically known to own its object (initialised by a creation, an owned call result or
+    /// a `#` transfer, and not transferred away since): what XPU-K02 checks at drops.
+    pub static_owner: bool,
+    /// A POD-class parameter of device code, flattened: one register per field.
+    pub pod: Option<Vec<Reg>>,
+}
+
+/// A launch borrow recorded for XPU-K02 (XPU §4.2).
+#[derive(Clone, Debug)]
+pub struct Borrow {
+    /// The buffer local.
+    pub local: usize,
+    /// The launched kernel's name.
+    pub kernel: String,
+    /// The launch's line.
+    pub line: u32,
 }
 
 /// A lexical scope.
@@ -121,6 +137,10 @@ pub struct Scope {
     pub locals: Vec<usize>,
     /// Names visible in it.
     pub names: HashMap<String, usize>,
+    /// Pending launch borrows recorded in this block (XPU-K02).
+    pub borrows: Vec<Borrow>,
+    /// The body block of a loop: its pending borrows are discarded at its end.
+    pub loop_body: bool,
 }
 
 /// An enclosing loop, for `break`/`continue`.
@@ -180,6 +200,16 @@ pub struct FnBuilder<'a> {
     /// Whether this is device code (kernel or device function).
     pub(super) device: bool,
     overflowed: bool,
+    /// True while lowering an expression statement that is a launch (XPU-N02 otherwise).
+    pub(super) launch_statement: bool,
+    /// Locals `0..param_locals` are the parameters.
+    pub(super) param_locals: usize,
+    /// The next block statement is a loop body (XPU-K02 discards its pending borrows).
+    pub(super) pending_loop_body: bool,
+    /// Nesting of inlined `static final` initialisers in device code (bounded).
+    pub(super) inline_depth: u32,
+    /// Set when the expression just lowered called `KernelStream.sync()`.
+    pub(super) synced: bool,
     /// Shared-memory declarations of a kernel, by `shared.ref` slot.
     pub(super) shared: Vec<cajeta_bytecode::SharedDecl>,
     /// The last instruction, if it defined a single-use temporary (see `move_into`).
@@ -232,6 +262,11 @@ impl<'a> FnBuilder<'a> {
             overflowed: false,
             last_def: None,
             shared: vec![],
+            launch_statement: false,
+            param_locals: 0,
+            pending_loop_body: false,
+            inline_depth: 0,
+            synced: false,
         }
     }
 
@@ -258,6 +293,28 @@ impl<'a> FnBuilder<'a> {
                 _ => vec![],
             };
             for (i, (name, ty)) in sig.params.iter().enumerate() {
+                if let (Ty::Class(c), true) = (ty, self.device) {
+                    // Device code receives POD objects flattened to their fields.
+                    let fields: Vec<Type> = self.p.classes[*c as usize]
+                        .fields
+                        .iter()
+                        .map(|f| f.ty.reg())
+                        .collect();
+                    let regs: Vec<Reg> = fields.into_iter().map(|t| self.new_reg(t)).collect();
+                    let span = decl_params.get(i).map(|p| p.name.span).unwrap_or_default();
+                    if let Some(li) = self.add_local(
+                        name,
+                        ty.clone(),
+                        regs.first().copied().unwrap_or(0),
+                        true,
+                        span,
+                    ) {
+                        let da = self.locals[li].da;
+                        self.da[da] = true;
+                        self.locals[li].pod = Some(regs);
+                    }
+                    continue;
+                }
                 let r = self.new_reg(ty.reg());
                 let span = decl_params.get(i).map(|p| p.name.span).unwrap_or_default();
                 let is_final = decl_params.get(i).is_some_and(|p| p.is_final);
@@ -265,7 +322,7 @@ impl<'a> FnBuilder<'a> {
                 if let Some(li) = li {
                     let da = self.locals[li].da;
                     self.da[da] = true;
-                    if ty.is_owned_kind() {
+                    if ty.is_owned_kind() && !self.device {
                         owned_params.push(li);
                     }
                 }
@@ -276,6 +333,7 @@ impl<'a> FnBuilder<'a> {
             }
         }
         self.param_owned = owned_params;
+        self.param_locals = self.locals.len();
         self.nparams = self.regs.len() as u16;
         match job.kind.clone() {
             JobKind::Clinit => self.lower_clinit(),
@@ -300,6 +358,13 @@ impl<'a> FnBuilder<'a> {
                     let body = md.body.clone();
                     self.set_pos(body.span);
                     self.block_stmts(&body.stmts);
+                    let close = Span {
+                        start: body.span.end.saturating_sub(1),
+                        ..body.span
+                    };
+                    if self.reachable {
+                        self.check_pending_drops(0, close);
+                    }
                     if self.reachable {
                         if self.ret == Ty::Void {
                             self.set_pos(Span {
@@ -617,6 +682,8 @@ impl<'a> FnBuilder<'a> {
             is_final,
             assigned_once: false,
             da,
+            static_owner: false,
+            pod: None,
         });
         let scope = self.scopes.last_mut().expect("scope");
         scope.names.insert(name.to_string(), li);
@@ -643,6 +710,17 @@ impl<'a> FnBuilder<'a> {
 
     /// Closes a scope, emitting drops of its owning locals (reverse declaration order).
     pub fn pop_scope(&mut self) {
+        self.pop_scope_at(None);
+    }
+
+    /// [`FnBuilder::pop_scope`] where `close` is the block's closing brace (for XPU-K02).
+    pub fn pop_scope_at(&mut self, close: Option<Span>) {
+        if let Some(at) = close {
+            if self.reachable {
+                let depth = self.scopes.len() - 1;
+                self.check_pending_drops(depth, at);
+            }
+        }
         let scope = self.scopes.pop().expect("scope");
         if self.reachable {
             for &li in scope.locals.iter().rev() {
@@ -656,6 +734,66 @@ impl<'a> FnBuilder<'a> {
         if let Some(f) = self.locals[li].flag {
             let r = self.locals[li].reg;
             self.emit(Op::Drop, r, f, 0);
+        }
+    }
+
+    /// The current source line.
+    pub fn pos_line(&self) -> u32 {
+        self.pos.0
+    }
+
+    /// Records a launch borrow of buffer local `li` in the innermost block.
+    pub fn record_borrow(&mut self, li: usize, kernel: &str, line: u32) {
+        let scope = self.scopes.last_mut().expect("scope");
+        scope.borrows.push(Borrow {
+            local: li,
+            kernel: kernel.to_string(),
+            line,
+        });
+    }
+
+    /// `sync()` as an expression statement releases the innermost block's borrows.
+    pub fn release_borrows(&mut self) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.borrows.clear();
+        }
+    }
+
+    /// XPU-K02 (a): `v.free();` directly in the block of a pending borrow of `v`.
+    pub fn check_free_borrowed(&mut self, li: usize, at: Span) {
+        let pending = self
+            .scopes
+            .last()
+            .and_then(|s| s.borrows.iter().find(|b| b.local == li).cloned());
+        if let Some(b) = pending {
+            let name = self.locals[li].name.clone();
+            self.error(code::XPU_K02, at, format!(
+                "buffer '{name}' is freed while the launch of '{}' (line {}) may still use it; call sync() first",
+                b.kernel, b.line
+            ));
+        }
+    }
+
+    /// XPU-K02 (b): control leaves the scopes `depth..` at `at`: a pending borrow of a local
+    /// declared in its own block that statically owns its buffer is an error.
+    pub fn check_pending_drops(&mut self, depth: usize, at: Span) {
+        let mut found = vec![];
+        for scope in &self.scopes[depth.min(self.scopes.len())..] {
+            if scope.loop_body {
+                continue;
+            }
+            for b in &scope.borrows {
+                if scope.locals.contains(&b.local) && self.locals[b.local].static_owner {
+                    found.push(b.clone());
+                }
+            }
+        }
+        for b in found {
+            let name = self.locals[b.local].name.clone();
+            self.error(code::XPU_K02, at, format!(
+                "buffer '{name}' is dropped while the launch of '{}' (line {}) may still use it; call sync() first",
+                b.kernel, b.line
+            ));
         }
     }
 
@@ -675,8 +813,18 @@ impl<'a> FnBuilder<'a> {
 
     /// Drops before a return: every scope (locals, then parameters, last first).
     pub fn emit_return_drops(&mut self) {
-        // Scope 0 holds the parameters; locals live in deeper scopes.
+        // Scope 0 is the body's outermost block, shared with the parameters (LANGUAGE §5.7):
+        // deeper scopes first, then its locals last-first, then owning parameters last-first.
         self.drop_scopes_to(1);
+        let body: Vec<usize> = self.scopes[0]
+            .locals
+            .iter()
+            .copied()
+            .filter(|&li| li >= self.param_locals)
+            .collect();
+        for li in body.into_iter().rev() {
+            self.drop_local(li);
+        }
         let params = self.param_owned.clone();
         for li in params.into_iter().rev() {
             self.drop_local(li);

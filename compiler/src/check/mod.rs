@@ -11,6 +11,7 @@ mod expr;
 mod func;
 mod stmt;
 pub mod ty;
+mod xpu;
 
 use crate::ast::{self, Unit};
 use crate::diag::{Diag, SourceMap};
@@ -134,6 +135,9 @@ pub fn compile_units(
         }
         functions[job.func as usize] = f;
     }
+    if errors.is_empty() {
+        errors.extend(device_recursion(&program, &functions));
+    }
     if !errors.is_empty() {
         errors.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
         return Err(errors);
@@ -170,6 +174,52 @@ pub fn compile_units(
         init: program.init.clone(),
         entry: program.entry,
     })
+}
+
+/// XPU-N01: device code may not recurse, directly or indirectly (XPU §3.3). Reported once per
+/// device function on a call cycle, at its name.
+fn device_recursion(program: &Program, functions: &[cajeta_bytecode::Function]) -> Vec<Diag> {
+    let callees = |f: usize| -> Vec<usize> {
+        functions[f]
+            .code
+            .iter()
+            .filter(|i| i.op == cajeta_bytecode::Op::Call)
+            .map(|i| usize::from(i.c))
+            .collect()
+    };
+    let mut out = vec![];
+    for job in &program.jobs {
+        let Some(sig) = &job.sig else { continue };
+        if sig.kind == FnKind::Host {
+            continue;
+        }
+        // Depth-first search from each callee: does it reach this function again?
+        let start = job.func as usize;
+        let mut seen = vec![false; functions.len()];
+        let mut stack = callees(start);
+        let mut cyclic = false;
+        while let Some(f) = stack.pop() {
+            if f == start {
+                cyclic = true;
+                break;
+            }
+            if f < seen.len() && !seen[f] {
+                seen[f] = true;
+                stack.extend(callees(f));
+            }
+        }
+        if cyclic {
+            out.push(Diag::error(
+                crate::diag::code::XPU_N01,
+                sig.span,
+                format!(
+                    "device function '{}' is recursive (directly or indirectly)",
+                    sig.name
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// The register type of an entry's `String[] args` parameter.

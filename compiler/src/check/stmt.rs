@@ -5,6 +5,7 @@ use super::func::{FnBuilder, LoopCtx, Own, Val};
 use super::ty::Ty;
 use crate::ast::{Expr, ExprKind, ForInit, LocalDecl, Stmt, StmtKind};
 use crate::diag::{code, Span};
+use cajeta_bytecode::Scalar;
 use cajeta_bytecode::{Op, RegionKind, Type};
 
 impl FnBuilder<'_> {
@@ -19,16 +20,45 @@ impl FnBuilder<'_> {
     pub fn stmt(&mut self, s: &Stmt) {
         self.set_pos(s.span);
         let label = self.pending_label.take();
+        let loop_body = std::mem::take(&mut self.pending_loop_body);
         match &s.kind {
             StmtKind::Local(d) => self.local_decl(d),
             StmtKind::Expr(e) => {
+                // XPU-K02 (a): `v.free();` while a launch borrow of `v` is pending here.
+                if let ExprKind::Call {
+                    target: Some(t),
+                    name,
+                    args,
+                    ..
+                } = &e.kind
+                {
+                    if let (ExprKind::Name(id), "free", true) =
+                        (&t.kind, name.name.as_str(), args.is_empty())
+                    {
+                        if let Some(li) = self.lookup_local(&id.name) {
+                            self.check_free_borrowed(li, e.span);
+                        }
+                    }
+                }
+                self.launch_statement = matches!(e.kind, ExprKind::Invoke { .. });
+                self.synced = false;
                 let v = self.expr(e);
+                self.launch_statement = false;
+                // `s.sync()` as a statement releases this block's launch borrows.
+                if self.synced {
+                    self.release_borrows();
+                }
                 self.drop_unstored(&v);
             }
             StmtKind::Block(b) => {
                 self.push_scope();
+                self.scopes.last_mut().expect("scope").loop_body = loop_body;
                 self.block_stmts(&b.stmts);
-                self.pop_scope();
+                let close = Span {
+                    start: b.span.end.saturating_sub(1),
+                    ..b.span
+                };
+                self.pop_scope_at(Some(close));
             }
             StmtKind::Empty => {}
             StmtKind::If { cond, then, els } => self.if_stmt(cond, then, els.as_deref()),
@@ -88,11 +118,13 @@ impl FnBuilder<'_> {
             StmtKind::Return { value, transfer } => {
                 self.return_stmt(value.as_ref(), *transfer, s.span)
             }
-            StmtKind::ForEach { .. } => self.error(
-                code::NOT_IMPLEMENTED,
-                s.span,
-                "for-each loops are not implemented yet (T2)",
-            ),
+            StmtKind::ForEach {
+                index,
+                ty,
+                name,
+                iterable,
+                body,
+            } => self.for_each(label, index.as_ref(), ty, name, iterable, body),
             StmtKind::Switch { .. } => self.error(
                 code::NOT_IMPLEMENTED,
                 s.span,
@@ -137,6 +169,29 @@ impl FnBuilder<'_> {
                 Ty::Error
             }
         };
+        match (&ty, self.device) {
+            (Ty::Shared(_), false) => {
+                self.error(
+                    code::XPU_K03,
+                    d.ty.span,
+                    "Shared<T> variables exist only in @Kernel code",
+                );
+                return;
+            }
+            (
+                Ty::Buffer(_) | Ty::Stream | Ty::Str | Ty::Array(_) | Ty::Class(_) | Ty::Enum(_),
+                true,
+            ) => {
+                let n = self.ty_name(&ty);
+                self.error(
+                    code::XPU_N01,
+                    d.ty.span,
+                    format!("device code cannot declare {n} variables"),
+                );
+                return;
+            }
+            _ => {}
+        }
         for var in &d.vars {
             self.set_pos(var.name.span);
             let reg = self.new_reg(ty.reg());
@@ -227,6 +282,258 @@ impl FnBuilder<'_> {
         }
     }
 
+    /// For-each over an array (T2) and the grid-stride loop `for (I i, T v : buf.range(n))`
+    /// of device code (XPU §3.5). Both count with an int64 `k`: from 0 by 1 below `count()`,
+    /// or from `globalIdX()` by `gx · bx` below `n` (computed in 64 bits, so it never wraps).
+    fn for_each(
+        &mut self,
+        label: Option<String>,
+        index: Option<&(crate::ast::TypeExpr, crate::ast::Ident)>,
+        ty: &crate::ast::TypeExpr,
+        name: &crate::ast::Ident,
+        iterable: &Expr,
+        body: &Stmt,
+    ) {
+        let elem_decl = match self.p.resolve_type(self.unit, ty) {
+            Ok(t) => t,
+            Err(d) => {
+                self.diags.push(d);
+                return;
+            }
+        };
+        let index_ty = match index {
+            Some((t, _)) => match self.p.resolve_type(self.unit, t) {
+                Ok(t) if t.is_int() => Some(t),
+                Ok(t) => {
+                    let n = self.ty_name(&t);
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        index.map_or(name.span, |i| i.0.span),
+                        format!("a for-each index must be an integer, found {n}"),
+                    );
+                    return;
+                }
+                Err(d) => {
+                    self.diags.push(d);
+                    return;
+                }
+            },
+            None => None,
+        };
+        let range = match &iterable.kind {
+            ExprKind::Call {
+                target: Some(t),
+                name: r,
+                args,
+                ..
+            } if r.name == "range" => Some((t, args)),
+            _ => None,
+        };
+        self.push_scope();
+        let i64t = Type::I64;
+        let k = self.new_reg(i64t);
+        let limit = self.new_reg(i64t);
+        let src;
+        let elem: Ty;
+        let mut stride = None;
+        if let Some((t, args)) = range {
+            let b = self.expr(t);
+            let Ty::Buffer(s) = b.ty else {
+                if b.ty != Ty::Error {
+                    let n = self.ty_name(&b.ty);
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        t.span,
+                        format!("range() needs a KernelBuffer, found {n}"),
+                    );
+                }
+                self.pop_scope();
+                return;
+            };
+            if !self.device {
+                self.error(
+                    code::XPU_K04,
+                    iterable.span,
+                    "the grid-stride loop is only available in device code",
+                );
+                self.pop_scope();
+                return;
+            }
+            if index.is_none() {
+                self.error(
+                    code::SYNTAX,
+                    iterable.span,
+                    "the grid-stride loop needs an index variable: for (I i, T v : buf.range(n))",
+                );
+                self.pop_scope();
+                return;
+            }
+            let Some(br) = self.to_reg(&b) else {
+                self.pop_scope();
+                return;
+            };
+            src = self.new_reg(b.ty.reg());
+            self.emit(Op::Mov, src, br, 0);
+            elem = Ty::Prim(s);
+            let [n] = args.as_slice() else {
+                self.error(
+                    code::UNRESOLVED_METHOD,
+                    iterable.span,
+                    "range() takes one argument",
+                );
+                self.pop_scope();
+                return;
+            };
+            let nv = self.expr(&n.value);
+            if !nv.ty.is_int() {
+                let m = self.ty_name(&nv.ty);
+                self.error(
+                    code::TYPE_MISMATCH,
+                    n.value.span,
+                    format!("range() needs an integer, found {m}"),
+                );
+                self.pop_scope();
+                return;
+            }
+            let Some(nr) = self.coerce(nv, &Ty::Prim(Scalar::I64), n.value.span) else {
+                self.pop_scope();
+                return;
+            };
+            self.emit(Op::Mov, limit, nr, 0);
+            let u32t = Type::Scalar(Scalar::U32);
+            let g = self.def(Op::Geom, u32t, super::xpu::geom::GLOBAL, 0);
+            self.emit(Op::WrapI64, k, g, 0);
+            let gx = self.def(Op::Geom, u32t, super::xpu::geom::GRID_DIM, 0);
+            let bx = self.def(Op::Geom, u32t, super::xpu::geom::BLOCK_DIM, 0);
+            let (gx64, bx64) = (self.temp(i64t), self.temp(i64t));
+            self.emit(Op::WrapI64, gx64, gx, 0);
+            self.emit(Op::WrapI64, bx64, bx, 0);
+            let st = self.new_reg(i64t);
+            self.emit(Op::MulI64, st, gx64, bx64);
+            stride = Some(st);
+        } else {
+            let a = self.expr(iterable);
+            let Ty::Array(e) = a.ty.clone() else {
+                if a.ty != Ty::Error {
+                    let n = self.ty_name(&a.ty);
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        iterable.span,
+                        format!("for-each needs an array, found {n}"),
+                    );
+                }
+                self.pop_scope();
+                return;
+            };
+            let Some(ar) = self.to_reg(&a) else {
+                self.pop_scope();
+                return;
+            };
+            // The iterable is evaluated once and lives until the loop ends (LANGUAGE §6.4).
+            src = self.new_reg(a.ty.reg());
+            self.emit(Op::Mov, src, ar, 0);
+            if a.own != Own::No && a.ty.is_owned_kind() {
+                let f = self.new_reg(Type::BOOL);
+                match a.own {
+                    Own::Dyn(o) => self.emit(Op::Mov, f, o, 0),
+                    _ => self.emit_bc(Op::LoadI, f, 1),
+                };
+                // Dropped when the loop's scope closes.
+                if let Some(li) =
+                    self.add_local("$iterable", a.ty.clone(), src, true, iterable.span)
+                {
+                    self.locals[li].flag = Some(f);
+                    let da = self.locals[li].da;
+                    self.da[da] = true;
+                }
+            }
+            elem = (*e).clone();
+            self.emit(Op::ArrLen, limit, src, 0);
+            self.emit_bc(Op::LoadI, k, 0);
+        }
+        self.end_statement();
+        let header = self.pc();
+        let c = self.temp(Type::BOOL);
+        self.emit(Op::LtI64, c, k, limit);
+        let jexit = self.emit_bc(Op::JmpIfNot, c, 0);
+        self.end_statement();
+        let entry_da = self.da.clone();
+        let depth = self.scopes.len();
+        self.loops.push(LoopCtx {
+            label,
+            depth,
+            body_depth: depth,
+            breaks: vec![],
+            continues: vec![],
+            break_da: vec![],
+        });
+        self.push_scope();
+        self.scopes.last_mut().expect("scope").loop_body = true;
+        // The index and a copy of the element, taken at the start of each iteration.
+        if let (Some((_, iname)), Some(ity)) = (index, &index_ty) {
+            let r = self.new_reg(ity.reg());
+            if let Some(li) = self.add_local(&iname.name, ity.clone(), r, false, iname.span) {
+                let s = ity.scalar().expect("integer index");
+                let conv = self.convert(k, Scalar::I64, s);
+                self.move_into(r, conv);
+                let da = self.locals[li].da;
+                self.da[da] = true;
+            }
+        }
+        let er = self.new_reg(elem_decl.reg());
+        if let Some(li) = self.add_local(&name.name, elem_decl.clone(), er, false, name.span) {
+            self.set_pos(iterable.span);
+            let got = match (&elem, range.is_some()) {
+                (Ty::Prim(s), true) => self.def(
+                    super::expr::typed_op("ld", *s).expect("ld"),
+                    Type::Scalar(*s),
+                    src,
+                    k,
+                ),
+                (Ty::Prim(s), false) => self.def(
+                    super::expr::typed_op("aget", *s).expect("aget"),
+                    Type::Scalar(*s),
+                    src,
+                    k,
+                ),
+                (e, _) => self.def(Op::ArrGetRef, e.reg(), src, k),
+            };
+            let v = Val::reg(elem.clone(), got);
+            if elem_decl.is_owned_kind() {
+                let f = self.new_reg(Type::BOOL);
+                self.locals[li].flag = Some(f);
+                self.emit_bc(Op::LoadI, f, 0);
+            }
+            self.store_local(li, v, name.span, true);
+        }
+        self.end_statement();
+        self.stmt(body);
+        self.pop_scope();
+        let cont = self.pc();
+        let lp = self.loops.pop().expect("loop");
+        for j in &lp.continues {
+            self.patch(*j, cont);
+        }
+        match stride {
+            Some(st) => {
+                self.emit(Op::AddI64, k, k, st);
+            }
+            None => {
+                self.emit(Op::AddImmI64, k, k, 1);
+            }
+        }
+        self.emit_bc(Op::Jmp, 0, header);
+        let merge = self.pc();
+        self.patch(jexit, merge);
+        for j in &lp.breaks {
+            self.patch(*j, merge);
+        }
+        self.region(RegionKind::Loop, header, cont, merge);
+        self.da = entry_da;
+        self.reachable = true;
+        self.pop_scope();
+    }
+
     /// `while`, `do … while` and C-style `for` (with `update`).
     fn while_stmt(
         &mut self,
@@ -263,6 +570,8 @@ impl FnBuilder<'_> {
             break_da: vec![],
         });
         self.push_scope();
+        self.scopes.last_mut().expect("scope").loop_body = true;
+        self.pending_loop_body = true;
         self.stmt(body);
         self.pop_scope();
         let cont = self.pc();
@@ -348,6 +657,9 @@ impl FnBuilder<'_> {
         } else {
             self.loops[idx].body_depth
         };
+        if self.reachable {
+            self.check_pending_drops(depth, span);
+        }
         self.drop_scopes_to(depth);
         let j = self.emit_bc(Op::Jmp, 0, 0);
         let da = self.da.clone();
@@ -373,6 +685,7 @@ impl FnBuilder<'_> {
                     self.reachable = false;
                     return;
                 }
+                self.check_pending_drops(0, span);
                 self.emit_return_drops();
                 self.emit(Op::RetVoid, 0, 0, 0);
             }
@@ -400,6 +713,7 @@ impl FnBuilder<'_> {
                     return;
                 };
                 self.set_pos(span);
+                self.check_pending_drops(0, span);
                 if ret.is_owned_kind() {
                     let flag = match own {
                         Own::No => self.load_bool(false),

@@ -45,6 +45,8 @@ pub enum Ty {
     Buffer(Scalar),
     /// `KernelStream`.
     Stream,
+    /// `Shared<T>` (kernel code only).
+    Shared(Scalar),
     /// A library enum constant's type.
     Enum(EnumTy),
     /// The type of `null`.
@@ -81,7 +83,13 @@ impl Ty {
     pub fn is_ref(&self) -> bool {
         matches!(
             self,
-            Ty::Str | Ty::Array(_) | Ty::Class(_) | Ty::Buffer(_) | Ty::Stream | Ty::Null
+            Ty::Str
+                | Ty::Array(_)
+                | Ty::Class(_)
+                | Ty::Buffer(_)
+                | Ty::Stream
+                | Ty::Shared(_)
+                | Ty::Null
         )
     }
 
@@ -108,6 +116,7 @@ impl Ty {
             Ty::Class(c) => Type::Object(*c),
             Ty::Buffer(s) => Type::Buffer(*s),
             Ty::Stream => Type::Stream,
+            Ty::Shared(s) => Type::Shared(*s),
             Ty::Enum(_) => Type::Scalar(Scalar::I32),
             Ty::Null | Ty::Void | Ty::Error => Type::Scalar(Scalar::I32),
         }

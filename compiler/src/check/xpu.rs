@@ -1,0 +1,1031 @@
+//! The xpu side of the checker (XPU.md): `KernelBuffer`/`KernelStream`/`Device` host API,
+//! device code (`KernelThread`, `Workgroup`, `Barrier`, buffer and shared elements, atomics),
+//! the launch statement, and the side rules `XPU-K04` (device-only in host code), `XPU-N01`
+//! (not allowed in device code) and `XPU-N02` (malformed launch).
+//!
+//! Kernel ABI (what every backend receives): a kernel's parameters are scalars and buffers
+//! only. A POD-class parameter is *flattened* into one scalar parameter per field, in field
+//! order; device functions use the same convention, and kernels and device functions take no
+//! owns-flags (device code never owns anything).
+
+use super::builtins::LibClass;
+use super::expr::typed_op;
+use super::func::{FnBuilder, Loc, Own, Reg, Val};
+use super::ty::Ty;
+use super::MethodSig;
+use crate::ast::{Arg, Expr, ExprKind, Ident, TypeArg};
+use crate::diag::{code, Span};
+use cajeta_bytecode::{FnKind, Op, Scalar, Type};
+
+/// `Geom` selectors (see the opcode table).
+pub mod geom {
+    /// `KernelThread.x()`; +1, +2 for y, z.
+    pub const THREAD: u16 = 0;
+    /// `Workgroup.x()`; +1, +2 for y, z.
+    pub const GROUP: u16 = 3;
+    /// `Workgroup.dimX()`; +1, +2 for Y, Z.
+    pub const BLOCK_DIM: u16 = 6;
+    /// `KernelThread.globalIdX()`; +1, +2 for Y, Z.
+    pub const GLOBAL: u16 = 9;
+    /// The grid size (workgroups) along x; +1, +2 for y, z. Internal (grid-stride loops).
+    pub const GRID_DIM: u16 = 12;
+}
+
+/// Register types a call passes for `sig`'s parameters (after a constructor's `this`):
+/// host functions take declared parameters then owns-flags; device code takes POD parameters
+/// flattened to their fields.
+pub fn param_types(fb: &FnBuilder<'_>, sig: &MethodSig) -> Vec<Type> {
+    let mut out = vec![];
+    if sig.kind == FnKind::Host {
+        out.extend(sig.params.iter().map(|(_, t)| t.reg()));
+        out.extend(std::iter::repeat_n(Type::BOOL, sig.flag_count()));
+    } else {
+        for (_, t) in &sig.params {
+            match t {
+                Ty::Class(c) => {
+                    out.extend(fb.p.classes[*c as usize].fields.iter().map(|f| f.ty.reg()))
+                }
+                t => out.push(t.reg()),
+            }
+        }
+    }
+    out
+}
+
+impl FnBuilder<'_> {
+    fn void() -> Val {
+        Val {
+            ty: Ty::Void,
+            loc: Loc::None,
+            untyped: false,
+            own: Own::No,
+        }
+    }
+
+    /// Reports `XPU-K04` in host code; true if the operation may proceed.
+    fn device_only(&mut self, what: &str, span: Span) -> bool {
+        if !self.device {
+            self.error(
+                code::XPU_K04,
+                span,
+                format!("{what} is only available in @Kernel or @Device code"),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// Reports `XPU-N01` in device code; true if the operation may proceed.
+    pub fn host_only(&mut self, what: &str, span: Span) -> bool {
+        if self.device {
+            self.error(
+                code::XPU_N01,
+                span,
+                format!("{what} is not allowed in device code"),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// Converts an argument to `t` or reports a mismatch.
+    fn arg_to(&mut self, args: &[Arg], vals: &[Val], i: usize, t: &Ty) -> Option<Reg> {
+        let v = vals.get(i)?.clone();
+        self.coerce(v, t, args[i].value.span)
+    }
+
+    fn expect_args(&mut self, args: &[Arg], n: usize, what: &str, span: Span) -> bool {
+        if let Some(a) = args.iter().find(|a| a.name.is_some()) {
+            self.error(
+                code::NAMEDARG,
+                a.value.span,
+                format!("{what} takes no named arguments"),
+            );
+            return false;
+        }
+        if args.len() != n {
+            self.error(
+                code::UNRESOLVED_METHOD,
+                span,
+                format!("{what} takes {n} argument(s), found {}", args.len()),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// `heap KernelBuffer<T>(n)` and `heap KernelBuffer<T>(0, n)`.
+    pub fn new_buffer(&mut self, elem: Scalar, args: &[Arg], span: Span) -> Val {
+        if !self.host_only("creating a buffer", span) {
+            return Val::error();
+        }
+        let vals = self.eval_args(args);
+        if vals.iter().any(|v| v.ty == Ty::Error) {
+            return Val::error();
+        }
+        let ty = Ty::Buffer(elem);
+        match vals.len() {
+            1 => {
+                let Some(n) = self.arg_to(args, &vals, 0, &Ty::Prim(Scalar::U64)) else {
+                    return Val::error();
+                };
+                self.set_pos(span);
+                let d = self.def(Op::BufNew, ty.reg(), n, 0);
+                Val {
+                    ty,
+                    loc: Loc::Reg(d),
+                    untyped: false,
+                    own: Own::Yes,
+                }
+            }
+            2 => {
+                if !matches!(vals[0].loc, Loc::Num(super::ty::Num::Int(0))) {
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        args[0].value.span,
+                        "the handle of KernelBuffer(handle, count) must be the constant 0",
+                    );
+                    return Val::error();
+                }
+                let Some(n) = self.arg_to(args, &vals, 1, &Ty::Prim(Scalar::U64)) else {
+                    return Val::error();
+                };
+                self.set_pos(span);
+                let d = self.def(Op::BufNewEmpty, ty.reg(), n, 0);
+                Val {
+                    ty,
+                    loc: Loc::Reg(d),
+                    untyped: false,
+                    own: Own::Yes,
+                }
+            }
+            _ => {
+                self.error(
+                    code::NO_MATCHING_CONSTRUCTOR,
+                    span,
+                    "KernelBuffer takes (uint64 count) or (int64 handle, uint64 count)",
+                );
+                Val::error()
+            }
+        }
+    }
+
+    /// Static calls on xpu library classes (`KernelBuffer<T>.alloc`, `KernelStream.current`,
+    /// `Device.*`, `KernelThread.*`, `Workgroup.*`, `Barrier.*`).
+    pub fn xpu_static_call(
+        &mut self,
+        lib: LibClass,
+        target: &Expr,
+        name: &Ident,
+        args: &[Arg],
+        span: Span,
+    ) -> Option<Val> {
+        let n = name.name.as_str();
+        let v = match lib {
+            LibClass::KernelBuffer => {
+                let ExprKind::GenericName { args: targs, .. } = &target.kind else {
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        target.span,
+                        "use KernelBuffer<T>.alloc(n) with an element type",
+                    );
+                    return Some(Val::error());
+                };
+                let elem = self.buffer_elem_arg(targs, target.span)?;
+                if n != "alloc" {
+                    self.error(
+                        code::UNRESOLVED_METHOD,
+                        name.span,
+                        format!("KernelBuffer has no static method '{n}'"),
+                    );
+                    return Some(Val::error());
+                }
+                self.new_buffer(elem, args, span)
+            }
+            LibClass::KernelStream => {
+                if !self.expect_args(args, 0, &format!("KernelStream.{n}"), span)
+                    || !self.host_only("KernelStream", span)
+                {
+                    return Some(Val::error());
+                }
+                let op = match n {
+                    "current" => Op::StreamCurrent,
+                    "create" => Op::StreamCreate,
+                    _ => {
+                        self.error(
+                            code::UNRESOLVED_METHOD,
+                            name.span,
+                            format!("KernelStream has no static method '{n}'"),
+                        );
+                        return Some(Val::error());
+                    }
+                };
+                self.set_pos(span);
+                let d = self.def(op, Type::Stream, 0, 0);
+                Val {
+                    ty: Ty::Stream,
+                    loc: Loc::Reg(d),
+                    untyped: false,
+                    own: Own::Yes,
+                }
+            }
+            LibClass::Device => {
+                if !self.host_only("Device", span) {
+                    return Some(Val::error());
+                }
+                match n {
+                    "force" => {
+                        if !self.expect_args(args, 1, "Device.force", span) {
+                            return Some(Val::error());
+                        }
+                        let vals = self.eval_args(args);
+                        let r = self.arg_to(args, &vals, 0, &Ty::Str)?;
+                        self.set_pos(span);
+                        self.emit(Op::DeviceForce, r, 0, 0);
+                        Self::void()
+                    }
+                    "activeBackend" => {
+                        if !self.expect_args(args, 0, "Device.activeBackend", span) {
+                            return Some(Val::error());
+                        }
+                        self.set_pos(span);
+                        let d = self.def(Op::DeviceBackend, Type::Str, 0, 0);
+                        Val::reg(Ty::Str, d)
+                    }
+                    _ => {
+                        self.error(
+                            code::NOT_IMPLEMENTED,
+                            name.span,
+                            format!("Device.{n} is not implemented yet"),
+                        );
+                        Val::error()
+                    }
+                }
+            }
+            LibClass::KernelThread | LibClass::Workgroup => {
+                let sel = match (lib, n) {
+                    (LibClass::KernelThread, "x") => geom::THREAD,
+                    (LibClass::KernelThread, "y") => geom::THREAD + 1,
+                    (LibClass::KernelThread, "z") => geom::THREAD + 2,
+                    (LibClass::KernelThread, "globalIdX") => geom::GLOBAL,
+                    (LibClass::KernelThread, "globalIdY") => geom::GLOBAL + 1,
+                    (LibClass::KernelThread, "globalIdZ") => geom::GLOBAL + 2,
+                    (LibClass::Workgroup, "x") => geom::GROUP,
+                    (LibClass::Workgroup, "y") => geom::GROUP + 1,
+                    (LibClass::Workgroup, "z") => geom::GROUP + 2,
+                    (LibClass::Workgroup, "dimX") => geom::BLOCK_DIM,
+                    (LibClass::Workgroup, "dimY") => geom::BLOCK_DIM + 1,
+                    (LibClass::Workgroup, "dimZ") => geom::BLOCK_DIM + 2,
+                    _ => {
+                        self.error(
+                            code::UNRESOLVED_METHOD,
+                            name.span,
+                            format!("{}.{n} is not a known member", lib.name()),
+                        );
+                        return Some(Val::error());
+                    }
+                };
+                if !self.expect_args(args, 0, &format!("{}.{n}", lib.name()), span)
+                    || !self.device_only(&format!("{}.{n}()", lib.name()), span)
+                {
+                    return Some(Val::error());
+                }
+                let d = self.def(Op::Geom, Type::Scalar(Scalar::U32), sel, 0);
+                Val::reg(Ty::Prim(Scalar::U32), d)
+            }
+            LibClass::Barrier => {
+                if !self.device_only(&format!("Barrier.{n}()"), span) {
+                    return Some(Val::error());
+                }
+                match n {
+                    "workgroup" => {
+                        if !self.expect_args(args, 0, "Barrier.workgroup", span) {
+                            return Some(Val::error());
+                        }
+                        self.set_pos(span);
+                        self.emit(Op::Barrier, 0, 0, 0);
+                    }
+                    // Fences order the caller's own accesses; every backend we run today
+                    // executes a workgroup's memory accesses in program order, so they are no-ops.
+                    "workgroupMemory" | "deviceMemory" => {
+                        let _ = self.eval_args(args);
+                    }
+                    _ => {
+                        self.error(
+                            code::NOT_IMPLEMENTED,
+                            name.span,
+                            format!("Barrier.{n} is not implemented yet"),
+                        );
+                        return Some(Val::error());
+                    }
+                }
+                Self::void()
+            }
+            _ => return None,
+        };
+        Some(v)
+    }
+
+    fn buffer_elem_arg(&mut self, targs: &[TypeArg], span: Span) -> Option<Scalar> {
+        let [TypeArg::Type(t)] = targs else {
+            self.error(
+                code::TYPE_MISMATCH,
+                span,
+                "KernelBuffer takes exactly one element type",
+            );
+            return None;
+        };
+        match self.p.resolve_type(self.unit, t) {
+            Ok(Ty::Prim(s)) if s.is_numeric() => Some(s),
+            Ok(other) => {
+                let n = self.ty_name(&other);
+                self.error(
+                    code::TYPE_MISMATCH,
+                    t.span,
+                    format!("'{n}' is not a buffer element type"),
+                );
+                None
+            }
+            Err(d) => {
+                self.diags.push(d);
+                None
+            }
+        }
+    }
+
+    /// Methods on buffers, shared arrays and streams; `None` if `recv` is none of those.
+    pub fn xpu_method(
+        &mut self,
+        recv: &Val,
+        name: &Ident,
+        args: &[Arg],
+        span: Span,
+    ) -> Option<Val> {
+        let n = name.name.as_str();
+        match recv.ty.clone() {
+            Ty::Buffer(elem) => Some(self.buffer_method(recv, elem, n, name, args, span)),
+            Ty::Shared(elem) => {
+                Some(self.atomic_method(recv, elem, n, name, args, span, "shared array"))
+            }
+            Ty::Stream => {
+                if !self.expect_args(args, 0, &format!("KernelStream.{n}"), span)
+                    || !self.host_only("KernelStream", span)
+                {
+                    return Some(Val::error());
+                }
+                let op = match n {
+                    "sync" => {
+                        self.synced = true;
+                        Op::StreamSync
+                    }
+                    "destroy" => Op::StreamDestroy,
+                    _ => {
+                        self.error(
+                            code::UNRESOLVED_METHOD,
+                            name.span,
+                            format!("KernelStream has no method '{n}'"),
+                        );
+                        return Some(Val::error());
+                    }
+                };
+                let r = self.to_reg(recv)?;
+                self.set_pos(span);
+                self.emit(op, r, 0, 0);
+                Some(Self::void())
+            }
+            _ => None,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn atomic_method(
+        &mut self,
+        recv: &Val,
+        elem: Scalar,
+        n: &str,
+        name: &Ident,
+        args: &[Arg],
+        span: Span,
+        what: &str,
+    ) -> Val {
+        if n != "atomicAdd" {
+            let _ = self.eval_args(args);
+            self.error(
+                code::UNRESOLVED_METHOD,
+                name.span,
+                format!("a {what} has no method '{n}' (or it is not implemented yet)"),
+            );
+            return Val::error();
+        }
+        if !self.device_only("atomicAdd", span) {
+            let _ = self.eval_args(args);
+            return Val::error();
+        }
+        if !matches!(
+            elem,
+            Scalar::I32 | Scalar::U32 | Scalar::I64 | Scalar::U64 | Scalar::F32
+        ) {
+            self.error(
+                code::TYPE_MISMATCH,
+                name.span,
+                format!("atomicAdd is not available on {} elements", elem.name()),
+            );
+            return Val::error();
+        }
+        if args.len() == 3 {
+            self.error(
+                code::NOT_IMPLEMENTED,
+                args[2].value.span,
+                "memory orders on atomics are not implemented yet (T2)",
+            );
+            return Val::error();
+        }
+        if !self.expect_args(args, 2, "atomicAdd", span) {
+            return Val::error();
+        }
+        let vals = self.eval_args(args);
+        let Some(base) = self.to_reg(recv) else {
+            return Val::error();
+        };
+        let Some(idx) = self.device_index(&vals[0], args[0].value.span) else {
+            return Val::error();
+        };
+        let Some(v) = self.arg_to(args, &vals, 1, &Ty::Prim(elem)) else {
+            return Val::error();
+        };
+        let d = self.temp(Type::Scalar(elem));
+        self.emit(Op::Mov, d, v, 0);
+        self.set_pos(span);
+        self.emit(typed_op("atom.add", elem).expect("atomic op"), d, base, idx);
+        Val::reg(Ty::Prim(elem), d)
+    }
+
+    fn buffer_method(
+        &mut self,
+        recv: &Val,
+        elem: Scalar,
+        n: &str,
+        name: &Ident,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
+        if n == "atomicAdd" {
+            return self.atomic_method(recv, elem, n, name, args, span, "buffer");
+        }
+        if n == "length" {
+            if !self.expect_args(args, 0, "length", span) {
+                return Val::error();
+            }
+            let Some(r) = self.to_reg(recv) else {
+                return Val::error();
+            };
+            self.set_pos(span);
+            let d = self.def(Op::BufLength, Type::Scalar(Scalar::U64), r, 0);
+            return Val::reg(Ty::Prim(Scalar::U64), d);
+        }
+        if !self.host_only(&format!("KernelBuffer.{n}"), span) {
+            let _ = self.eval_args(args);
+            return Val::error();
+        }
+        let vals = self.eval_args(args);
+        if vals.iter().any(|v| v.ty == Ty::Error) {
+            return Val::error();
+        }
+        let Some(b) = self.to_reg(recv) else {
+            return Val::error();
+        };
+        let arr_ty = Ty::Array(Box::new(Ty::Prim(elem)));
+        let host_array = |this: &mut Self, i: usize| -> Option<Reg> {
+            if vals[i].ty != arr_ty {
+                let (a, want) = (this.ty_name(&vals[i].ty), this.ty_name(&arr_ty));
+                this.error(
+                    code::TYPE_MISMATCH,
+                    args[i].value.span,
+                    format!("{n} needs a {want}, found {a}"),
+                );
+                return None;
+            }
+            this.to_reg(&vals[i])
+        };
+        let named = args.iter().find(|a| a.name.is_some()).map(|a| a.value.span);
+        if let Some(s) = named {
+            self.error(
+                code::NAMEDARG,
+                s,
+                format!("KernelBuffer.{n} takes no named arguments"),
+            );
+            return Val::error();
+        }
+        match (n, vals.len()) {
+            ("upload" | "download" | "hostStore" | "hostLoad", 1) => {
+                let Some(a) = host_array(self, 0) else {
+                    return Val::error();
+                };
+                let op = match n {
+                    "upload" => Op::BufUpload,
+                    "download" => Op::BufDownload,
+                    "hostStore" => Op::BufHostStore,
+                    _ => Op::BufHostLoad,
+                };
+                self.set_pos(span);
+                self.emit(op, b, a, 0);
+                Self::void()
+            }
+            ("upload" | "download", 2) => {
+                let Some(a) = host_array(self, 0) else {
+                    return Val::error();
+                };
+                let Some(c) = self.arg_to(args, &vals, 1, &Ty::Prim(Scalar::I64)) else {
+                    return Val::error();
+                };
+                let op = if n == "upload" {
+                    Op::BufUploadN
+                } else {
+                    Op::BufDownloadN
+                };
+                self.set_pos(span);
+                self.emit(op, b, a, c);
+                Self::void()
+            }
+            ("uploadAsync" | "downloadAsync", 2) => {
+                let Some(a) = host_array(self, 0) else {
+                    return Val::error();
+                };
+                let Some(s) = self.arg_to(args, &vals, 1, &Ty::Stream) else {
+                    return Val::error();
+                };
+                let op = if n == "uploadAsync" {
+                    Op::BufUploadAsync
+                } else {
+                    Op::BufDownloadAsync
+                };
+                self.set_pos(span);
+                self.emit(op, b, a, s);
+                Self::void()
+            }
+            ("free", 0) => {
+                self.set_pos(span);
+                self.emit(Op::BufFree, b, 0, 0);
+                Self::void()
+            }
+            ("allocate", 0 | 1) => {
+                let k = if vals.is_empty() {
+                    self.load_bits(Type::I32, (-1i64) as u64)
+                } else {
+                    let Some(k) = self.arg_to(args, &vals, 0, &Ty::Prim(Scalar::I32)) else {
+                        return Val::error();
+                    };
+                    k
+                };
+                self.set_pos(span);
+                self.emit(Op::BufAllocate, b, k, 0);
+                Self::void()
+            }
+            ("slice", 2) => {
+                let (Some(off), Some(cnt)) = (
+                    self.arg_to(args, &vals, 0, &Ty::Prim(Scalar::U64)),
+                    self.arg_to(args, &vals, 1, &Ty::Prim(Scalar::U64)),
+                ) else {
+                    return Val::error();
+                };
+                let base = self.window(&[Type::Scalar(Scalar::U64), Type::Scalar(Scalar::U64)]);
+                self.emit(Op::Mov, base, off, 0);
+                self.emit(Op::Mov, base + 1, cnt, 0);
+                self.set_pos(span);
+                let ty = Ty::Buffer(elem);
+                let d = self.def(Op::BufSlice, ty.reg(), b, base);
+                Val {
+                    ty,
+                    loc: Loc::Reg(d),
+                    untyped: false,
+                    own: Own::Yes,
+                }
+            }
+            _ => {
+                self.error(
+                    code::UNRESOLVED_METHOD,
+                    name.span,
+                    format!(
+                        "KernelBuffer has no method '{n}' taking {} argument(s)",
+                        vals.len()
+                    ),
+                );
+                Val::error()
+            }
+        }
+    }
+
+    /// An index for device memory (any integer type), as int64.
+    fn device_index(&mut self, v: &Val, span: Span) -> Option<Reg> {
+        match v.ty.scalar() {
+            Some(s) if s.is_int() => self.coerce(v.clone(), &Ty::Prim(Scalar::I64), span),
+            _ if v.ty == Ty::Error => None,
+            _ => {
+                let n = self.ty_name(&v.ty);
+                self.error(
+                    code::TYPE_MISMATCH,
+                    span,
+                    format!("an index must be an integer, found {n}"),
+                );
+                None
+            }
+        }
+    }
+
+    /// The field registers of a POD argument passed to a device function: the argument must
+    /// be a (flattened) POD parameter of the calling device function.
+    pub fn pod_fields(&mut self, arg: Option<&Expr>, v: &Val, want: &Ty) -> Option<Vec<Reg>> {
+        if v.ty != *want {
+            let (a, b) = (self.ty_name(&v.ty), self.ty_name(want));
+            self.error(
+                code::TYPE_MISMATCH,
+                arg.map_or(Span::default(), |a| a.span),
+                format!("expected {b}, found {a}"),
+            );
+            return None;
+        }
+        if let Some(ExprKind::Name(id)) = arg.map(|a| &a.kind) {
+            if let Some(li) = self.lookup_local(&id.name) {
+                if let Some(regs) = self.locals[li].pod.clone() {
+                    return Some(regs);
+                }
+            }
+        }
+        self.error(
+            code::XPU_N01,
+            arg.map_or(Span::default(), |a| a.span),
+            "device code can only pass its own POD parameters on",
+        );
+        None
+    }
+
+    /// `p.field` for a POD parameter of device code: the flattened field register.
+    pub fn pod_field(&mut self, target: &Expr, name: &Ident) -> Option<Val> {
+        let ExprKind::Name(id) = &target.kind else {
+            return None;
+        };
+        let li = self.lookup_local(&id.name)?;
+        let regs = self.locals[li].pod.clone()?;
+        let Ty::Class(c) = self.locals[li].ty else {
+            return None;
+        };
+        let cls = &self.p.classes[c as usize];
+        match cls.fields.iter().position(|f| f.name == name.name) {
+            Some(fi) => Some(Val::reg(cls.fields[fi].ty.clone(), regs[fi])),
+            None => {
+                let cn = cls.qual.clone();
+                self.error(
+                    code::VARIABLE_NOT_FOUND,
+                    name.span,
+                    format!("'{cn}' has no field '{}'", name.name),
+                );
+                Some(Val::error())
+            }
+        }
+    }
+
+    /// A static field read in device code: a `static final` primitive constant is inlined
+    /// (its initialiser is a constant expression); any other static is `XPU-N01`.
+    pub fn device_static(&mut self, si: u32, span: Span) -> Val {
+        let st = self.p.statics[si as usize].clone();
+        let init = if st.is_final && matches!(st.ty, Ty::Prim(_)) && self.inline_depth < 16 {
+            let c = &self.p.classes[st.class as usize];
+            let decl = &self.units[c.unit].classes[c.index];
+            decl.members.iter().find_map(|m| match m {
+                crate::ast::Member::Field(f) if f.modifiers.is_static => f
+                    .vars
+                    .iter()
+                    .find(|(n, _)| n.name == st.name)
+                    .and_then(|(_, e)| e.clone()),
+                _ => None,
+            })
+        } else {
+            None
+        };
+        let Some(init) = init else {
+            self.error(
+                code::XPU_N01,
+                span,
+                format!(
+                    "device code cannot read the static field '{}' (only static final constants)",
+                    st.name
+                ),
+            );
+            return Val::error();
+        };
+        self.inline_depth += 1;
+        let v = self.expr(&init);
+        self.inline_depth -= 1;
+        match self.coerce(v, &st.ty, span) {
+            Some(r) => Val::reg(st.ty.clone(), r),
+            None => Val::error(),
+        }
+    }
+
+    /// `buf[i]` / `shared[i]` read in device code.
+    pub fn device_elem_get(&mut self, base: Reg, elem: Scalar, index: &Expr, span: Span) -> Val {
+        let iv = self.expr(index);
+        let Some(idx) = self.device_index(&iv, index.span) else {
+            return Val::error();
+        };
+        self.set_pos(span);
+        let d = self.def(
+            typed_op("ld", elem).expect("ld"),
+            Type::Scalar(elem),
+            base,
+            idx,
+        );
+        Val::reg(Ty::Prim(elem), d)
+    }
+
+    /// The index register of a device element store target.
+    pub fn device_elem_index(&mut self, index: &Expr) -> Option<Reg> {
+        let iv = self.expr(index);
+        self.device_index(&iv, index.span)
+    }
+
+    /// `shared T[n]` in a kernel: one array per workgroup (XPU §2.6).
+    pub fn shared_array(&mut self, elem: &crate::ast::TypeExpr, len: &Expr, span: Span) -> Val {
+        if self.job.sig.as_ref().map(|s| s.kind) != Some(FnKind::Kernel) {
+            self.error(
+                code::XPU_K03,
+                span,
+                "'shared' arrays are only allowed in a @Kernel body",
+            );
+            return Val::error();
+        }
+        let et = match self.p.resolve_type(self.unit, elem) {
+            Ok(Ty::Prim(s)) if s.is_numeric() => s,
+            Ok(other) => {
+                let n = self.ty_name(&other);
+                self.error(
+                    code::TYPE_MISMATCH,
+                    elem.span,
+                    format!("'{n}' is not a shared element type"),
+                );
+                return Val::error();
+            }
+            Err(d) => {
+                self.diags.push(d);
+                return Val::error();
+            }
+        };
+        let lv = self.expr(len);
+        let count = match lv.loc {
+            Loc::Num(super::ty::Num::Int(n)) if n > 0 && n <= (16 << 20) => n as u32,
+            _ => {
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    len.span,
+                    "shared arrays need a constant size > 0 (dynamic shared memory is T2)",
+                );
+                return Val::error();
+            }
+        };
+        let slot = self.shared.len() as u16;
+        self.shared.push(cajeta_bytecode::SharedDecl {
+            elem: et,
+            len: count,
+        });
+        let ty = Ty::Shared(et);
+        let d = self.def(Op::SharedRef, ty.reg(), slot, 0);
+        Val::reg(ty, d)
+    }
+
+    /// The launch statement `k.launch(s?, grid: …, block: …, sharedBytes: …)(args)`.
+    pub fn launch(&mut self, callee: &Expr, args: &[Arg], span: Span) -> Val {
+        let ExprKind::Call {
+            target: Some(kref),
+            name,
+            args: opts,
+            ..
+        } = &callee.kind
+        else {
+            unreachable!("caller checked the launch shape")
+        };
+        let _ = name;
+        if self.device {
+            self.error(
+                code::XPU_N01,
+                span,
+                "kernels cannot be launched from device code",
+            );
+            return Val::error();
+        }
+        // The kernel: a name in this class, or Class.name.
+        let kernel = match &kref.kind {
+            ExprKind::Name(id) => self.p.classes[self.class as usize]
+                .methods
+                .iter()
+                .find(|m| m.name == id.name)
+                .cloned(),
+            ExprKind::Field { target, name } => match self.class_path(target) {
+                Some(super::collect::ClassRef::User(c)) => self.p.classes[c as usize]
+                    .methods
+                    .iter()
+                    .find(|m| m.name == name.name)
+                    .cloned(),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(kernel) = kernel.filter(|k| k.kind == FnKind::Kernel) else {
+            self.error(
+                code::XPU_N02,
+                kref.span,
+                "the receiver of .launch must be a @Kernel method",
+            );
+            return Val::error();
+        };
+        // Options: an optional unnamed stream first, then grid:, block:, sharedBytes:.
+        let mut stream: Option<&Expr> = None;
+        let (mut grid, mut block, mut shared): (Option<&Expr>, Option<&Expr>, Option<&Expr>) =
+            (None, None, None);
+        for (i, o) in opts.iter().enumerate() {
+            match o.name.as_ref().map(|n| n.name.as_str()) {
+                None if i == 0 => stream = Some(&o.value),
+                None => {
+                    self.error(
+                        code::XPU_N02,
+                        o.value.span,
+                        "only the stream may be passed without a name",
+                    );
+                    return Val::error();
+                }
+                Some(opt @ ("grid" | "block" | "sharedBytes")) => {
+                    let slot = match opt {
+                        "grid" => &mut grid,
+                        "block" => &mut block,
+                        _ => &mut shared,
+                    };
+                    if slot.is_some() {
+                        self.error(
+                            code::XPU_N02,
+                            o.value.span,
+                            format!("launch option '{opt}' is given twice"),
+                        );
+                        return Val::error();
+                    }
+                    *slot = Some(&o.value);
+                }
+                Some(other) => {
+                    self.error(
+                        code::XPU_N02,
+                        o.value.span,
+                        format!("unknown launch option '{other}'"),
+                    );
+                    return Val::error();
+                }
+            }
+        }
+        let (Some(grid), Some(block)) = (grid, block) else {
+            self.error(
+                code::XPU_N02,
+                callee.span,
+                "a launch needs grid: and block:",
+            );
+            return Val::error();
+        };
+        // Evaluate in source order: stream, options, then the kernel arguments.
+        let sreg = match stream {
+            Some(e) => {
+                let v = self.expr(e);
+                let Some(r) = self.coerce(v, &Ty::Stream, e.span) else {
+                    return Val::error();
+                };
+                r
+            }
+            None => self.def(Op::StreamCurrent, Type::Stream, 0, 0),
+        };
+        let mut dims: Vec<(&Expr, Vec<Reg>)> = vec![];
+        for e in [grid, block] {
+            let parts: Vec<&Expr> = match &e.kind {
+                ExprKind::ArrayLit(items) => items.iter().collect(),
+                _ => vec![e],
+            };
+            if parts.is_empty() || parts.len() > 3 {
+                self.error(
+                    code::XPU_N02,
+                    e.span,
+                    "a launch dimension list has 1 to 3 entries",
+                );
+                return Val::error();
+            }
+            let mut regs = vec![];
+            for p in parts {
+                let v = self.expr(p);
+                if !v.ty.is_int() {
+                    if v.ty != Ty::Error {
+                        let n = self.ty_name(&v.ty);
+                        self.error(
+                            code::TYPE_MISMATCH,
+                            p.span,
+                            format!("a launch dimension must be an integer, found {n}"),
+                        );
+                    }
+                    return Val::error();
+                }
+                let Some(r) = self.coerce(v, &Ty::Prim(Scalar::I64), p.span) else {
+                    return Val::error();
+                };
+                regs.push(r);
+            }
+            dims.push((e, regs));
+        }
+        let sh = match shared {
+            Some(e) => {
+                let e = match &e.kind {
+                    ExprKind::ArrayLit(items) if items.len() == 1 => &items[0],
+                    _ => e,
+                };
+                let v = self.expr(e);
+                if !v.ty.is_int() {
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        e.span,
+                        "sharedBytes must be an integer",
+                    );
+                    return Val::error();
+                }
+                let Some(r) = self.coerce(v, &Ty::Prim(Scalar::I64), e.span) else {
+                    return Val::error();
+                };
+                Some(r)
+            }
+            None => None,
+        };
+        let vals = self.eval_args(args);
+        if vals.iter().any(|v| v.ty == Ty::Error) {
+            return Val::error();
+        }
+        let Some(sig) =
+            self.resolve_overload(std::slice::from_ref(&kernel), args, &vals, span, false)
+        else {
+            return Val::error();
+        };
+        // Arguments, converted (buffers must match exactly; POD objects are flattened).
+        let binding = Self::bind_args(&sig, args).unwrap_or_default();
+        let mut arg_regs: Vec<Reg> = vec![];
+        for (pi, (_, pty)) in sig.params.iter().enumerate() {
+            let ai = binding.get(pi).copied().unwrap_or(pi);
+            let v = vals[ai].clone();
+            let aspan = args[ai].value.span;
+            match pty {
+                Ty::Buffer(_) if v.ty != *pty => {
+                    let (a, b) = (self.ty_name(&v.ty), self.ty_name(pty));
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        aspan,
+                        format!("kernel argument: expected {b}, found {a}"),
+                    );
+                    return Val::error();
+                }
+                Ty::Class(c) => {
+                    let Some(obj) = self.coerce(v, pty, aspan) else {
+                        return Val::error();
+                    };
+                    let fields = self.p.classes[*c as usize].fields.clone();
+                    for (fi, f) in fields.iter().enumerate() {
+                        let d = self.def(Op::GetField, f.ty.reg(), obj, fi as u16);
+                        arg_regs.push(d);
+                    }
+                }
+                _ => {
+                    let Some(r) = self.coerce(v, pty, aspan) else {
+                        return Val::error();
+                    };
+                    arg_regs.push(r);
+                }
+            }
+            // Record launch borrows of bare buffer names (XPU-K02).
+            if let (Ty::Buffer(_), ExprKind::Name(id)) = (pty, &args[ai].value.kind) {
+                if let Some(li) = self.lookup_local(&id.name) {
+                    let line = self.pos_line();
+                    self.record_borrow(li, &sig.name, line);
+                }
+            }
+        }
+        let mut types = vec![Type::Stream];
+        types.extend(std::iter::repeat_n(Type::I64, 7));
+        types.extend(param_types(self, &sig));
+        let base = self.window(&types);
+        self.emit(Op::Mov, base, sreg, 0);
+        let one = self.load_bits(Type::I64, 1);
+        for (k, (_, regs)) in dims.iter().enumerate() {
+            for axis in 0..3 {
+                let r = regs.get(axis).copied().unwrap_or(one);
+                self.emit(Op::Mov, base + 1 + (k * 3 + axis) as u16, r, 0);
+            }
+        }
+        match sh {
+            Some(r) => self.emit(Op::Mov, base + 7, r, 0),
+            None => self.emit_bc(Op::LoadI, base + 7, 0),
+        };
+        for (i, r) in arg_regs.into_iter().enumerate() {
+            self.emit(Op::Mov, base + 8 + i as u16, r, 0);
+        }
+        self.set_pos(span);
+        self.emit(Op::Launch, base, sig.func as u16, 0);
+        Self::void()
+    }
+}
