@@ -92,8 +92,8 @@ pub enum Operand {
 
 use Operand::*;
 use RegClass::{
-    Any as ANY, Array as ARRAY, Buffer as BUFFER, DevMem as DEVMEM, Int as INT,
-    IntLike as INTLIKE, Object as OBJECT, Ref as REF, Shared as SHARED,
+    Any as ANY, Array as ARRAY, Buffer as BUFFER, DevMem as DEVMEM, Int as INT, IntLike as INTLIKE,
+    Object as OBJECT, Ref as REF, Shared as SHARED,
 };
 
 const fn is(s: Scalar) -> RegClass {
@@ -561,6 +561,8 @@ macro_rules! for_each_opcode {
         AtomicAddI64       "atom.add.i64"       [Dst(T_I64), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; element := old + r[a] (wrapping); r[a] := old (a is read, then written; device only); XPU-E-BOUNDS";
         AtomicAddU64       "atom.add.u64"       [Dst(T_U64), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; element := old + r[a] (wrapping); r[a] := old (a is read, then written; device only); XPU-E-BOUNDS";
         AtomicAddF32       "atom.add.f32"       [Dst(T_F32), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; element := old + r[a] (wrapping); r[a] := old (a is read, then written; device only); XPU-E-BOUNDS";
+        ParseInt           "str.parseint"       [Dst(T_I64), Src(T_STR), N] "r[a] := r[b] parsed as a decimal int64 (optional sign, ASCII digits); E-FORMAT otherwise, E-NULL on null (Cajeta.parseInt)";
+        Format             "str.format"         [Dst(T_STR), Src(T_STR), Special] "r[a] := format string r[b] applied to the arguments in r[c] (String[]: each one's string conversion) and r[c+1] (float64[]: its value for {:.N}, NaN if not numeric); E-NULL";
         }
     };
 }
@@ -646,6 +648,8 @@ impl Op {
                     | Op::TakeOwn
                     | Op::ArrGetRef
                     | Op::ArrSetRef
+                    | Op::ParseInt
+                    | Op::Format
             )
             || m.starts_with("aget.")
             || m.starts_with("aset.")
@@ -679,7 +683,12 @@ impl Instr {
 
     /// An instruction with one operand and a 32-bit immediate.
     pub const fn with_bc(op: Op, a: u16, bc: u32) -> Instr {
-        Instr { op, a, b: bc as u16, c: (bc >> 16) as u16 }
+        Instr {
+            op,
+            a,
+            b: bc as u16,
+            c: (bc >> 16) as u16,
+        }
     }
 
     /// The 32-bit immediate formed by `b` (low) and `c` (high).
@@ -708,7 +717,11 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for (i, op) in Op::ALL.iter().enumerate() {
             assert_eq!(Op::from_u16(i as u16), Some(*op));
-            assert!(seen.insert(op.mnemonic()), "duplicate mnemonic {}", op.mnemonic());
+            assert!(
+                seen.insert(op.mnemonic()),
+                "duplicate mnemonic {}",
+                op.mnemonic()
+            );
         }
         assert_eq!(Op::from_u16(Op::COUNT as u16), None);
     }

@@ -82,6 +82,7 @@
 //! - **V-SHARED**: `shared.ref a b`: `b < shared.len()` and `regs[a] == Shared(shared[b].elem)`;
 //!   every shared declaration has a numeric element and `len > 0`, and only kernels have any.
 //! - **V-GEOM**: `geom a b`: `b < 15`.
+//! - **V-FORMAT**: `str.format a b c`: `regs[c] == String[]` and `regs[c+1] == float64[]`.
 //! - **V-LAUNCH**: `launch a b`: `functions[b]` is a kernel and `regs[a..]` are `KernelStream`,
 //!   seven `int64` (grid x/y/z, block x/y/z, shared bytes), then the kernel's parameter types.
 //!
@@ -660,7 +661,11 @@ impl FnVerifier<'_, '_> {
             return Err(self.err(
                 "V-SIDE",
                 pc,
-                format!("`{}` is not allowed in {} code", i.op.mnemonic(), kind_name(f.kind)),
+                format!(
+                    "`{}` is not allowed in {} code",
+                    i.op.mnemonic(),
+                    kind_name(f.kind)
+                ),
             ));
         }
         let m_ = i.op.mnemonic();
@@ -673,7 +678,10 @@ impl FnVerifier<'_, '_> {
                 return Err(self.err(
                     "V-DEVMEM",
                     pc,
-                    format!("r{mem} does not hold {} elements", want.map_or("?", Scalar::name)),
+                    format!(
+                        "r{mem} does not hold {} elements",
+                        want.map_or("?", Scalar::name)
+                    ),
                 ));
             }
             return Ok(());
@@ -691,7 +699,13 @@ impl FnVerifier<'_, '_> {
                 let Type::Buffer(e) = self.reg(pc, i.a)? else {
                     return Err(self.err("V-XFER", pc, format!("r{} is not a buffer", i.a)));
                 };
-                self.reg_is(pc, i.b, Type::Array(Elem::Scalar(e)), "V-XFER", "host array")
+                self.reg_is(
+                    pc,
+                    i.b,
+                    Type::Array(Elem::Scalar(e)),
+                    "V-XFER",
+                    "host array",
+                )
             }
             Op::BufSlice => {
                 // V-SLICE: same buffer type; offset and count in r[c], r[c+1] (uint64).
@@ -699,17 +713,45 @@ impl FnVerifier<'_, '_> {
                 self.reg_is(pc, i.a, t, "V-SLICE", "destination")?;
                 let u64t = Type::Scalar(Scalar::U64);
                 self.reg_is(pc, i.c, u64t, "V-SLICE", "offset")?;
-                let count = i.c.checked_add(1).ok_or_else(|| self.err("V-REG", pc, "slice count register out of range".into()))?;
+                let count = i.c.checked_add(1).ok_or_else(|| {
+                    self.err("V-REG", pc, "slice count register out of range".into())
+                })?;
                 self.reg_is(pc, count, u64t, "V-SLICE", "count")
+            }
+            Op::Format => {
+                // V-FORMAT: the argument arrays are String[] and float64[].
+                self.reg_is(
+                    pc,
+                    i.c,
+                    Type::Array(Elem::Str),
+                    "V-FORMAT",
+                    "argument strings",
+                )?;
+                let values = i.c.checked_add(1).ok_or_else(|| {
+                    self.err("V-REG", pc, "format value register out of range".into())
+                })?;
+                self.reg_is(
+                    pc,
+                    values,
+                    Type::Array(Elem::Scalar(Scalar::F64)),
+                    "V-FORMAT",
+                    "argument values",
+                )
             }
             Op::SharedRef => {
                 // V-SHARED: a declaration of this function, of the destination's element type.
                 let Some(d) = f.shared.get(usize::from(i.b)) else {
-                    return Err(self.err("V-SHARED", pc, format!("shared declaration {} out of range", i.b)));
+                    return Err(self.err(
+                        "V-SHARED",
+                        pc,
+                        format!("shared declaration {} out of range", i.b),
+                    ));
                 };
                 self.reg_is(pc, i.a, Type::Shared(d.elem), "V-SHARED", "destination")
             }
-            Op::Geom if i.b >= 15 => Err(self.err("V-GEOM", pc, format!("unknown geometry selector {}", i.b))),
+            Op::Geom if i.b >= 15 => {
+                Err(self.err("V-GEOM", pc, format!("unknown geometry selector {}", i.b)))
+            }
             Op::Launch => {
                 // V-LAUNCH: a kernel, and a window of stream, 7 int64 and the kernel's parameters.
                 let k = &m.functions[usize::from(i.b)];
@@ -721,7 +763,8 @@ impl FnVerifier<'_, '_> {
                 want.extend(k.regs.iter().take(usize::from(k.params)).copied());
                 for (j, t) in want.into_iter().enumerate() {
                     let r = u32::from(i.a) + j as u32;
-                    let r = u16::try_from(r).map_err(|_| self.err("V-REG", pc, "launch window out of range".into()))?;
+                    let r = u16::try_from(r)
+                        .map_err(|_| self.err("V-REG", pc, "launch window out of range".into()))?;
                     self.reg_is(pc, r, t, "V-LAUNCH", "launch window register")?;
                 }
                 Ok(())

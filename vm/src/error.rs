@@ -59,6 +59,9 @@ error_codes! {
     Size = ("E-SIZE", "negative or unallocatable array length"),
     /// Object used after its drop; message `use of dropped <Class> object`.
     Dropped = ("E-DROPPED", "use of an object after its drop"),
+    /// (Ours) `Cajeta.parseInt` of text that is not a decimal int64; message
+    /// `invalid integer '<text>'`.
+    Format = ("E-FORMAT", "text is not a decimal integer"),
     /// Call depth limit; message `call depth limit exceeded`.
     Stack = ("E-STACK", "call depth limit exceeded"),
     /// (VM only) The embedding API was misused: unknown function, wrong argument count or

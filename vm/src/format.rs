@@ -103,6 +103,56 @@ pub fn fmt_fixed(x: f64, decimals: usize) -> String {
     format!("{:.*}", decimals, x)
 }
 
+/// The `{}` / `{:.N}` format form (LANGUAGE §5.9) with run-time arguments: each is its string
+/// conversion and its numeric value (NaN when not numeric, which `{:.N}` then prints as the
+/// string conversion). `{{`/`}}` are literal braces; a placeholder without an argument left
+/// prints `null`; anything else is literal text.
+pub fn format_args(fmt: &str, args: &[(String, f64)]) -> String {
+    let chars: Vec<char> = fmt.chars().collect();
+    let mut out = String::with_capacity(fmt.len() + 16 * args.len());
+    let mut next = 0;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if (c == '{' || c == '}') && chars.get(i + 1) == Some(&c) {
+            out.push(c);
+            i += 2;
+            continue;
+        }
+        if c == '{' {
+            if let Some(len) = chars[i..].iter().position(|&x| x == '}') {
+                let spec: String = chars[i + 1..i + len].iter().collect();
+                let decimals = match spec.as_str() {
+                    "" => Some(None),
+                    s => s
+                        .strip_prefix(":.")
+                        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                        .and_then(|d| d.parse::<usize>().ok())
+                        .filter(|&n| n <= 340)
+                        .map(Some),
+                };
+                if let Some(decimals) = decimals {
+                    match args.get(next) {
+                        None => out.push_str("null"),
+                        Some((text, value)) => match decimals {
+                            Some(n) if !value.is_nan() || text == "nan" => {
+                                out.push_str(&fmt_fixed(*value, n))
+                            }
+                            _ => out.push_str(text),
+                        },
+                    }
+                    next += 1;
+                    i += len + 1;
+                    continue;
+                }
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
 /// The text of a `char` cell: the character in UTF-8, or U+FFFD for a value that is not a
 /// Unicode scalar value (a surrogate or above U+10FFFF).
 pub fn char_text(cell: u64) -> char {

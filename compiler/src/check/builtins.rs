@@ -272,13 +272,9 @@ impl FnBuilder<'_> {
                     code::TYPE_MISMATCH,
                     args[0].value.span,
                     format!("the format must be a String, found {n}"),
-                );
+                )
             } else {
-                self.error(
-                    code::NOT_IMPLEMENTED,
-                    args[0].value.span,
-                    "the format string must be a literal",
-                );
+                return self.format_dynamic(vals, args, span);
             }
             return None;
         };
@@ -351,6 +347,40 @@ impl FnBuilder<'_> {
         Some(acc)
     }
 
+    /// The format form with a format string known only at run time: each argument's string
+    /// conversion and float64 value go to two arrays that `str.format` reads.
+    fn format_dynamic(&mut self, vals: &[Val], args: &[Arg], span: Span) -> Option<Reg> {
+        let fmt = self.to_reg(&vals[0])?;
+        let n = vals.len() - 1;
+        let len = self.load_bits(Type::I64, n as u64);
+        let strs_ty = Ty::Array(Box::new(Ty::Str)).reg();
+        let vals_ty = Ty::Array(Box::new(Ty::Prim(Scalar::F64))).reg();
+        let base = self.window(&[strs_ty, vals_ty]);
+        self.emit(Op::NewArr, base, len, 0);
+        self.emit(Op::NewArr, base + 1, len, 0);
+        for (j, v) in vals[1..].iter().enumerate() {
+            let aspan = args[j + 1].value.span;
+            let text = self.printable(v, aspan)?;
+            let num = match v.ty.scalar() {
+                Some(s) if s.is_numeric() => {
+                    let r = self.to_reg(v)?;
+                    self.convert(r, s, Scalar::F64)
+                }
+                _ => self.load_bits(Type::F64, f64::NAN.to_bits()),
+            };
+            let idx = self.load_bits(Type::I64, j as u64);
+            self.emit(Op::ArrSetRef, base, idx, text);
+            self.emit(Op::ArrSetF64, base + 1, idx, num);
+        }
+        self.set_pos(span);
+        let out = self.def(Op::Format, Type::Str, fmt, base);
+        // The argument arrays are temporaries of this statement.
+        let yes = self.load_bool(true);
+        self.emit(Op::Drop, base, yes, 0);
+        self.emit(Op::Drop, base + 1, yes, 0);
+        Some(out)
+    }
+
     /// `{:.N}` of a numeric value.
     fn fixed(&mut self, v: &Val, n: u16, span: Span) -> Option<Reg> {
         match v.ty.scalar() {
@@ -375,13 +405,25 @@ impl FnBuilder<'_> {
         match lib {
             LibClass::Math => self.math_call(name, args, span),
             LibClass::Cajeta if name.name == "parseInt" => {
-                let _ = self.eval_args(args);
-                self.error(
-                    code::NOT_IMPLEMENTED,
-                    span,
-                    "Cajeta.parseInt is not implemented yet",
-                );
-                Val::error()
+                // Our extension (docs/spec-decisions.md): a decimal int64 from a String.
+                let vals = self.eval_args(args);
+                if vals.len() != 1 || args[0].name.is_some() {
+                    self.error(
+                        code::UNRESOLVED_METHOD,
+                        span,
+                        "Cajeta.parseInt takes one String",
+                    );
+                    return Val::error();
+                }
+                if !self.host_only("Cajeta.parseInt", span) {
+                    return Val::error();
+                }
+                let Some(r) = self.coerce(vals[0].clone(), &Ty::Str, args[0].value.span) else {
+                    return Val::error();
+                };
+                self.set_pos(span);
+                let d = self.def(Op::ParseInt, Type::I64, r, 0);
+                Val::reg(Ty::Prim(Scalar::I64), d)
             }
             LibClass::System => {
                 let _ = self.eval_args(args);

@@ -679,6 +679,12 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             XOp::ToStrF64 => alloc_op!(vm.convert_to_string(Scalar::F64, rd!(ins.b()))),
             XOp::Concat => alloc_op!(vm.concat(rd!(ins.b()), rd!(ins.c()))),
             XOp::FmtFixed => alloc_op!(vm.fmt_fixed(rd!(ins.b()), ins.c())),
+            XOp::Format => {
+                // SAFETY: V-FORMAT proves r[c] and r[c+1] are registers of the frame.
+                let vals = rd!(ins.c() + 1);
+                alloc_op!(vm.format_dyn(rd!(ins.b()), rd!(ins.c()), vals))
+            }
+            XOp::ParseInt => alloc_op!(vm.parse_int(rd!(ins.b()))),
             XOp::Print => vm.print(rd!(ins.a()), ins.b()),
 
             // Arrays.

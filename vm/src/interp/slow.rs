@@ -29,6 +29,8 @@ pub(crate) enum Fault {
     Size(i64),
     /// The object table is full.
     TableFull,
+    /// `Cajeta.parseInt` of the string `handle` (0: null) that is not a decimal int64.
+    ParseInt { handle: u64 },
     /// An xpu operation while no device runtime is linked in (transitional).
     NoXpu,
     /// Register `reg` holds `handle`, which is null or not a live object of the right kind.
@@ -105,6 +107,13 @@ impl Vm {
                 format!("index {index} out of bounds for length {len}"),
             ),
             Fault::Size(n) => (ErrorCode::Size, format!("invalid array length {n}")),
+            Fault::ParseInt { handle } => match self.heap.str(handle) {
+                Some(text) => (ErrorCode::Format, format!("invalid integer '{text}'")),
+                None => (
+                    ErrorCode::Null,
+                    "null reference: Cajeta.parseInt(null)".into(),
+                ),
+            },
             Fault::NoXpu => (
                 ErrorCode::XpuBackend,
                 "backend cpu is not available: the xpu runtime is not built into this VM yet"
@@ -258,6 +267,50 @@ impl Vm {
     pub(crate) fn fmt_fixed(&mut self, x: u64, decimals: u16) -> Result<u64, Fault> {
         let s = format::fmt_fixed(f64::from_bits(x), decimals as usize);
         self.new_string(s)
+    }
+
+    /// `str.parseint`: a decimal int64 with an optional sign (`Cajeta.parseInt`).
+    #[inline(never)]
+    pub(crate) fn parse_int(&self, h: u64) -> Result<u64, Fault> {
+        let text = self.heap.str(h).ok_or(Fault::ParseInt { handle: NULL })?;
+        let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Fault::ParseInt { handle: h });
+        }
+        text.parse::<i64>()
+            .map(|v| v as u64)
+            .map_err(|_| Fault::ParseInt { handle: h })
+    }
+
+    /// `str.format`: the `{}` / `{:.N}` format form with a run-time format string: `strs`
+    /// holds each argument's string conversion, `vals` its float64 value (NaN if not numeric).
+    #[inline(never)]
+    pub(crate) fn format_dyn(&mut self, fmt: u64, strs: u64, vals: u64) -> Result<u64, Fault> {
+        let fmt = self.heap.str(fmt).unwrap_or("null");
+        let (
+            Some(Obj::Array(Array {
+                data: ArrData::Ref(sv),
+                ..
+            })),
+            Some(Obj::Array(Array {
+                data: ArrData::F64(fv),
+                ..
+            })),
+        ) = (self.heap.get(strs), self.heap.get(vals))
+        else {
+            return Err(Fault::BadRef {
+                reg: 0,
+                handle: NULL,
+                access: Access::Index,
+            });
+        };
+        let args: Vec<(String, f64)> = sv
+            .iter()
+            .zip(fv.iter())
+            .map(|(&h, &v)| (self.heap.str(h).unwrap_or("null").to_string(), v))
+            .collect();
+        let text = format::format_args(fmt, &args);
+        self.new_string(text)
     }
 
     /// `eq.str`: equal contents; null equals only null.
