@@ -351,6 +351,11 @@ impl FnBuilder<'_> {
             if self.device {
                 return Some(self.device_static(si, span));
             }
+            // A constant (LANGUAGE §5.3: `static final` primitive with a constant initialiser)
+            // is compiled as its value, like any literal.
+            if let Some(v) = self.static_constant(si, span) {
+                return Some(v);
+            }
             let r = self.def(Op::GetStatic, ty.reg(), si as u16, 0);
             return Some(Val::reg(ty, r));
         }

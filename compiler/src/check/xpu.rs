@@ -684,6 +684,93 @@ impl FnBuilder<'_> {
         }
     }
 
+    /// The initialiser of static field `si` if it is a constant (a `static final` primitive
+    /// whose initialiser is a constant expression).
+    fn constant_initialiser(&self, si: u32, depth: u32) -> Option<Expr> {
+        let st = &self.p.statics[si as usize];
+        if depth > 16 || !st.is_final || !matches!(st.ty, Ty::Prim(_)) {
+            return None;
+        }
+        let c = &self.p.classes[st.class as usize];
+        let decl = &self.units[c.unit].classes[c.index];
+        let init = decl.members.iter().find_map(|m| match m {
+            crate::ast::Member::Field(f) if f.modifiers.is_static => f
+                .vars
+                .iter()
+                .find(|(n, _)| n.name == st.name)
+                .and_then(|(_, e)| e.clone()),
+            _ => None,
+        })?;
+        self.is_const_expr(&init, st.class, depth).then_some(init)
+    }
+
+    /// Constant expressions (LANGUAGE §5.3): literals, constants of `class`, primitive casts,
+    /// unary and binary operators over them.
+    fn is_const_expr(&self, e: &Expr, class: u32, depth: u32) -> bool {
+        if depth > 16 {
+            return false;
+        }
+        match &e.kind {
+            ExprKind::Int { .. }
+            | ExprKind::Float { .. }
+            | ExprKind::Char(_)
+            | ExprKind::Bool(_) => true,
+            ExprKind::Paren(i) | ExprKind::Cast { expr: i, .. } => {
+                self.is_const_expr(i, class, depth + 1)
+            }
+            ExprKind::Unary { op, operand } => {
+                !matches!(op, crate::ast::UnOp::PreInc | crate::ast::UnOp::PreDec)
+                    && self.is_const_expr(operand, class, depth + 1)
+            }
+            ExprKind::Binary { lhs, rhs, .. } => {
+                self.is_const_expr(lhs, class, depth + 1)
+                    && self.is_const_expr(rhs, class, depth + 1)
+            }
+            // Only constants of the same class, not shadowed by a local: the initialiser is
+            // lowered in the current function's scope.
+            ExprKind::Name(id) => {
+                let statics = &self.p.classes[class as usize].statics;
+                let si = statics
+                    .iter()
+                    .copied()
+                    .find(|&s| self.p.statics[s as usize].name == id.name);
+                class == self.class
+                    && self.lookup_local(&id.name).is_none()
+                    && si.is_some_and(|si| self.constant_initialiser(si, depth + 1).is_some())
+            }
+            _ => false,
+        }
+    }
+
+    /// A constant static read in host code: its value, or `None` if it is not a constant.
+    pub fn static_constant(&mut self, si: u32, span: Span) -> Option<Val> {
+        if self.inline_depth >= 16 || self.p.statics[si as usize].class != self.class {
+            return None;
+        }
+        let init = self.constant_initialiser(si, 0)?;
+        let ty = self.p.statics[si as usize].ty.clone();
+        self.inline_depth += 1;
+        let v = self.expr(&init);
+        self.inline_depth -= 1;
+        let v = match (v.loc.clone(), ty.scalar(), v.ty.scalar()) {
+            // Keep constants as constants (typed, not untyped) so they fold further.
+            (Loc::Num(n), Some(to), Some(from)) if to.is_numeric() && from.is_numeric() => {
+                let cell = super::ty::const_cell(n, to);
+                Val {
+                    ty: ty.clone(),
+                    loc: Loc::Num(super::ty::cell_num(cell, to)),
+                    untyped: false,
+                    own: Own::No,
+                }
+            }
+            _ => match self.coerce(v, &ty, span) {
+                Some(r) => Val::reg(ty, r),
+                None => Val::error(),
+            },
+        };
+        Some(v)
+    }
+
     /// A static field read in device code: a `static final` primitive constant is inlined
     /// (its initialiser is a constant expression); any other static is `XPU-N01`.
     pub fn device_static(&mut self, si: u32, span: Span) -> Val {
