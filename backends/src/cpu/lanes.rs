@@ -1,0 +1,410 @@
+//! The lane scheduler: runs a launch's workgroups on worker threads and, inside a workgroup,
+//! its items in the deterministic order of XPU §5.5.
+//!
+//! **Workgroups.** Workers claim linear workgroup indices `g` in increasing order from one
+//! counter (the calling thread is one of them). With `serial` (`CAJETA_XPU_CPU_SERIAL=1`) or one
+//! worker, the calling thread runs `g = 0, 1, …` itself.
+//!
+//! **Items.** Without a reachable `barrier` (see [`Plan`]), a workgroup's items run one after
+//! another, in increasing linear index `l`, each to completion, reusing one register file.
+//! Otherwise every item has its own [`Item`]; in each *round* every runnable item runs, lowest
+//! `l` first, until it returns or reaches a barrier. The first item to stop at a barrier fixes
+//! the barrier (function and pc) of the round; an item stopping at another barrier is
+//! `XPU-E-DIVERGENT`. When the round ends every live item waits at that barrier (the others have
+//! returned and are no longer members), so all of them resume in the next round, lowest `l`
+//! first.
+//!
+//! **Faults.** A fault ends its workgroup at once. The reported fault is the first in execution
+//! order of the lowest-numbered faulting workgroup (XPU §7.3): workers stop claiming
+//! workgroups above the lowest faulting one known, but every workgroup below it still runs to
+//! completion (claims are increasing, so each one below was claimed and is run), so the answer
+//! does not depend on timing.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use cajeta_bytecode::{Module, SharedDecl};
+
+use super::interp::{self, Env, FaultKind, Item, Stop, GEOM_LEN};
+use super::memory::{alloc_words, MemRef};
+use super::plan::Plan;
+use crate::{KernelFault, XpuError};
+
+/// Everything a launch's workers share.
+pub(crate) struct Launch<'a> {
+    /// The kernel's module.
+    pub module: &'a Module,
+    /// The kernel's function index.
+    pub kernel: u32,
+    /// The kernel's simple name (for messages).
+    pub name: &'a str,
+    /// The kernel's plan.
+    pub plan: &'a Plan,
+    /// Workgroups per axis (all non-zero).
+    pub grid: [u32; 3],
+    /// Items per workgroup per axis (all non-zero).
+    pub block: [u32; 3],
+    /// The kernel's parameter registers (buffers as memory-table handles).
+    pub params: &'a [u64],
+    /// The buffer arguments, in parameter order (memory-table handles `0..bufs.len()`).
+    pub bufs: &'a [MemRef<'a>],
+    /// Worker threads to use (at least 1).
+    pub workers: usize,
+    /// Run workgroups one by one in increasing `g` on the calling thread.
+    pub serial: bool,
+}
+
+/// Why a launch did not complete.
+#[derive(Debug)]
+pub(crate) enum RunError {
+    /// The kernel faulted.
+    Fault(KernelFault),
+    /// Per-worker memory (item stacks, shared arrays) could not be had.
+    Oom(XpuError),
+}
+
+/// Scheduling state of one item inside its workgroup.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Status {
+    Runnable,
+    Waiting,
+    Finished,
+}
+
+/// The memory one worker reuses for every workgroup it runs.
+struct Worker {
+    /// One array per shared declaration of the kernel.
+    shared: Vec<Box<[AtomicU64]>>,
+    /// One item (no barrier) or one per item of a workgroup.
+    items: Vec<Item>,
+    status: Vec<Status>,
+}
+
+impl Worker {
+    fn new(l: &Launch<'_>) -> Option<Worker> {
+        let decls = &l.module.functions.get(l.kernel as usize)?.shared;
+        let mut shared = Vec::with_capacity(decls.len());
+        for d in decls {
+            let bytes = d.elem.size() as u64 * u64::from(d.len);
+            shared.push(alloc_words(bytes.div_ceil(8), 0)?);
+        }
+        let n = if l.plan.has_barrier {
+            l.block.iter().map(|&b| b as usize).product()
+        } else {
+            1
+        };
+        let mut items = Vec::new();
+        items.try_reserve_exact(n).ok()?;
+        for _ in 0..n {
+            items.push(Item::new(l.plan.stack_cells)?);
+        }
+        Some(Worker {
+            shared,
+            items,
+            status: vec![Status::Runnable; n],
+        })
+    }
+}
+
+/// Runs every workgroup of the launch.
+///
+/// # Errors
+/// The launch's fault (see the module docs), or `XPU-E-OOM` if the workers' memory cannot be
+/// had.
+pub(crate) fn execute(l: &Launch<'_>) -> Result<(), RunError> {
+    let [gx, gy, gz] = l.grid.map(u64::from);
+    // The caller refuses grids whose workgroup count does not fit (far beyond what can run).
+    let total = gx.saturating_mul(gy).saturating_mul(gz);
+    let nworkers = if l.serial {
+        1
+    } else {
+        (l.workers.max(1) as u64).min(total) as usize
+    };
+    let mut workers = Vec::with_capacity(nworkers);
+    for _ in 0..nworkers {
+        match Worker::new(l) {
+            Some(w) => workers.push(w),
+            None => {
+                return Err(RunError::Oom(XpuError {
+                    code: "XPU-E-OOM",
+                    message: format!(
+                        "cannot allocate the work-item state of kernel {} on backend cpu",
+                        l.name
+                    ),
+                }))
+            }
+        }
+    }
+    if workers.len() == 1 {
+        // Increasing g, stopping at the first fault: it is the lowest faulting workgroup's.
+        let claimed = Cell::new(0u64);
+        let first: Cell<Option<KernelFault>> = Cell::new(None);
+        let faulted = Cell::new(false);
+        work(
+            l,
+            &mut workers[0],
+            || {
+                let g = claimed.get();
+                claimed.set(g + 1);
+                (g < total && !faulted.get()).then_some(g)
+            },
+            |_, fault| {
+                faulted.set(true);
+                first.set(Some(fault));
+            },
+        );
+        return first.take().map_or(Ok(()), |f| Err(RunError::Fault(f)));
+    }
+
+    let next = AtomicU64::new(0);
+    // The lowest faulting workgroup known so far (u64::MAX: none) and its fault.
+    let lowest = AtomicU64::new(u64::MAX);
+    let best: Mutex<Option<(u64, KernelFault)>> = Mutex::new(None);
+    let claim = || {
+        let g = next.fetch_add(1, Ordering::Relaxed);
+        (g < total && g < lowest.load(Ordering::Acquire)).then_some(g)
+    };
+    let report = |g: u64, fault: KernelFault| {
+        let mut slot = best.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().is_none_or(|(h, _)| g < *h) {
+            *slot = Some((g, fault));
+        }
+        lowest.fetch_min(g, Ordering::AcqRel);
+    };
+    let (mine, others) = workers.split_at_mut(1);
+    std::thread::scope(|s| {
+        for w in others {
+            // A worker that cannot be started leaves its share to the others (claims are
+            // shared), so a failed spawn only costs parallelism.
+            let _ = std::thread::Builder::new()
+                .name("cajeta-cpu-worker".into())
+                .spawn_scoped(s, move || work(l, w, claim, report));
+        }
+        work(l, &mut mine[0], claim, report);
+    });
+    match best.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some((_, fault)) => Err(RunError::Fault(fault)),
+        None => Ok(()),
+    }
+}
+
+/// One worker: runs the workgroups `claim` hands out until it returns `None`, reporting each
+/// workgroup's fault.
+fn work(
+    l: &Launch<'_>,
+    w: &mut Worker,
+    mut claim: impl FnMut() -> Option<u64>,
+    mut report: impl FnMut(u64, KernelFault),
+) {
+    let Worker {
+        shared,
+        items,
+        status,
+    } = w;
+    let decls: &[SharedDecl] = l
+        .module
+        .functions
+        .get(l.kernel as usize)
+        .map_or(&[], |f| &f.shared[..]);
+    let mut mems: Vec<MemRef<'_>> = l.bufs.to_vec();
+    for (d, words) in decls.iter().zip(shared.iter()) {
+        let bytes = d.elem.size() as u64 * u64::from(d.len);
+        // Fits by construction (the words were allocated for exactly this declaration).
+        if let Some(v) = MemRef::new(words, bytes, 0, u64::from(d.len), d.elem.size() as u8) {
+            mems.push(v);
+        }
+    }
+    let env = Env {
+        module: l.module,
+        mems: &mems,
+        nbuf: l.bufs.len() as u64,
+        plan: l.plan,
+    };
+    let mut fresh = true;
+    while let Some(g) = claim() {
+        if !fresh {
+            // One zero-filled array per declaration per workgroup (XPU §2.6, cpu).
+            for words in shared.iter() {
+                for x in words.iter() {
+                    x.store(0, Ordering::Relaxed);
+                }
+            }
+        }
+        fresh = false;
+        if let Err(f) = workgroup(l, &env, g, items, status) {
+            report(g, f);
+        }
+    }
+}
+
+/// The `geom` values of item (tx, ty, tz) of workgroup `wg`.
+fn geometry(l: &Launch<'_>, wg: [u32; 3], t: [u32; 3]) -> [u64; GEOM_LEN] {
+    let mut geo = [0u64; GEOM_LEN];
+    for axis in 0..3 {
+        geo[axis] = u64::from(t[axis]);
+        geo[3 + axis] = u64::from(wg[axis]);
+        geo[6 + axis] = u64::from(l.block[axis]);
+        // grid × block <= 2^32 per axis (validated), so this never wraps; as uint32 anyway.
+        geo[9 + axis] = u64::from(wg[axis].wrapping_mul(l.block[axis]).wrapping_add(t[axis]));
+        geo[12 + axis] = u64::from(l.grid[axis]);
+    }
+    geo
+}
+
+/// Runs workgroup `g`.
+fn workgroup(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    g: u64,
+    items: &mut [Item],
+    status: &mut [Status],
+) -> Result<(), KernelFault> {
+    let [gx, gy, _] = l.grid.map(u64::from);
+    // Each coordinate is below its grid dimension, a u32.
+    let wg = [
+        (g % gx) as u32,
+        ((g / gx) % gy) as u32,
+        (g / (gx * gy)) as u32,
+    ];
+    let [bx, by, bz] = l.block;
+    if !l.plan.has_barrier {
+        let Some(it) = items.first_mut() else {
+            return Ok(());
+        };
+        for tz in 0..bz {
+            for ty in 0..by {
+                for tx in 0..bx {
+                    it.start(l.module, l.kernel, l.params);
+                    it.geo = geometry(l, wg, [tx, ty, tz]);
+                    match interp::run(env, it) {
+                        Stop::Done => {}
+                        Stop::Barrier { .. } => {
+                            return Err(describe(
+                                l,
+                                env,
+                                it,
+                                FaultKind::Internal("unplanned barrier"),
+                            ))
+                        }
+                        Stop::Fault(k) => return Err(describe(l, env, it, k)),
+                    }
+                }
+            }
+        }
+        return Ok(());
+    }
+
+    let n = items.len().min(status.len());
+    for (lin, it) in items.iter_mut().enumerate().take(n) {
+        // lin < bx * by * bz <= 1024.
+        let lin = lin as u32;
+        let t = [lin % bx, (lin / bx) % by, lin / (bx * by)];
+        it.start(l.module, l.kernel, l.params);
+        it.geo = geometry(l, wg, t);
+    }
+    status[..n].fill(Status::Runnable);
+    loop {
+        let mut site: Option<(u32, u32)> = None;
+        for (it, st) in items.iter_mut().zip(status.iter_mut()).take(n) {
+            if *st != Status::Runnable {
+                continue;
+            }
+            match interp::run(env, it) {
+                Stop::Done => *st = Status::Finished,
+                Stop::Barrier { func, pc } => {
+                    match site {
+                        None => site = Some((func, pc)),
+                        Some(s) if s == (func, pc) => {}
+                        Some(_) => {
+                            let mut f = describe(l, env, it, FaultKind::Divergent);
+                            // Report the barrier itself, not the resume point.
+                            if let Some(top) = f.frames.first_mut() {
+                                *top = (func, pc);
+                            }
+                            return Err(f);
+                        }
+                    }
+                    *st = Status::Waiting;
+                }
+                Stop::Fault(k) => return Err(describe(l, env, it, k)),
+            }
+        }
+        if site.is_none() {
+            return Ok(());
+        }
+        for st in status[..n].iter_mut() {
+            if *st == Status::Waiting {
+                *st = Status::Runnable;
+            }
+        }
+    }
+}
+
+/// The source name of register `reg` of function `func` (`r<reg>` if it has none).
+fn var_name(m: &Module, func: u32, reg: u16) -> String {
+    m.functions
+        .get(func as usize)
+        .and_then(|f| f.locals.iter().find(|n| n.reg == reg))
+        .map_or_else(|| format!("r{reg}"), |n| n.name.clone())
+}
+
+/// The [`KernelFault`] of `kind` raised by item `it`.
+fn describe(l: &Launch<'_>, env: &Env<'_>, it: &Item, kind: FaultKind) -> KernelFault {
+    let (func, _) = it.position();
+    let g = &it.geo;
+    let at = format!(
+        "workgroup ({},{},{}), item ({},{},{})",
+        g[3], g[4], g[5], g[0], g[1], g[2]
+    );
+    let k = l.name;
+    let (code, message) = match kind {
+        FaultKind::Bounds { index, handle, reg } => {
+            let len = env.mems.get(handle as usize).map_or(0, MemRef::len);
+            let what = if handle < env.nbuf {
+                "buffer"
+            } else {
+                "shared"
+            };
+            let var = var_name(l.module, func, reg);
+            (
+                "XPU-E-BOUNDS",
+                format!(
+                    "kernel {k}: index {index} out of bounds for length {len} ({what} {var}, {at})"
+                ),
+            )
+        }
+        FaultKind::BadHandle { reg } => {
+            let var = var_name(l.module, func, reg);
+            (
+                "E-NULL",
+                format!("kernel {k}: invalid buffer reference in {var} ({at})"),
+            )
+        }
+        FaultKind::DivZero => (
+            "E-DIVZERO",
+            format!("kernel {k}: integer division by zero ({at})"),
+        ),
+        FaultKind::Overflow => (
+            "E-OVERFLOW",
+            format!("kernel {k}: integer overflow in division ({at})"),
+        ),
+        FaultKind::Divergent => (
+            "XPU-E-DIVERGENT",
+            format!("kernel {k}: divergent barrier ({at})"),
+        ),
+        FaultKind::Stack => (
+            "E-STACK",
+            format!("kernel {k}: call depth limit exceeded ({at})"),
+        ),
+        FaultKind::Internal(what) => (
+            "XPU-E-LAUNCH",
+            format!("kernel {k}: internal error of backend cpu: {what} ({at})"),
+        ),
+    };
+    KernelFault {
+        code,
+        message,
+        frames: it.fault_frames(),
+    }
+}
