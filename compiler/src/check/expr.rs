@@ -2067,6 +2067,9 @@ impl FnBuilder<'_> {
             );
             return Val::error();
         }
+        if let Some(body) = self.inlinable_body(&sig) {
+            return self.inline_call(&sig, &body, vals, args, span);
+        }
         self.emit_call(&sig, None, vals, args, span)
     }
 

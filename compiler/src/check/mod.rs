@@ -9,6 +9,7 @@ mod builtins;
 mod collect;
 mod expr;
 mod func;
+mod inline;
 mod stmt;
 pub mod ty;
 mod xpu;
