@@ -9,32 +9,50 @@
 //! * `NAME.expected` (required): the exact bytes expected on stdout (empty file: no output);
 //! * `NAME.exit` (optional): the expected exit status, default 0;
 //! * `NAME.error` (optional): first line, a diagnostic or runtime error code that must appear on
-//!   stderr (`CAJETA_ERROR_TYPE_MISMATCH`, `E-BOUNDS`, …); each further non-empty line is either
-//!   `LINE:COL`, the position the first compile-time diagnostic must report
-//!   (`FILE:LINE:COL: error[CODE]: …`, LANGUAGE.md §10.1), or a text that must appear on stderr
-//!   (the fixed `E-BOUNDS` message, for instance).
+//!   stderr (`CAJETA_ERROR_TYPE_MISMATCH`, `E-BOUNDS`, …), or several codes separated by `|` of
+//!   which one must appear (for a case the spec leaves open between them); each further
+//!   non-empty line is either `LINE:COL`, the position the first compile-time diagnostic must
+//!   report (`FILE:LINE:COL: error[CODE]: …`, LANGUAGE.md §10.1), or a text that must appear on
+//!   stderr (the fixed `E-BOUNDS` message, for instance);
+//! * `NAME.stderr` (optional): lines that must each appear, verbatim and as a whole line, on
+//!   stderr (the `mem-stats: live=… peak=… allocs=… frees=…` line of `--mem-stats`, say); other
+//!   stderr lines are allowed around them.
 //!
 //! Header lines in the leading comment block of a program's source (of any of its files, for a
 //! directory):
 //!
 //! * `// args: a b c`: whitespace-separated words passed after `--`;
+//! * `// flags: --mem-stats`: whitespace-separated options passed to `cajeta run` before the path;
 //! * `// requires: cap1, cap2`: capabilities the program needs. Only those listed in
-//!   `CAJETA_CONFORMANCE_CAPS` are available; a program needing anything else is **skipped**
-//!   with the reason printed, never passed.
+//!   `CAJETA_CONFORMANCE_CAPS` are available, plus `backend-B` while a program runs under backend
+//!   `B` (see below); a program needing anything else is **skipped** with the reason printed,
+//!   never passed.
+//!
+//! # Device backends
+//!
+//! Programs below `xpu/` run once per backend of `CAJETA_CONFORMANCE_BACKENDS` (default `cpu`),
+//! as `cajeta run --backend B …`, and are reported as `B/xpu/NAME.cajeta`. Before them, each
+//! backend is probed once with a tiny program printing `Device.activeBackend()`; a backend whose
+//! probe does not exit 0 printing its own name is unavailable, and every xpu program under it is
+//! **skipped** with the probe's reason. `cpu` is always available (XPU.md §8.1), so a failed `cpu`
+//! probe is a failure, and the programs still run. Host programs (everything else) run once,
+//! without `--backend`.
 //!
 //! # What is checked
 //!
-//! Each program runs as `cajeta run PATH [-- ARGS]`. A program expected to compile (no `.error`,
-//! or a runtime code `E-…`/`XPU-E-…`) is also built with `cajeta build PATH -o TMP.cjb` and the
-//! bytecode file run the same way. Every run must match stdout byte for byte, the exit status and
-//! the `.error` expectations. All failures are collected and reported with a diff, followed by
-//! `conformance: N passed, M failed, K skipped`.
+//! Each program runs as `cajeta run [FLAGS] PATH [-- ARGS]`. A program expected to compile (no
+//! `.error`, or a runtime code `E-…`/`XPU-E-…`) is also built with `cajeta build PATH -o TMP.cjb`
+//! and the bytecode file run the same way. Every run must match stdout byte for byte, the exit
+//! status, the `.error` expectations and the `.stderr` lines. All failures are collected and
+//! reported with a diff, followed by `conformance: N passed, M failed, K skipped`.
 //!
 //! # Environment
 //!
 //! * `CAJETA_CONFORMANCE_FILTER=substring`: only programs whose name (`lang/hello.cajeta`,
-//!   `multi/twopkg/`) contains it;
+//!   `multi/twopkg/`, `cpu/xpu/saxpy_canonical.cajeta`) contains it;
 //! * `CAJETA_CONFORMANCE_CAPS=t2,…`: available capabilities;
+//! * `CAJETA_CONFORMANCE_BACKENDS=cpu,vulkan,cuda`: the backends the xpu programs run under
+//!   (default `cpu`; `none` skips every xpu program);
 //! * `CAJETA_CONFORMANCE_JOBS=N`: programs run in parallel (default 2);
 //! * `CAJETA_CONFORMANCE_TIMEOUT=SECONDS`: limit per `cajeta` invocation (default 60);
 //! * `CAJETA_CONFORMANCE_MODES=run,cjb`: which of the two executions to perform (default both);
@@ -59,6 +77,19 @@ const STDERR_LINES_SHOWN: usize = 20;
 
 /// Lines of unchanged context around each change in a diff.
 const DIFF_CONTEXT: usize = 2;
+
+/// Programs whose name starts with this run once per device backend.
+const XPU_PREFIX: &str = "xpu/";
+
+/// The backend probe: a device touch that prints the backend it resolved to.
+const PROBE_SOURCE: &str = "import cajeta.xpu.Device;
+
+public class ConformanceProbe {
+    public static void main() {
+        System.stdout.println(Device.activeBackend());
+    }
+}
+";
 
 /// The root of the program tree.
 fn programs_root() -> PathBuf {
@@ -151,7 +182,7 @@ fn discover(root: &Path, dir: &Path, out: &mut Vec<Program>) -> io::Result<()> {
     Ok(())
 }
 
-/// Sidecar files (`.expected`, `.exit`, `.error`) that belong to no program: usually a program
+/// Sidecar files (`.expected`, `.exit`, `.error`, `.stderr`) that belong to no program: usually a program
 /// renamed without its expectations, which would otherwise silently stop being tested.
 fn orphan_sidecars(root: &Path, dir: &Path, programs: &[Program]) -> io::Result<Vec<String>> {
     let mut out = Vec::new();
@@ -165,7 +196,7 @@ fn orphan_sidecars(root: &Path, dir: &Path, programs: &[Program]) -> io::Result<
         let Some(ext) = entry.extension().map(|e| e.to_string_lossy().into_owned()) else {
             continue;
         };
-        if matches!(ext.as_str(), "expected" | "exit" | "error")
+        if matches!(ext.as_str(), "expected" | "exit" | "error" | "stderr")
             && !programs.iter().any(|p| p.base == entry.with_extension(""))
         {
             out.push(relative_name(root, &entry));
@@ -179,8 +210,8 @@ fn orphan_sidecars(root: &Path, dir: &Path, programs: &[Program]) -> io::Result<
 /// What a program's `.error` file demands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct ErrorSpec {
-    /// The code that must appear on stderr.
-    code: String,
+    /// The codes of which one must appear on stderr (usually exactly one).
+    codes: Vec<String>,
     /// `LINE:COL` of the first diagnostic, if given.
     position: Option<(u32, u32)>,
     /// Further texts that must appear on stderr.
@@ -191,9 +222,17 @@ impl ErrorSpec {
     /// Parses the contents of a `.error` file.
     fn parse(text: &str) -> Result<ErrorSpec, String> {
         let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-        let code = lines.next().ok_or("empty .error file")?.to_string();
+        let first = lines.next().ok_or("empty .error file")?;
+        let codes: Vec<String> = first.split('|').map(|c| c.trim().to_string()).collect();
+        if codes.iter().any(String::is_empty) {
+            return Err(format!("empty code in .error file: {first}"));
+        }
+        let runtime = |c: &String| c.starts_with("E-") || c.starts_with("XPU-E-");
+        if codes.iter().any(runtime) != codes.iter().all(runtime) {
+            return Err(format!("compile-time and runtime codes mixed: {first}"));
+        }
         let mut spec = ErrorSpec {
-            code,
+            codes,
             position: None,
             texts: Vec::new(),
         };
@@ -208,10 +247,27 @@ impl ErrorSpec {
     }
 
     /// Runtime codes (`E-…`, `XPU-E-…`) are raised by a program that compiled; every other code
-    /// is a compile-time diagnostic.
+    /// is a compile-time diagnostic (alternatives are all of one kind, see `parse`).
     fn is_compile_error(&self) -> bool {
-        !(self.code.starts_with("E-") || self.code.starts_with("XPU-E-"))
+        !self
+            .codes
+            .iter()
+            .all(|c| c.starts_with("E-") || c.starts_with("XPU-E-"))
     }
+
+    /// The codes as written in the file, for reports.
+    fn describe(&self) -> String {
+        self.codes.join(" or ")
+    }
+}
+
+/// The non-empty lines of a `.stderr` file, without line terminators.
+fn required_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// `LINE:COL` with two positive numbers.
@@ -229,12 +285,14 @@ fn parse_position(line: &str) -> Option<(u32, u32)> {
 struct Header {
     /// Words passed after `--`.
     args: Vec<String>,
+    /// Options passed to `cajeta run` before the path.
+    flags: Vec<String>,
     /// Required capabilities.
     requires: Vec<String>,
 }
 
 impl Header {
-    /// Reads `// args:` and `// requires:` lines from the leading comment block of `source`
+    /// Reads `// args:`, `// flags:` and `// requires:` lines from the leading comment block of `source`
     /// (blank lines and `//` comments; the first other line ends it).
     fn parse(source: &str, into: &mut Header) {
         for line in source.lines() {
@@ -248,6 +306,9 @@ impl Header {
             let comment = comment.trim();
             if let Some(rest) = comment.strip_prefix("args:") {
                 into.args
+                    .extend(rest.split_whitespace().map(str::to_string));
+            } else if let Some(rest) = comment.strip_prefix("flags:") {
+                into.flags
                     .extend(rest.split_whitespace().map(str::to_string));
             } else if let Some(rest) = comment.strip_prefix("requires:") {
                 into.requires.extend(
@@ -266,6 +327,8 @@ struct Expectation {
     stdout: Vec<u8>,
     exit: i32,
     error: Option<ErrorSpec>,
+    /// Lines that must appear verbatim on stderr (`.stderr`).
+    stderr_lines: Vec<String>,
     header: Header,
 }
 
@@ -293,6 +356,11 @@ impl Expectation {
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(format!("cannot read .error file: {e}")),
         };
+        let stderr_lines = match fs::read_to_string(sidecar("stderr")) {
+            Ok(text) => required_lines(&text),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("cannot read .stderr file: {e}")),
+        };
         let mut header = Header::default();
         for source in &program.sources {
             let bytes =
@@ -303,6 +371,7 @@ impl Expectation {
             stdout,
             exit,
             error,
+            stderr_lines,
             header,
         })
     }
@@ -325,6 +394,29 @@ struct Settings {
     run_source: bool,
     run_cjb: bool,
     run_flags: Vec<String>,
+    /// Backends the xpu programs run under (empty: none, every xpu program is skipped).
+    backends: Vec<String>,
+}
+
+/// The backend names `cajeta run --backend` accepts (XPU.md §8.1).
+const BACKEND_NAMES: [&str; 4] = ["cpu", "vulkan", "cuda", "auto"];
+
+/// The value of `CAJETA_CONFORMANCE_BACKENDS` as a list: `cpu` when unset, nothing for `none`,
+/// else the comma- or space-separated names in order, without repeats.
+fn parse_backends(value: Option<&str>) -> Vec<String> {
+    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return vec!["cpu".to_string()];
+    };
+    if value == "none" {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for word in value.split(|c: char| c == ',' || c.is_whitespace()) {
+        if !word.is_empty() && !out.iter().any(|b| b == word) {
+            out.push(word.to_string());
+        }
+    }
+    out
 }
 
 impl Settings {
@@ -359,6 +451,7 @@ impl Settings {
             run_flags: var("CAJETA_CONFORMANCE_RUN_FLAGS")
                 .map(|v| v.split_whitespace().map(str::to_string).collect())
                 .unwrap_or_default(),
+            backends: parse_backends(std::env::var("CAJETA_CONFORMANCE_BACKENDS").ok().as_deref()),
         }
     }
 }
@@ -464,10 +557,20 @@ fn stem_of(name: &str) -> String {
         .collect()
 }
 
-/// The arguments of `cajeta run … PATH [-- ARGS]`.
-fn run_args(settings: &Settings, path: &Path, header: &Header) -> Vec<String> {
+/// The arguments of `cajeta run [RUN_FLAGS] [--backend B] [FLAGS] PATH [-- ARGS]`.
+fn run_args(
+    settings: &Settings,
+    backend: Option<&str>,
+    path: &Path,
+    header: &Header,
+) -> Vec<String> {
     let mut args = vec!["run".to_string()];
     args.extend(settings.run_flags.iter().cloned());
+    if let Some(backend) = backend {
+        args.push("--backend".into());
+        args.push(backend.into());
+    }
+    args.extend(header.flags.iter().cloned());
     args.push(path.to_string_lossy().into_owned());
     if !header.args.is_empty() {
         args.push("--".into());
@@ -493,25 +596,35 @@ fn compare(exp: &Expectation, out: &RunOutput) -> Vec<String> {
             )
         ));
     }
+    let stderr = String::from_utf8_lossy(&out.stderr);
     if let Some(spec) = &exp.error {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !stderr.contains(&spec.code) {
-            problems.push(format!("stderr does not contain {}", spec.code));
+        if !spec.codes.iter().any(|c| stderr.contains(c.as_str())) {
+            problems.push(format!("stderr does not contain {}", spec.describe()));
         }
         if let Some((line, col)) = spec.position {
-            let wanted = format!(":{line}:{col}: error[{}]", spec.code);
+            let wanted: Vec<String> = spec
+                .codes
+                .iter()
+                .map(|c| format!(":{line}:{col}: error[{c}]"))
+                .collect();
+            let shown = wanted.join("` or `…");
             match stderr.lines().find(|l| l.contains("error[")) {
-                Some(first) if first.contains(&wanted) => {}
+                Some(first) if wanted.iter().any(|w| first.contains(w.as_str())) => {}
                 Some(first) => problems.push(format!(
-                    "first diagnostic is `{first}`, expected `…{wanted}: …`"
+                    "first diagnostic is `{first}`, expected `…{shown}: …`"
                 )),
-                None => problems.push(format!("no diagnostic on stderr, expected `…{wanted}: …`")),
+                None => problems.push(format!("no diagnostic on stderr, expected `…{shown}: …`")),
             }
         }
         for text in &spec.texts {
             if !stderr.contains(text.as_str()) {
                 problems.push(format!("stderr does not contain `{text}`"));
             }
+        }
+    }
+    for wanted in &exp.stderr_lines {
+        if !stderr.lines().any(|l| l.trim_end_matches('\r') == wanted) {
+            problems.push(format!("stderr has no line `{wanted}`"));
         }
     }
     problems
@@ -525,30 +638,34 @@ enum Outcome {
     Fail(String),
 }
 
-/// Runs one program in every applicable mode.
-fn run_program(program: &Program, settings: &Settings, scratch: &Path) -> Outcome {
+/// Runs one job (a program, under one backend for an xpu program) in every applicable mode.
+fn run_program(job: &Job, settings: &Settings, scratch: &Path) -> Outcome {
+    let program = job.program;
+    let backend = job.backend.as_deref();
     let exp = match Expectation::load(program) {
         Ok(exp) => exp,
         Err(why) => return Outcome::Fail(why),
     };
+    let backend_cap = backend.map(|b| format!("backend-{b}"));
     let missing: Vec<&str> = exp
         .header
         .requires
         .iter()
-        .filter(|r| !settings.caps.contains(r))
+        .filter(|r| !settings.caps.contains(r) && backend_cap.as_ref() != Some(*r))
         .map(String::as_str)
         .collect();
     if !missing.is_empty() {
-        return Outcome::Skip(format!(
-            "requires {} (not in CAJETA_CONFORMANCE_CAPS)",
-            missing.join(", ")
-        ));
+        let why = match backend {
+            Some(b) => format!("not in CAJETA_CONFORMANCE_CAPS, and the backend is {b}"),
+            None => "not in CAJETA_CONFORMANCE_CAPS".to_string(),
+        };
+        return Outcome::Skip(format!("requires {} ({why})", missing.join(", ")));
     }
-    let stem = stem_of(&program.name);
+    let stem = stem_of(&job.name);
     let mut report = String::new();
     if settings.run_source {
         let out = run_cajeta(
-            &run_args(settings, &program.path, &exp.header),
+            &run_args(settings, backend, &program.path, &exp.header),
             scratch,
             &format!("{stem}.run"),
             settings.timeout,
@@ -574,7 +691,7 @@ fn run_program(program: &Program, settings: &Settings, scratch: &Path) -> Outcom
         match build.code() {
             Ok(0) if cjb.is_file() => {
                 let out = run_cajeta(
-                    &run_args(settings, &cjb, &exp.header),
+                    &run_args(settings, backend, &cjb, &exp.header),
                     scratch,
                     &format!("{stem}.cjbrun"),
                     settings.timeout,
@@ -600,6 +717,105 @@ fn run_program(program: &Program, settings: &Settings, scratch: &Path) -> Outcom
     } else {
         Outcome::Fail(report)
     }
+}
+
+/// One run of a program: a host program once, an xpu program once per backend.
+#[derive(Clone, Debug)]
+struct Job<'a> {
+    program: &'a Program,
+    /// The backend of an xpu program's run; `None` for a host program, and for an xpu program
+    /// when no backend is selected (it is then skipped).
+    backend: Option<String>,
+    /// Whether the program lives below `xpu/`.
+    xpu: bool,
+    /// The name in reports: `B/xpu/NAME.cajeta` under backend `B`, else the program's name.
+    name: String,
+}
+
+/// The jobs for `programs`: host programs once, xpu programs once per backend in `backends`
+/// (once, to be skipped, if there is none).
+fn jobs_for<'a>(programs: &'a [Program], backends: &[String]) -> Vec<Job<'a>> {
+    let mut jobs = Vec::new();
+    for program in programs {
+        if !program.name.starts_with(XPU_PREFIX) {
+            jobs.push(Job {
+                program,
+                backend: None,
+                xpu: false,
+                name: program.name.clone(),
+            });
+        } else if backends.is_empty() {
+            jobs.push(Job {
+                program,
+                backend: None,
+                xpu: true,
+                name: program.name.clone(),
+            });
+        } else {
+            for b in backends {
+                jobs.push(Job {
+                    program,
+                    backend: Some(b.clone()),
+                    xpu: true,
+                    name: format!("{b}/{}", program.name),
+                });
+            }
+        }
+    }
+    jobs
+}
+
+/// Whether a backend can run programs, as its probe found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Availability {
+    Available,
+    /// Why not, for the SKIP lines.
+    Unavailable(String),
+}
+
+/// Runs the probe program under `backend` once.
+fn probe_backend(backend: &str, settings: &Settings, scratch: &Path) -> Availability {
+    let dir = scratch.join("probe");
+    let source = dir.join("ConformanceProbe.cajeta");
+    if let Err(e) = fs::create_dir_all(&dir).and_then(|()| fs::write(&source, PROBE_SOURCE)) {
+        return Availability::Unavailable(format!("cannot write {}: {e}", source.display()));
+    }
+    let args = run_args(settings, Some(backend), &source, &Header::default());
+    let out = run_cajeta(&args, &dir, &stem_of(backend), settings.timeout);
+    probe_verdict(backend, &out)
+}
+
+/// Judges a probe run: available when it exited 0 printing `backend` (any name for `auto`).
+fn probe_verdict(backend: &str, out: &RunOutput) -> Availability {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let printed = stdout.trim();
+    match out.code() {
+        Ok(0) if printed == backend || (backend == "auto" && !printed.is_empty()) => {
+            Availability::Available
+        }
+        Ok(0) => Availability::Unavailable(format!(
+            "`{}` printed {printed:?} instead of {backend:?}",
+            out.command
+        )),
+        Ok(code) => Availability::Unavailable(format!(
+            "`{}` exited with {code}: {}",
+            out.command,
+            first_error_line(&out.stderr)
+        )),
+        Err(why) => Availability::Unavailable(format!("`{}` {why}", out.command)),
+    }
+}
+
+/// The first stderr line that mentions an error, else the first non-empty one.
+fn first_error_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.clone().next();
+    lines
+        .find(|l| l.contains("error"))
+        .or(first)
+        .unwrap_or("(nothing on stderr)")
+        .to_string()
 }
 
 /// Appends the problems of one run, with its command line and stderr, to `report`.
@@ -723,26 +939,82 @@ fn conformance() {
         panic!("cannot list {}: {e}", root.display());
     }
     let orphans = orphan_sidecars(&root, &root, &programs).unwrap_or_default();
+    let unknown: Vec<&String> = settings
+        .backends
+        .iter()
+        .filter(|b| !BACKEND_NAMES.contains(&b.as_str()))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "CAJETA_CONFORMANCE_BACKENDS names unknown backends {unknown:?} (known: {BACKEND_NAMES:?}, or none)"
+    );
+    let mut jobs = jobs_for(&programs, &settings.backends);
     if let Some(filter) = &settings.filter {
-        programs.retain(|p| p.name.contains(filter.as_str()));
+        jobs.retain(|j| j.name.contains(filter.as_str()));
     }
     assert!(
-        !programs.is_empty(),
+        !jobs.is_empty(),
         "no conformance program found under {} (filter: {:?})",
         root.display(),
         settings.filter
     );
     let scratch = scratch_dir("conformance");
+
+    // Probe each backend that some job needs, once, before the programs run.
+    let mut report = String::new();
+    let mut failed = 0usize;
+    let mut availability: Vec<(String, Availability)> = Vec::new();
+    for b in &settings.backends {
+        if !jobs.iter().any(|j| j.backend.as_ref() == Some(b)) {
+            continue;
+        }
+        let verdict = probe_backend(b, &settings, &scratch);
+        match &verdict {
+            Availability::Unavailable(why) if b == "cpu" => {
+                // cpu is always available (XPU.md §8.1): a failed probe is a failure, and the
+                // programs still run so that each shows what is missing.
+                failed += 1;
+                let _ = writeln!(report, "FAIL cpu backend probe: {why}");
+                availability.push((b.clone(), Availability::Available));
+            }
+            Availability::Unavailable(why) => {
+                let _ = writeln!(
+                    report,
+                    "SKIP backend {b}, its xpu programs are skipped: {why}"
+                );
+                availability.push((b.clone(), verdict));
+            }
+            Availability::Available => availability.push((b.clone(), verdict)),
+        }
+    }
+    let skip_reason = |job: &Job| -> Option<String> {
+        if !job.xpu {
+            return None;
+        }
+        let Some(b) = &job.backend else {
+            return Some("no backend selected (CAJETA_CONFORMANCE_BACKENDS=none)".into());
+        };
+        match availability.iter().find(|(name, _)| name == b) {
+            Some((_, Availability::Unavailable(_))) => Some(format!(
+                "backend {b} is not available (see `SKIP backend {b}` above)"
+            )),
+            _ => None,
+        }
+    };
+
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
     thread::scope(|s| {
-        for _ in 0..settings.jobs.min(programs.len()) {
+        for _ in 0..settings.jobs.min(jobs.len()) {
             s.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(program) = programs.get(k) else {
+                let Some(job) = jobs.get(k) else {
                     break;
                 };
-                let outcome = run_program(program, &settings, &scratch);
+                let outcome = match skip_reason(job) {
+                    Some(why) => Outcome::Skip(why),
+                    None => run_program(job, &settings, &scratch),
+                };
                 results
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -755,10 +1027,9 @@ fn conformance() {
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     results.sort_by_key(|(k, _)| *k);
 
-    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
-    let mut report = String::new();
+    let (mut passed, mut skipped) = (0usize, 0usize);
     for (k, outcome) in &results {
-        let name = &programs[*k].name;
+        let name = &jobs[*k].name;
         match outcome {
             Outcome::Pass => passed += 1,
             Outcome::Skip(why) => {
@@ -850,7 +1121,7 @@ fn build_is_deterministic() {
 #[test]
 fn harness_self_check() {
     let spec = ErrorSpec::parse("E-BOUNDS\nindex 8 out of bounds for length 8\n").unwrap();
-    assert_eq!(spec.code, "E-BOUNDS");
+    assert_eq!(spec.codes, vec!["E-BOUNDS".to_string()]);
     assert_eq!(spec.position, None);
     assert_eq!(
         spec.texts,
@@ -866,18 +1137,111 @@ fn harness_self_check() {
     assert_eq!(parse_position("12:x"), None);
     assert_eq!(parse_position(":3"), None);
 
+    // Alternatives: one of the codes must appear; kinds cannot be mixed.
+    let spec = ErrorSpec::parse("CAJETA_ERROR_A | CAJETA_ERROR_B\n3:1\n").unwrap();
+    assert_eq!(spec.codes, vec!["CAJETA_ERROR_A", "CAJETA_ERROR_B"]);
+    assert!(spec.is_compile_error());
+    assert!(ErrorSpec::parse("E-NULL|CAJETA_ERROR_A\n").is_err());
+    assert!(ErrorSpec::parse("E-NULL||E-BOUNDS\n").is_err());
+    assert!(!ErrorSpec::parse("E-NULL|XPU-E-FREED\n")
+        .unwrap()
+        .is_compile_error());
+
     let mut header = Header::default();
     Header::parse(
-        "// args: a b  c\n\n// requires: t2, backend-cpu\npublic class X {}\n// args: late\n",
+        "// args: a b  c\n\n// requires: t2, backend-cpu\n// flags: --mem-stats\npublic class X {}\n// args: late\n",
         &mut header,
     );
     assert_eq!(header.args, vec!["a", "b", "c"]);
     assert_eq!(header.requires, vec!["t2", "backend-cpu"]);
+    assert_eq!(header.flags, vec!["--mem-stats"]);
+
+    // Backend lists and the per-backend jobs of xpu programs.
+    assert_eq!(parse_backends(None), vec!["cpu"]);
+    assert_eq!(parse_backends(Some(" ")), vec!["cpu"]);
+    assert!(parse_backends(Some("none")).is_empty());
+    assert_eq!(
+        parse_backends(Some("cpu, vulkan cuda,cpu")),
+        vec!["cpu", "vulkan", "cuda"]
+    );
+    let program = |name: &str| Program {
+        name: name.to_string(),
+        path: PathBuf::from(name),
+        base: PathBuf::from(name),
+        sources: Vec::new(),
+    };
+    let programs = vec![program("lang/a.cajeta"), program("xpu/b.cajeta")];
+    let two = vec!["cpu".to_string(), "vulkan".to_string()];
+    let names: Vec<String> = jobs_for(&programs, &two)
+        .into_iter()
+        .map(|j| j.name)
+        .collect();
+    assert_eq!(
+        names,
+        vec!["lang/a.cajeta", "cpu/xpu/b.cajeta", "vulkan/xpu/b.cajeta"]
+    );
+    let none = jobs_for(&programs, &[]);
+    assert_eq!(none.len(), 2);
+    assert!(none[1].xpu && none[1].backend.is_none());
+    let settings = Settings {
+        filter: None,
+        caps: Vec::new(),
+        jobs: 1,
+        timeout: Duration::from_secs(1),
+        run_source: true,
+        run_cjb: true,
+        run_flags: vec!["--jit".into(), "off".into()],
+        backends: two.clone(),
+    };
+    assert_eq!(
+        run_args(&settings, Some("cpu"), Path::new("p.cajeta"), &header),
+        vec![
+            "run",
+            "--jit",
+            "off",
+            "--backend",
+            "cpu",
+            "--mem-stats",
+            "p.cajeta",
+            "--",
+            "a",
+            "b",
+            "c"
+        ]
+    );
+
+    // Probe verdicts: exit 0 printing the backend's own name, and nothing else, is available.
+    let probe = |code: i32, stdout: &str, stderr: &str| RunOutput {
+        command: "cajeta run --backend vulkan probe".into(),
+        status: exit_status(code),
+        stdout: stdout.as_bytes().to_vec(),
+        stderr: stderr.as_bytes().to_vec(),
+    };
+    if exit_status(0).is_some() {
+        assert_eq!(
+            probe_verdict("vulkan", &probe(0, "vulkan\n", "")),
+            Availability::Available
+        );
+        assert_eq!(
+            probe_verdict("auto", &probe(0, "cuda\n", "")),
+            Availability::Available
+        );
+        assert!(matches!(
+            probe_verdict("vulkan", &probe(0, "cpu\n", "")),
+            Availability::Unavailable(why) if why.contains("\"cpu\"")
+        ));
+        let stderr = "note\ncajeta: runtime error: XPU-E-BACKEND: backend vulkan is not available: no device\n  at P.main\n";
+        assert!(matches!(
+            probe_verdict("vulkan", &probe(70, "", stderr)),
+            Availability::Unavailable(why) if why.contains("exited with 70") && why.contains("no device")
+        ));
+    }
 
     let exp = Expectation {
         stdout: b"1\n2\n".to_vec(),
         exit: 70,
         error: Some(ErrorSpec::parse("E-NULL\n").unwrap()),
+        stderr_lines: Vec::new(),
         header: Header::default(),
     };
     assert!(exp.compiles());
@@ -899,6 +1263,33 @@ fn harness_self_check() {
         assert!(
             problems[0].contains("- 2") && problems[0].contains("+ 3"),
             "{problems:?}"
+        );
+    }
+
+    // `.stderr` lines must each match a whole line of stderr.
+    assert_eq!(required_lines("a=1\r\n\n  \nb\n"), vec!["a=1", "b"]);
+    let exp = Expectation {
+        stdout: Vec::new(),
+        exit: 0,
+        error: None,
+        stderr_lines: vec!["mem-stats: live=0 peak=8 allocs=1 frees=1".into()],
+        header: Header::default(),
+    };
+    let run = |stderr: &str| RunOutput {
+        command: String::new(),
+        status: exit_status(0),
+        stdout: Vec::new(),
+        stderr: stderr.as_bytes().to_vec(),
+    };
+    if exit_status(0).is_some() {
+        assert!(compare(&exp, &run("x\nmem-stats: live=0 peak=8 allocs=1 frees=1\n")).is_empty());
+        assert_eq!(
+            compare(&exp, &run("mem-stats: live=0 peak=80 allocs=1 frees=1\n")).len(),
+            1
+        );
+        assert_eq!(
+            compare(&exp, &run("# mem-stats: live=0 peak=8 allocs=1 frees=1\n")).len(),
+            1
         );
     }
 
