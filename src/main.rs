@@ -51,6 +51,8 @@ struct Options {
     xpu_checks: Option<String>,
     mem_stats: bool,
     verbose: bool,
+    /// `dis` prints the listing even when verification fails (compiler bug reports).
+    dis_unverified: bool,
     output: Option<PathBuf>,
 }
 
@@ -226,6 +228,10 @@ fn load(opts: &Options) -> Result<Module, ExitCode> {
     }
     let module = c.module.expect("module without errors");
     if let Err(e) = cajeta_bytecode::verify(&module) {
+        // Show the offending bytecode: this is a compiler bug, and the listing is the report.
+        if opts.dis_unverified {
+            print!("{}", cajeta_bytecode::disassemble(&module));
+        }
         eprintln!("cajeta: internal error: the compiler produced invalid bytecode: {e}");
         return Err(ExitCode::from(70));
     }
@@ -315,7 +321,8 @@ fn cmd_check(opts: Options) -> ExitCode {
     }
 }
 
-fn cmd_dis(opts: Options) -> ExitCode {
+fn cmd_dis(mut opts: Options) -> ExitCode {
+    opts.dis_unverified = true;
     match load(&opts) {
         Ok(m) => {
             print!("{}", cajeta_bytecode::disassemble(&m));

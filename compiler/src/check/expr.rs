@@ -1901,7 +1901,8 @@ impl FnBuilder<'_> {
         }
         let mut flag_srcs = vec![];
         for (pi, (_, pty)) in sig.params.iter().enumerate() {
-            if pty.is_owned_kind() {
+            // Owns-flags exist only for host callees (see `MethodSig::flag_count`).
+            if pty.is_owned_kind() && sig.flag_count() > 0 {
                 let f = match owns[pi] {
                     Own::No => None,
                     Own::Yes => Some(self.load_bool(true)),

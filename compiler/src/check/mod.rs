@@ -72,10 +72,11 @@ impl MethodSig {
     /// Registers the caller passes: declared parameters, then one owns-flag per parameter of an
     /// owned kind (LANGUAGE §6: a fresh object passed as an argument moves into the parameter).
     pub fn flag_count(&self) -> usize {
-        self.params
-            .iter()
-            .filter(|(_, t)| t.is_owned_kind())
-            .count()
+        if self.kind != FnKind::Host {
+            // Device code never owns anything.
+            return 0;
+        }
+        self.params.iter().filter(|(_, t)| t.is_owned_kind()).count()
     }
 }
 
