@@ -547,6 +547,13 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         }
         p.classes[ci].fields = fields;
         p.classes[ci].statics = statics;
+        if decl
+            .members
+            .iter()
+            .any(|m| matches!(m, Member::StaticInit(_)))
+        {
+            has_static_init = true;
+        }
         if has_static_init {
             let f = p.functions.len() as u32;
             p.functions
@@ -707,11 +714,8 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                     d.span,
                     "destructors are not implemented yet (T2)",
                 )),
-                Member::StaticInit(b) => errors.push(Diag::error(
-                    code::NOT_IMPLEMENTED,
-                    b.span,
-                    "static initialiser blocks are not implemented yet (T2)",
-                )),
+                // Static blocks run in `<clinit>`, in textual order with the initialisers.
+                Member::StaticInit(_) => {}
                 Member::Field(_) => {}
             }
         }

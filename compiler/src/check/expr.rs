@@ -21,7 +21,7 @@ pub fn typed_op(name: &str, s: Scalar) -> Option<Op> {
 }
 
 /// A resolved assignment target.
-enum Place {
+pub(super) enum Place {
     Local(usize),
     Static(u32),
     Field { obj: Reg, field: u16, ty: Ty },
@@ -32,7 +32,11 @@ enum Place {
 impl FnBuilder<'_> {
     /// Lowers an expression whose value will be converted to `target` (a hint; the caller
     /// still converts).
-    pub fn expr_for(&mut self, e: &Expr, _target: &Ty) -> Val {
+    pub fn expr_for(&mut self, e: &Expr, target: &Ty) -> Val {
+        // An array literal takes its element type from the target (LANGUAGE §6.1).
+        if let (ExprKind::ArrayLit(items), Ty::Array(elem)) = (&e.kind, target) {
+            return self.array_literal(items, Some((**elem).clone()), e.span);
+        }
         self.expr(e)
     }
 
@@ -254,17 +258,12 @@ impl FnBuilder<'_> {
                 );
                 Val::error()
             }
-            ExprKind::Postfix { .. }
-            | ExprKind::Cond { .. }
-            | ExprKind::ArrayLit(_)
-            | ExprKind::Switch { .. } => {
-                self.error(
-                    code::NOT_IMPLEMENTED,
-                    e.span,
-                    "this expression form is not implemented yet (T2)",
-                );
-                Val::error()
+            ExprKind::Postfix { op, operand } => {
+                self.inc_dec(operand, *op == crate::ast::PostOp::Inc, false, e.span)
             }
+            ExprKind::Cond { cond, then, els } => self.ternary(cond, then, els, e.span),
+            ExprKind::ArrayLit(items) => self.array_literal(items, None, e.span),
+            ExprKind::Switch { selector, arms } => self.switch_expr(selector, arms, e.span),
         }
     }
 
@@ -596,12 +595,7 @@ impl FnBuilder<'_> {
 
     fn unary(&mut self, op: UnOp, operand: &Expr, span: Span) -> Val {
         if matches!(op, UnOp::PreInc | UnOp::PreDec) {
-            self.error(
-                code::NOT_IMPLEMENTED,
-                span,
-                "'++'/'--' are not implemented yet (T2)",
-            );
-            return Val::error();
+            return self.inc_dec(operand, op == UnOp::PreInc, true, span);
         }
         let v = self.expr(operand);
         match (op, v.ty.clone()) {
@@ -699,7 +693,7 @@ impl FnBuilder<'_> {
 
     /// The operand type an untyped constant adopts next to an operand of type `other`
     /// (LANGUAGE §3.3).
-    fn adopt(v: &Val, other: Scalar) -> Scalar {
+    pub(super) fn adopt(v: &Val, other: Scalar) -> Scalar {
         let own = v.ty.scalar().unwrap_or(Scalar::I32);
         match v.num() {
             Some(Num::Int(i)) if v.untyped && other.is_numeric() && ty::int_fits(i, other) => other,
@@ -1228,7 +1222,7 @@ impl FnBuilder<'_> {
 
     // ----- assignment -----
 
-    fn place(&mut self, target: &Expr) -> Option<Place> {
+    pub(super) fn place(&mut self, target: &Expr) -> Option<Place> {
         match &target.kind {
             ExprKind::Paren(inner) => self.place(inner),
             ExprKind::Name(id) => {
@@ -1378,7 +1372,7 @@ impl FnBuilder<'_> {
         }
     }
 
-    fn place_ty(&self, p: &Place) -> Ty {
+    pub(super) fn place_ty(&self, p: &Place) -> Ty {
         match p {
             Place::Local(li) => self.locals[*li].ty.clone(),
             Place::Static(si) => self.p.statics[*si as usize].ty.clone(),
@@ -1388,7 +1382,7 @@ impl FnBuilder<'_> {
         }
     }
 
-    fn load_place(&mut self, p: &Place, span: Span) -> Val {
+    pub(super) fn load_place(&mut self, p: &Place, span: Span) -> Val {
         let ty = self.place_ty(p);
         match p {
             Place::Local(li) => {
@@ -1509,6 +1503,28 @@ impl FnBuilder<'_> {
         if v.ty == Ty::Error {
             return Val::error();
         }
+        self.store_place(place, ty, v, span, value.span, target.span)
+    }
+
+    /// Stores `v` (converted to the place's type `ty`) into `place`; the value of the
+    /// assignment expression.
+    pub(super) fn store_place(
+        &mut self,
+        place: Place,
+        ty: Ty,
+        v: Val,
+        span: Span,
+        value_span: Span,
+        target_span: Span,
+    ) -> Val {
+        let value = Expr {
+            kind: ExprKind::Null,
+            span: value_span,
+        };
+        let target = Expr {
+            kind: ExprKind::Null,
+            span: target_span,
+        };
         self.set_pos(span);
         match place {
             Place::Local(li) => match self.store_local_at(li, v, value.span, target.span, false) {
@@ -1619,6 +1635,16 @@ impl FnBuilder<'_> {
     ) -> Val {
         if !self.host_only("creating an array", span) {
             return Val::error();
+        }
+        if let (Some(items), true) = (init, dims.is_empty()) {
+            let et = match self.p.resolve_type(self.unit, elem) {
+                Ok(t) => t,
+                Err(d) => {
+                    self.diags.push(d);
+                    return Val::error();
+                }
+            };
+            return self.array_literal(items, Some(et), span);
         }
         if init.is_some() || dims.len() != 1 {
             self.error(

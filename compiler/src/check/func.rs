@@ -158,6 +158,8 @@ pub struct LoopCtx {
     pub continues: Vec<usize>,
     /// Definite-assignment states at each `break` (intersected at the merge).
     pub break_da: Vec<Vec<bool>>,
+    /// A `switch` (a `break` target only; `continue` skips it).
+    pub is_switch: bool,
 }
 
 /// Lowers one function.
@@ -415,6 +417,13 @@ impl<'a> FnBuilder<'a> {
         let c = &self.p.classes[self.class as usize];
         let decl = &self.units[c.unit].classes[c.index];
         for m in &decl.members {
+            if let crate::ast::Member::StaticInit(b) = m {
+                self.reachable = true;
+                self.push_scope();
+                self.block_stmts(&b.stmts);
+                self.pop_scope();
+                continue;
+            }
             if let crate::ast::Member::Field(f) = m {
                 if !f.modifiers.is_static {
                     continue;
@@ -430,7 +439,7 @@ impl<'a> FnBuilder<'a> {
                     };
                     let ty = self.p.statics[si as usize].ty.clone();
                     self.set_pos(init.span);
-                    let v = self.expr(init);
+                    let v = self.expr_for(init, &ty);
                     if let Some(r) = self.coerce(v, &ty, init.span) {
                         self.emit(Op::SetStatic, r, si as u16, 0);
                     }

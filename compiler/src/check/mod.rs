@@ -11,6 +11,7 @@ mod expr;
 mod func;
 mod inline;
 mod stmt;
+mod t2;
 pub mod ty;
 mod xpu;
 
@@ -76,7 +77,10 @@ impl MethodSig {
             // Device code never owns anything.
             return 0;
         }
-        self.params.iter().filter(|(_, t)| t.is_owned_kind()).count()
+        self.params
+            .iter()
+            .filter(|(_, t)| t.is_owned_kind())
+            .count()
     }
 }
 

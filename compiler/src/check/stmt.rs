@@ -125,11 +125,7 @@ impl FnBuilder<'_> {
                 iterable,
                 body,
             } => self.for_each(label, index.as_ref(), ty, name, iterable, body),
-            StmtKind::Switch { .. } => self.error(
-                code::NOT_IMPLEMENTED,
-                s.span,
-                "switch is not implemented yet (T2)",
-            ),
+            StmtKind::Switch { selector, groups } => self.switch_stmt(selector, groups, s.span),
         }
         self.end_statement();
     }
@@ -466,6 +462,7 @@ impl FnBuilder<'_> {
             breaks: vec![],
             continues: vec![],
             break_da: vec![],
+            is_switch: false,
         });
         self.push_scope();
         self.scopes.last_mut().expect("scope").loop_body = true;
@@ -568,6 +565,7 @@ impl FnBuilder<'_> {
             breaks: vec![],
             continues: vec![],
             break_da: vec![],
+            is_switch: false,
         });
         self.push_scope();
         self.scopes.last_mut().expect("scope").loop_body = true;
@@ -637,8 +635,10 @@ impl FnBuilder<'_> {
     }
 
     fn jump_out(&mut self, label: Option<&crate::ast::Ident>, span: Span, is_break: bool) {
+        // `break` leaves the innermost loop or switch, `continue` continues the innermost loop.
         let idx = match label {
-            None => self.loops.len().checked_sub(1),
+            None if is_break => self.loops.len().checked_sub(1),
+            None => self.loops.iter().rposition(|c| !c.is_switch),
             Some(l) => self
                 .loops
                 .iter()

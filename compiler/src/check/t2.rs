@@ -1,0 +1,503 @@
+//! Tier-2 expression and statement forms (LANGUAGE §7, §8.3): `?:`, `++`/`--`, array
+//! literals, and `switch` statements and expressions.
+//!
+//! Arms whose type decides the result type (`?:`, switch expressions, untargeted array
+//! literals) are typed by a *probe*: the arm is lowered once, its type noted, and the emitted
+//! code and diagnostics are rolled back before the real lowering with the unified type.
+
+use super::func::{FnBuilder, Loc, LoopCtx, Own, Reg, Val};
+use super::ty::{self, Num, Ty};
+use crate::ast::{BinOp, CaseLabel, Expr, ExprKind, SwitchArm, SwitchGroup};
+use crate::diag::{code, Span};
+use cajeta_bytecode::{Op, Scalar, Type};
+
+/// What a probe rolls back.
+struct Snapshot {
+    code: usize,
+    lines: usize,
+    regions: usize,
+    diags: usize,
+    temps_da: Vec<bool>,
+    reachable: bool,
+    locals: usize,
+    shared: usize,
+}
+
+impl FnBuilder<'_> {
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            code: self.code.len(),
+            lines: self.lines.len(),
+            regions: self.regions.len(),
+            diags: self.diags.len(),
+            temps_da: self.da.clone(),
+            reachable: self.reachable,
+            locals: self.locals.len(),
+            shared: self.shared.len(),
+        }
+    }
+
+    fn restore(&mut self, s: Snapshot) {
+        self.code.truncate(s.code);
+        self.lines.truncate(s.lines);
+        self.regions.truncate(s.regions);
+        self.diags.truncate(s.diags);
+        self.da = s.temps_da;
+        self.reachable = s.reachable;
+        self.locals.truncate(s.locals);
+        self.shared.truncate(s.shared);
+        self.last_def = None;
+    }
+
+    /// The type (and untyped-ness) of `e`, without emitting anything.
+    fn probe(&mut self, e: &Expr) -> (Ty, bool, Option<Num>) {
+        let snap = self.snapshot();
+        let v = self.expr(e);
+        let out = (v.ty.clone(), v.untyped, v.num());
+        self.restore(snap);
+        out
+    }
+
+    /// The common type of `?:` arms (and switch-expression arms, array literal elements):
+    /// numeric arms unify by LANGUAGE §3.3–3.4; otherwise they share a type or one is `null`.
+    fn unify(&mut self, arms: &[(Ty, bool, Option<Num>)], span: Span) -> Option<Ty> {
+        if arms.iter().any(|a| a.0 == Ty::Error) {
+            return None;
+        }
+        if arms.iter().all(|a| a.0.is_numeric()) {
+            let typed: Vec<Scalar> = arms
+                .iter()
+                .filter(|a| !a.1)
+                .filter_map(|a| a.0.scalar())
+                .collect();
+            let base = typed.iter().copied().reduce(ty::promote);
+            let mut t = match base {
+                Some(b) => b,
+                None => arms
+                    .iter()
+                    .filter_map(|a| a.0.scalar())
+                    .reduce(ty::promote)?,
+            };
+            // Untyped constants adopt the typed arms' type when they fit, else promote.
+            for a in arms.iter().filter(|a| a.1) {
+                let v = Val {
+                    ty: a.0.clone(),
+                    loc: a.2.map_or(Loc::None, Loc::Num),
+                    untyped: true,
+                    own: Own::No,
+                };
+                let adopted = Self::adopt(&v, t);
+                t = ty::promote(t, adopted);
+            }
+            return Some(Ty::Prim(t));
+        }
+        let non_null: Vec<&Ty> = arms
+            .iter()
+            .map(|a| &a.0)
+            .filter(|t| **t != Ty::Null)
+            .collect();
+        match non_null.first() {
+            None => Some(Ty::Null),
+            Some(first)
+                if non_null.iter().all(|t| t == first)
+                    && (first.is_ref() || arms.iter().all(|a| a.0 != Ty::Null)) =>
+            {
+                Some((*first).clone())
+            }
+            _ => {
+                let names: Vec<String> = arms.iter().map(|a| self.ty_name(&a.0)).collect();
+                self.error(
+                    code::TYPE_MISMATCH,
+                    span,
+                    format!("incompatible types {}", names.join(" and ")),
+                );
+                None
+            }
+        }
+    }
+
+    /// `c ? a : b`: evaluates one arm; the value is borrowed (LANGUAGE §6.3).
+    pub fn ternary(&mut self, cond: &Expr, then: &Expr, els: &Expr, span: Span) -> Val {
+        let (c, when_true, when_false) = self.cond(cond);
+        let before = self.da.clone();
+        self.da = when_true.clone();
+        let a = self.probe(then);
+        self.da = when_false.clone();
+        let b = self.probe(els);
+        self.da = before;
+        let Some(t) = self.unify(&[a, b], span) else {
+            return Val::error();
+        };
+        if t == Ty::Void {
+            self.error(
+                code::UNRESOLVED_EXPRESSION,
+                span,
+                "a void call has no value",
+            );
+            return Val::error();
+        }
+        let d = self.temp(t.reg());
+        let jf = self.emit_bc(Op::JmpIfNot, c.unwrap_or(0), 0);
+        let header = jf as u32;
+        self.da = when_true;
+        let v = self.expr(then);
+        if let Some(r) = self.coerce(v, &t, then.span) {
+            self.move_into(d, r);
+        }
+        let da_then = self.da.clone();
+        let jend = self.emit_bc(Op::Jmp, 0, 0);
+        let pc = self.pc();
+        self.patch(jf, pc);
+        self.da = when_false;
+        let v = self.expr(els);
+        if let Some(r) = self.coerce(v, &t, els.span) {
+            self.move_into(d, r);
+        }
+        let merge = self.pc();
+        self.patch(jend, merge);
+        self.region(cajeta_bytecode::RegionKind::If, header, 0, merge);
+        for (x, y) in self.da.iter_mut().zip(da_then) {
+            *x = *x && y;
+        }
+        Val::reg(t, d)
+    }
+
+    /// `++x`, `--x` (prefix: the new value) and `x++`, `x--` (postfix: the old value), the
+    /// target evaluated once as for `op=` (LANGUAGE §8.3).
+    pub fn inc_dec(&mut self, target: &Expr, inc: bool, prefix: bool, span: Span) -> Val {
+        let Some(place) = self.place(target) else {
+            return Val::error();
+        };
+        let ty = self.place_ty(&place);
+        let Some(s) = ty.scalar().filter(|s| s.is_numeric()) else {
+            let n = self.ty_name(&ty);
+            self.error(
+                code::TYPE_MISMATCH,
+                span,
+                format!("'++'/'--' need an integer or float target, found {n}"),
+            );
+            return Val::error();
+        };
+        let cur = self.load_place(&place, target.span);
+        let Some(cur_r) = self.to_reg(&cur) else {
+            return Val::error();
+        };
+        // The old value must survive the store when it is the result.
+        let old = if prefix {
+            None
+        } else {
+            let o = self.temp(Type::Scalar(s));
+            self.emit(Op::Mov, o, cur_r, 0);
+            Some(o)
+        };
+        let one = Val {
+            ty: Ty::Prim(Scalar::I32),
+            loc: Loc::Num(Num::Int(1)),
+            untyped: true,
+            own: Own::No,
+        };
+        let op = if inc { BinOp::Add } else { BinOp::Sub };
+        let sum = self.binary_vals(op, Val::reg(ty.clone(), cur_r), one, span);
+        let new = match sum.ty.scalar() {
+            Some(from) if from != s => match self.to_reg(&sum) {
+                Some(r) => Val::reg(ty.clone(), self.convert(r, from, s)),
+                None => return Val::error(),
+            },
+            _ => sum,
+        };
+        let stored = self.store_place(place, ty.clone(), new, span, span, target.span);
+        match old {
+            Some(o) => Val::reg(ty, o),
+            None => stored,
+        }
+    }
+
+    /// `[a, b, c]`, or `heap T[] {a, b}` (with `elem`): a new owned array. Without a target
+    /// type the element type unifies like `?:` arms.
+    pub fn array_literal(&mut self, items: &[Expr], elem: Option<Ty>, span: Span) -> Val {
+        if !self.host_only("an array literal", span) {
+            return Val::error();
+        }
+        let elem = match elem {
+            Some(t) => t,
+            None => {
+                if items.is_empty() {
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        span,
+                        "an empty array literal needs a target type",
+                    );
+                    return Val::error();
+                }
+                let arms: Vec<_> = items.iter().map(|e| self.probe(e)).collect();
+                match self.unify(&arms, span) {
+                    Some(Ty::Null) | Some(Ty::Void) | None => {
+                        if !arms.iter().any(|a| a.0 == Ty::Error) {
+                            self.error(
+                                code::TYPE_MISMATCH,
+                                span,
+                                "cannot infer the element type of this array literal",
+                            );
+                        }
+                        return Val::error();
+                    }
+                    Some(t) => t,
+                }
+            }
+        };
+        let ty = Ty::Array(Box::new(elem.clone()));
+        let len = self.load_bits(Type::I64, items.len() as u64);
+        let arr = self.new_reg(ty.reg());
+        self.set_pos(span);
+        self.emit(Op::NewArr, arr, len, 0);
+        let set = match &elem {
+            Ty::Prim(s) => super::expr::typed_op("aset", *s).expect("aset"),
+            _ => Op::ArrSetRef,
+        };
+        for (i, e) in items.iter().enumerate() {
+            let v = self.expr_for(e, &elem);
+            let Some(r) = self.coerce(v, &elem, e.span) else {
+                continue;
+            };
+            let idx = self.load_bits(Type::I64, i as u64);
+            self.emit(set, arr, idx, r);
+        }
+        Val {
+            ty,
+            loc: Loc::Reg(arr),
+            untyped: false,
+            own: Own::Yes,
+        }
+    }
+
+    /// A case label's constant: its cell in the selector's type, or `None` after a diagnostic.
+    fn case_constant(&mut self, e: &Expr, sel: &Ty) -> Option<u64> {
+        let v = self.expr(e);
+        let konst = match (&v.loc, sel) {
+            (Loc::Num(n), Ty::Prim(s)) if s.is_int() => {
+                let fits = match n {
+                    Num::Int(i) => ty::int_fits(*i, *s),
+                    Num::Float(_) => false,
+                };
+                fits.then(|| ty::const_cell(*n, *s))
+            }
+            (Loc::Char(c), Ty::Prim(Scalar::Char)) => Some(*c as u64),
+            (Loc::Enum(o), Ty::Enum(_)) if v.ty == *sel => Some(*o as u64),
+            _ => None,
+        };
+        if konst.is_none() {
+            if let (Loc::Str(_), Ty::Str) = (&v.loc, sel) {
+                // Strings compare by contents at run time; the constant is the pool index.
+                return Some(u64::MAX);
+            }
+            if v.ty != Ty::Error {
+                let (a, b) = (self.ty_name(&v.ty), self.ty_name(sel));
+                self.error(code::TYPE_MISMATCH, e.span, format!("case label of type {a} does not match the selector type {b} (or is not a constant)"));
+            }
+        }
+        konst
+    }
+
+    /// Emits `if selector == label then jump` for each label; returns the jumps to patch.
+    fn case_tests(
+        &mut self,
+        sel_reg: Reg,
+        sel: &Ty,
+        labels: &[CaseLabel],
+        seen: &mut Vec<(u64, Option<String>)>,
+    ) -> Vec<usize> {
+        let mut jumps = vec![];
+        for l in labels {
+            let CaseLabel::Case(e) = l else { continue };
+            let Some(k) = self.case_constant(e, sel) else {
+                continue;
+            };
+            let key = match &e.kind {
+                ExprKind::Str(s) => (k, Some(s.clone())),
+                _ => (k, None),
+            };
+            if seen.contains(&key) {
+                self.error(code::DUPLICATE_CASE, e.span, "duplicate case label");
+                continue;
+            }
+            seen.push(key.clone());
+            let b = self.temp(Type::BOOL);
+            match (&key.1, sel) {
+                (Some(s), _) => {
+                    let r = self.load_str(s);
+                    self.emit(Op::EqStr, b, sel_reg, r);
+                }
+                (None, Ty::Prim(s)) => {
+                    let r = self.load_bits(Type::Scalar(*s), k);
+                    self.emit(super::expr::typed_op("eq", *s).expect("eq"), b, sel_reg, r);
+                }
+                (None, _) => {
+                    let r = self.load_bits(Type::I32, k);
+                    self.emit(Op::EqI32, b, sel_reg, r);
+                }
+            }
+            jumps.push(self.emit_bc(Op::JmpIf, b, 0));
+        }
+        jumps
+    }
+
+    /// The selector of a switch: integer, char, String or enum.
+    fn switch_selector(&mut self, selector: &Expr) -> Option<(Ty, Reg)> {
+        let v = self.expr(selector);
+        let ok = v.ty.is_int() || matches!(v.ty, Ty::Prim(Scalar::Char) | Ty::Str | Ty::Enum(_));
+        if !ok {
+            if v.ty != Ty::Error {
+                let n = self.ty_name(&v.ty);
+                self.error(
+                    code::TYPE_MISMATCH,
+                    selector.span,
+                    format!(
+                        "a switch selector must be an integer, char, String or enum, found {n}"
+                    ),
+                );
+            }
+            return None;
+        }
+        let r = self.to_reg(&v)?;
+        // The selector lives across the case tests: copy it out of the statement's temporaries.
+        let keep = self.new_reg(v.ty.reg());
+        self.emit(Op::Mov, keep, r, 0);
+        Some((v.ty, keep))
+    }
+
+    /// The statement form: stacked labels, fall-through, `break` leaves the switch.
+    pub fn switch_stmt(&mut self, selector: &Expr, groups: &[SwitchGroup], _span: Span) {
+        let Some((sel, r)) = self.switch_selector(selector) else {
+            return;
+        };
+        self.end_statement();
+        let mut seen = vec![];
+        let tests: Vec<Vec<usize>> = groups
+            .iter()
+            .map(|g| self.case_tests(r, &sel, &g.labels, &mut seen))
+            .collect();
+        let default = groups
+            .iter()
+            .position(|g| g.labels.iter().any(|l| matches!(l, CaseLabel::Default(_))));
+        let jdefault = self.emit_bc(Op::Jmp, 0, 0);
+        self.end_statement();
+        let entry_da = self.da.clone();
+        let depth = self.scopes.len();
+        self.loops.push(LoopCtx {
+            label: None,
+            depth,
+            body_depth: depth,
+            breaks: vec![],
+            continues: vec![],
+            break_da: vec![],
+            is_switch: true,
+        });
+        self.push_scope();
+        let mut starts = vec![];
+        for g in groups {
+            starts.push(self.pc());
+            // Each group is entered from a test (or falls through from the previous one).
+            self.reachable = true;
+            let mut merged = entry_da.clone();
+            for (m, d) in merged.iter_mut().zip(&self.da) {
+                *m = *m && *d;
+            }
+            self.da = merged;
+            self.block_stmts(&g.body);
+        }
+        self.pop_scope();
+        let end = self.pc();
+        let ctx = self.loops.pop().expect("switch");
+        for (g, jumps) in tests.iter().enumerate() {
+            for &j in jumps {
+                self.patch(j, starts[g]);
+            }
+        }
+        self.patch(jdefault, default.map_or(end, |d| starts[d]));
+        for j in &ctx.breaks {
+            self.patch(*j, end);
+        }
+        // After the switch: from the end of the last group, a `break`, or no matching label.
+        let mut da = if self.reachable {
+            self.da.clone()
+        } else {
+            vec![true; self.da.len()]
+        };
+        let mut reach = self.reachable || !ctx.breaks.is_empty();
+        for bd in ctx.break_da {
+            for (x, y) in da.iter_mut().zip(bd) {
+                *x = *x && y;
+            }
+        }
+        if default.is_none() {
+            reach = true;
+            for (x, y) in da.iter_mut().zip(&entry_da) {
+                *x = *x && *y;
+            }
+        }
+        self.da = da;
+        self.reachable = reach;
+    }
+
+    /// The expression form: no fall-through, `default` required, arms unified like `?:`.
+    pub fn switch_expr(&mut self, selector: &Expr, arms: &[SwitchArm], span: Span) -> Val {
+        if !arms
+            .iter()
+            .any(|a| a.labels.iter().any(|l| matches!(l, CaseLabel::Default(_))))
+        {
+            self.error(
+                code::SYNTAX,
+                span,
+                "a switch expression needs a default arm",
+            );
+            return Val::error();
+        }
+        let Some((sel, r)) = self.switch_selector(selector) else {
+            return Val::error();
+        };
+        let entry_da = self.da.clone();
+        let types: Vec<_> = arms.iter().map(|a| self.probe(&a.value)).collect();
+        let Some(t) = self.unify(&types, span) else {
+            return Val::error();
+        };
+        let d = self.temp(t.reg());
+        let mut seen = vec![];
+        let tests: Vec<Vec<usize>> = arms
+            .iter()
+            .map(|a| self.case_tests(r, &sel, &a.labels, &mut seen))
+            .collect();
+        let default = arms
+            .iter()
+            .position(|a| a.labels.iter().any(|l| matches!(l, CaseLabel::Default(_))))
+            .unwrap_or(0);
+        let jdefault = self.emit_bc(Op::Jmp, 0, 0);
+        let mut starts = vec![];
+        let mut ends = vec![];
+        let mut da_out: Option<Vec<bool>> = None;
+        for a in arms {
+            starts.push(self.pc());
+            self.da = entry_da.clone();
+            let v = self.expr(&a.value);
+            if let Some(x) = self.coerce(v, &t, a.value.span) {
+                self.move_into(d, x);
+            }
+            da_out = Some(match da_out {
+                None => self.da.clone(),
+                Some(prev) => prev.iter().zip(&self.da).map(|(x, y)| *x && *y).collect(),
+            });
+            ends.push(self.emit_bc(Op::Jmp, 0, 0));
+        }
+        let end = self.pc();
+        for (g, jumps) in tests.iter().enumerate() {
+            for &j in jumps {
+                self.patch(j, starts[g]);
+            }
+        }
+        self.patch(jdefault, starts[default]);
+        for j in ends {
+            self.patch(j, end);
+        }
+        self.da = da_out.unwrap_or(entry_da);
+        Val::reg(t, d)
+    }
+}
