@@ -12,6 +12,7 @@ use crate::format;
 use crate::heap::{ArrData, Array, Heap, HeapStats, Obj, NULL};
 use crate::interp::{self, Frame, XInstr};
 use crate::output::Output;
+use crate::xpu::XpuState;
 
 /// The default call depth limit (LANGUAGE §5.4 requires at least 10 000 frames).
 pub const DEFAULT_MAX_DEPTH: usize = 100_000;
@@ -130,6 +131,8 @@ pub struct Vm {
     /// Ownership bit of the last returned value (`takeown`).
     pub(crate) own: bool,
     pub(crate) max_depth: usize,
+    /// The device runtime's state (backend, selection, default stream).
+    pub(crate) xpu: XpuState,
 }
 
 impl Vm {
@@ -207,6 +210,7 @@ impl Vm {
             out,
             own: false,
             max_depth: DEFAULT_MAX_DEPTH,
+            xpu: XpuState::default(),
             module,
         }
     }
@@ -249,7 +253,8 @@ impl Vm {
     ///
     /// * `E-CALL` if `func` is out of range or the arguments do not fit the parameters;
     /// * any runtime error the call raises (LANGUAGE §10.3). The objects allocated during the
-    ///   failed call are released; statics keep their values.
+    ///   failed call are released (buffers with their device storage, so the live device bytes
+    ///   return to their level before the call); statics keep their values.
     pub fn call(&mut self, func: u32, args: &[Value]) -> Result<Option<Value>, RuntimeError> {
         let module = Arc::clone(&self.module);
         let Some(f) = module.functions.get(func as usize) else {
@@ -382,18 +387,58 @@ impl Drop for Vm {
     }
 }
 
+/// Options of [`run_program_with`] (the CLI's `--backend` and `--mem-stats`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The backend to use (`cpu`, `vulkan`, `cuda`, `auto`; XPU §8.1), or `None` for the
+    /// environment's choice (`CAJETA_XPU_BACKEND`) or `auto`.
+    pub backend: Option<String>,
+    /// Print `mem-stats: live=<bytes> peak=<bytes> allocs=<n> frees=<n>` on stderr at exit.
+    pub mem_stats: bool,
+}
+
 /// Runs a whole program per LANGUAGE §5.8 and returns the process exit status.
 ///
 /// Static initialisation, then the entry `entry` (given `args`, the words after `--`, when it
 /// takes a `String[]`), then the result rule: `void` → 0; an integer → its low 8 bits
 /// (`777` → 9, `-1` → 255); a float, `boolean`, `char` or `String` → prints
-/// `result: <value>` and a newline on stdout, then 0. A runtime error prints its
+/// `result: <value>` and a newline on stdout, then 0; then the normal end ([`Vm::finish`]:
+/// statics' objects drop, device work is waited for). A runtime error prints its
 /// [`RuntimeError`] text on stderr (after flushing stdout) and gives 70.
 pub fn run_program(module: Arc<Module>, entry: u32, args: &[String]) -> i32 {
+    run_program_with(module, entry, args, &RunOptions::default())
+}
+
+/// Like [`run_program`], with options: the backend choice, and with `mem_stats` a last line
+/// `mem-stats: live=<bytes> peak=<bytes> allocs=<n> frees=<n>` on stderr (also after a
+/// runtime error) giving the device memory of the backend (all zeros if no device was ever
+/// touched).
+pub fn run_program_with(
+    module: Arc<Module>,
+    entry: u32,
+    args: &[String],
+    opts: &RunOptions,
+) -> i32 {
     let mut vm = Vm::new(module);
+    vm.set_backend_choice(opts.backend.clone());
     let status = run_program_in(&mut vm, entry, args);
+    if opts.mem_stats {
+        vm.print_mem_stats();
+    }
     vm.flush();
     status
+}
+
+impl Vm {
+    /// Prints the `mem-stats:` line on stderr (see [`run_program_with`]).
+    pub fn print_mem_stats(&mut self) {
+        let s = self.mem_stats();
+        let line = format!(
+            "mem-stats: live={} peak={} allocs={} frees={}",
+            s.live, s.peak, s.allocs, s.frees
+        );
+        self.out.write(true, &line, true);
+    }
 }
 
 /// [`run_program`] on an existing VM (so tests and embedders can choose the output sinks).
@@ -402,7 +447,11 @@ pub fn run_program_in(vm: &mut Vm, entry: u32, args: &[String]) -> i32 {
         // An entry takes nothing, or `String[] args` — compiled as the array and its owns-flag
         // (every parameter of an owned kind is followed by one; see `Function::params`). The
         // VM keeps the title of the argument array, so the flag is false.
-        let params = vm.module.functions.get(entry as usize).map_or(0, |f| f.params);
+        let params = vm
+            .module
+            .functions
+            .get(entry as usize)
+            .map_or(0, |f| f.params);
         let argv = match params {
             0 => Vec::new(),
             1 => vec![Value::StrArray(args.to_vec())],
@@ -410,7 +459,7 @@ pub fn run_program_in(vm: &mut Vm, entry: u32, args: &[String]) -> i32 {
         };
         vm.call(entry, &argv)
     });
-    match result {
+    let status = match result {
         Ok(None) => 0,
         Ok(Some(v)) => match v {
             Value::I8(x) => x as u8 as i32,
@@ -428,6 +477,14 @@ pub fn run_program_in(vm: &mut Vm, entry: u32, args: &[String]) -> i32 {
                 0
             }
         },
+        Err(e) => {
+            vm.out.write(true, &e.to_string(), true);
+            return 70;
+        }
+    };
+    // Normal end (§5.8 step 4): statics' objects drop, then the VM waits for device work.
+    match vm.finish() {
+        Ok(()) => status,
         Err(e) => {
             vm.out.write(true, &e.to_string(), true);
             70

@@ -18,10 +18,22 @@
 //!
 //! Invariant: `live_strings` equals the number of slots holding [`Obj::Str`].
 //!
-//! Future kinds (`KernelBuffer`, `KernelStream`, `Event`) become further [`Obj`] variants; a
-//! buffer captured by a running launch will carry a reference count, and `release` will defer
-//! freeing its storage until the count drops to zero (DESIGN §3).
+//! # Device objects
+//!
+//! [`KernelBuffer`]s and [`KernelStream`]s are objects like arrays (released by `drop`, or
+//! with the failed call that allocated them), but they also hold backend resources, released
+//! deterministically by their Rust `Drop`: an owning buffer releases its [`Storage`], a
+//! created stream is destroyed. A buffer's storage lives in a small shared record
+//! (`Rc<Storage>`) that its views point to as well; releasing the storage (`free()`, a drop,
+//! `allocate()`) marks the record released, so every view sees it at once (XPU §2.1: views
+//! die with their parent's storage). The backend itself keeps storage used by in-flight work
+//! alive (XPU §4.3); [`Storage::release`] only drops the VM's reference.
 
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use cajeta_backends::{Backend, MemoryKind, StorageId, StreamId};
 use cajeta_bytecode::{Elem, Scalar};
 
 /// The null handle.
@@ -41,6 +53,182 @@ pub enum Obj {
     Array(Array),
     /// An instance of a class of the module.
     Instance(Instance),
+    /// A `KernelBuffer<T>` (owning or a view).
+    Buffer(KernelBuffer),
+    /// A `KernelStream` (the default stream or a created one).
+    Stream(KernelStream),
+}
+
+/// Backend storage of one allocation, shared by the owning buffer and its views.
+///
+/// Invariant: the backend's `release` is called exactly once per record, by the first
+/// [`Storage::release`] (or by `Drop`, as a safety net, if nobody released it).
+pub struct Storage {
+    backend: Arc<dyn Backend>,
+    id: StorageId,
+    released: Cell<bool>,
+}
+
+impl Storage {
+    /// A record for storage `id` just allocated on `backend`.
+    pub fn new(backend: Arc<dyn Backend>, id: StorageId) -> Rc<Storage> {
+        Rc::new(Storage {
+            backend,
+            id,
+            released: Cell::new(false),
+        })
+    }
+
+    /// The backend's handle.
+    pub fn id(&self) -> StorageId {
+        self.id
+    }
+
+    /// True once the storage was released (every buffer using it is then freed).
+    pub fn is_released(&self) -> bool {
+        self.released.get()
+    }
+
+    /// Releases the storage (idempotent).
+    pub fn release(&self) {
+        if !self.released.replace(true) {
+            self.backend.release(self.id);
+        }
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage")
+            .field("id", &self.id)
+            .field("released", &self.released.get())
+            .finish()
+    }
+}
+
+/// Where a buffer's elements live (XPU §2.1: allocated, unallocated or freed; owning or view).
+#[derive(Debug)]
+pub enum BufState {
+    /// Created by the `(0, n)` constructor and not yet given storage by `allocate()`.
+    Unallocated,
+    /// After `free()` (or an `allocate()` that failed after releasing the old storage).
+    Freed,
+    /// An owning buffer's storage (elements `0..len`).
+    Owned(Rc<Storage>),
+    /// A view: elements `offset..offset + len` of another buffer's storage. Freed once the
+    /// record is released.
+    View {
+        /// The parent's storage record.
+        storage: Rc<Storage>,
+        /// Offset in elements from the start of the storage.
+        offset: u64,
+    },
+}
+
+/// A `KernelBuffer<T>` object.
+#[derive(Debug)]
+pub struct KernelBuffer {
+    /// The element type `T`.
+    pub elem: Scalar,
+    /// Length in elements (also known after `free()`).
+    pub len: u64,
+    /// The memory kind of the current (or last) storage.
+    pub kind: MemoryKind,
+    /// The storage.
+    pub state: BufState,
+}
+
+impl KernelBuffer {
+    /// The storage and element offset, if the buffer is usable (allocated and not released).
+    pub fn live_storage(&self) -> Option<(&Rc<Storage>, u64)> {
+        match &self.state {
+            BufState::Owned(s) if !s.is_released() => Some((s, 0)),
+            BufState::View { storage, offset } if !storage.is_released() => {
+                Some((storage, *offset))
+            }
+            _ => None,
+        }
+    }
+
+    /// True for a view.
+    pub fn is_view(&self) -> bool {
+        matches!(self.state, BufState::View { .. })
+    }
+
+    /// Releases an owning buffer's storage (`free()`); nothing on a view or without storage.
+    pub fn free(&mut self) {
+        if let BufState::Owned(s) = &self.state {
+            s.release();
+            self.state = BufState::Freed;
+        }
+    }
+}
+
+impl Drop for KernelBuffer {
+    /// Dropping an owning buffer is `free()` (LANGUAGE §6.5); views release nothing.
+    fn drop(&mut self) {
+        self.free();
+    }
+}
+
+/// A `KernelStream` object.
+pub struct KernelStream {
+    /// The backend that created it.
+    pub backend: Arc<dyn Backend>,
+    /// The backend's stream ([`StreamId::DEFAULT`] for `KernelStream.current()`).
+    pub id: StreamId,
+    /// Set by `destroy()`; later launches and async copies on it are `XPU-E-FREED`.
+    pub destroyed: bool,
+}
+
+impl KernelStream {
+    /// True for the default stream (never destroyed, never released by `drop`).
+    pub fn is_default(&self) -> bool {
+        self.id == StreamId::DEFAULT
+    }
+
+    /// `destroy()`: waits for and destroys a created stream (idempotent; nothing on the
+    /// default stream).
+    pub fn destroy(&mut self) {
+        if !self.destroyed && !self.is_default() {
+            self.destroyed = true;
+            self.backend.stream_destroy(self.id);
+        }
+    }
+}
+
+impl Drop for KernelStream {
+    /// Dropping a created stream destroys it (LANGUAGE §6.5).
+    fn drop(&mut self) {
+        self.destroy();
+    }
+}
+
+impl std::fmt::Debug for KernelStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelStream")
+            .field("id", &self.id)
+            .field("destroyed", &self.destroyed)
+            .finish()
+    }
+}
+
+impl Obj {
+    /// True for the objects ownership governs (released by `drop`): arrays, instances,
+    /// buffers and created streams. Strings are collected; the default stream is permanent.
+    fn is_owned_kind(&self) -> bool {
+        match self {
+            Obj::Array(_) | Obj::Instance(_) | Obj::Buffer(_) => true,
+            Obj::Stream(s) => !s.is_default(),
+            Obj::Free | Obj::Str(_) => false,
+        }
+    }
 }
 
 /// A host array: its element type and compact storage.
@@ -106,6 +294,41 @@ impl ArrData {
         self.len() == 0
     }
 
+    /// The elements' bytes (native byte order); empty for arrays of references.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            ArrData::Bool(v) | ArrData::U8(v) => v,
+            ArrData::Char(v) | ArrData::U32(v) => bytes_of(v),
+            ArrData::I8(v) => bytes_of(v),
+            ArrData::I16(v) => bytes_of(v),
+            ArrData::U16(v) => bytes_of(v),
+            ArrData::I32(v) => bytes_of(v),
+            ArrData::I64(v) => bytes_of(v),
+            ArrData::U64(v) => bytes_of(v),
+            ArrData::F32(v) => bytes_of(v),
+            ArrData::F64(v) => bytes_of(v),
+            ArrData::Ref(_) => &[],
+        }
+    }
+
+    /// The elements' bytes, writable (every byte pattern is a valid element: `boolean[]` and
+    /// `char[]` cells are plain integers here, read with `!= 0` and checked on printing).
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            ArrData::Bool(v) | ArrData::U8(v) => v,
+            ArrData::Char(v) | ArrData::U32(v) => bytes_of_mut(v),
+            ArrData::I8(v) => bytes_of_mut(v),
+            ArrData::I16(v) => bytes_of_mut(v),
+            ArrData::U16(v) => bytes_of_mut(v),
+            ArrData::I32(v) => bytes_of_mut(v),
+            ArrData::I64(v) => bytes_of_mut(v),
+            ArrData::U64(v) => bytes_of_mut(v),
+            ArrData::F32(v) => bytes_of_mut(v),
+            ArrData::F64(v) => bytes_of_mut(v),
+            ArrData::Ref(_) => &mut [],
+        }
+    }
+
     /// A zero-filled array of `n` elements of type `elem`, or `None` if it cannot be allocated.
     pub fn zeroed(elem: Elem, n: usize) -> Option<ArrData> {
         Some(match elem {
@@ -128,7 +351,8 @@ impl ArrData {
     }
 }
 
-/// Primitive element types whose all-zero bit pattern is the value zero.
+/// Primitive element types whose all-zero bit pattern is the value zero (and, being plain
+/// numbers, whose every bit pattern is a valid value).
 ///
 /// # Safety
 ///
@@ -154,6 +378,20 @@ unsafe impl Zeroable for i64 {}
 unsafe impl Zeroable for f32 {}
 // SAFETY: as above.
 unsafe impl Zeroable for f64 {}
+
+/// The bytes of a slice of plain numbers.
+fn bytes_of<T: Zeroable>(v: &[T]) -> &[u8] {
+    // SAFETY: `Zeroable` types are plain integers/floats: no padding, so every byte of the
+    // slice is initialised; `u8` has alignment 1 and the length is the slice's size in bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// The bytes of a slice of plain numbers, writable.
+fn bytes_of_mut<T: Zeroable>(v: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `bytes_of`; moreover every bit pattern is a valid `T` (`Zeroable`), so any
+    // bytes written through the view leave valid elements. The view borrows `v` mutably.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
 
 /// A vector of `n` zeros from `alloc_zeroed` (calloc: large arrays get fresh zero pages instead
 /// of a memset), or `None` when the size overflows or the allocator refuses.
@@ -204,7 +442,7 @@ pub struct HeapStats {
     pub collections: u64,
     /// Strings live now.
     pub live_strings: usize,
-    /// Arrays and instances live now.
+    /// Arrays, instances, buffers and streams live now.
     pub live_objects: usize,
 }
 
@@ -218,7 +456,7 @@ pub struct Heap {
     pinned: usize,
     /// Number of slots holding strings.
     live_strings: usize,
-    /// Number of slots holding arrays or instances.
+    /// Number of slots holding other objects (arrays, instances, buffers, streams).
     live_objects: usize,
     /// Collect when `live_strings` reaches this.
     gc_threshold: usize,
@@ -357,11 +595,13 @@ impl Heap {
         }
     }
 
-    /// Releases the array or instance `h` (the `drop` instruction). Null, stale handles and
-    /// strings (outside ownership) are left alone. Returns whether something was released.
+    /// Releases the array, instance, buffer or created stream `h` (the `drop` instruction);
+    /// a buffer's storage goes with it (unless it is a view), a created stream is destroyed.
+    /// Null, stale handles, strings (outside ownership) and the default stream are left
+    /// alone. Returns whether something was released.
     pub fn release(&mut self, h: u64) -> bool {
         match self.get(h) {
-            Some(Obj::Array(_) | Obj::Instance(_)) => {
+            Some(obj) if obj.is_owned_kind() => {
                 let idx = (h as u32).wrapping_sub(1) as usize;
                 self.free_slot(idx);
                 true
@@ -383,12 +623,13 @@ impl Heap {
         self.free.push(idx as u32);
     }
 
-    /// Releases every array and instance allocated during top-level call `epoch` that is
-    /// still live (used when a runtime error unwinds that call, LANGUAGE §6.4).
+    /// Releases every array, instance, buffer and created stream allocated during top-level
+    /// call `epoch` that is still live (used when a runtime error unwinds that call, LANGUAGE
+    /// §6.4: buffers' storage goes too, so live device bytes return to their earlier level).
     pub fn release_epoch(&mut self, epoch: u32) {
         for idx in 0..self.slots.len() {
             let slot = &self.slots[idx];
-            if slot.epoch == epoch && matches!(slot.obj, Obj::Array(_) | Obj::Instance(_)) {
+            if slot.epoch == epoch && slot.obj.is_owned_kind() {
                 self.free_slot(idx);
             }
         }

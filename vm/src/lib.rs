@@ -13,7 +13,9 @@
 //! * [`heap`] — the handle table (strings, arrays, instances) and the string collector;
 //! * [`mod@format`] — `%g`, `%.Nf` and the other string conversions;
 //! * [`error`] — the error-code table and [`RuntimeError`];
-//! * `output` — the stdout/stderr sinks and [`Capture`].
+//! * `output` — the stdout/stderr sinks and [`Capture`];
+//! * `xpu` — the host side of the device runtime: backend selection, buffers, streams and
+//!   launches (the `buf.*`, `stream.*`, `device.*` and `launch` instructions).
 //!
 //! Architecture invariant: the interpreter never checks a type tag; it relies on the facts the
 //! verifier proved (each `unsafe` names the one it uses) and on the handle table's checks.
@@ -25,8 +27,13 @@ pub mod format;
 pub mod heap;
 mod interp;
 mod output;
+mod xpu;
 
-pub use api::{run_program, run_program_in, Value, Vm, DEFAULT_MAX_DEPTH};
+pub use api::{
+    run_program, run_program_in, run_program_with, RunOptions, Value, Vm, DEFAULT_MAX_DEPTH,
+};
+pub use cajeta_backends::MemStats;
 pub use error::{ErrorCode, RuntimeError, TraceFrame};
 pub use heap::HeapStats;
 pub use output::Capture;
+pub use xpu::BACKEND_NAMES;

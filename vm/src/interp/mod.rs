@@ -36,8 +36,7 @@ mod slow;
 
 pub(crate) use frame::Frame;
 use frame::Word;
-use lower::XOp;
-pub(crate) use lower::{lower, XInstr};
+pub(crate) use lower::{lower, XInstr, XOp};
 
 use cajeta_bytecode::Scalar;
 
@@ -877,8 +876,8 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                     vm.heap.release(rd!(ins.a()));
                 }
             }
-            // The xpu runtime (buffers, streams, launches) is not wired in yet; device-only
-            // opcodes never reach a host frame (V-SIDE).
+            // Host xpu instructions (buffers, streams, launches) run out of line, in the cold
+            // `xpu::exec`; they never grow or shrink the stack.
             XOp::BufNew
             | XOp::BufNewEmpty
             | XOp::BufLength
@@ -899,8 +898,14 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             | XOp::StreamDestroy
             | XOp::DeviceForce
             | XOp::DeviceBackend
-            | XOp::Launch
-            | XOp::Geom
+            | XOp::Launch => {
+                crate::xpu::exec(vm, ip)?;
+                // `exec` accessed the stack through `vm`: re-derive the window pointer.
+                // SAFETY: the window still fits (the stack only grows).
+                regs = unsafe { vm.stack.as_mut_ptr().add(base) };
+            }
+            // Device-only instructions never reach a host frame (V-SIDE).
+            XOp::Geom
             | XOp::Barrier
             | XOp::SharedRef
             | XOp::DevGetI8
@@ -927,7 +932,7 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             | XOp::AtomicAddU32
             | XOp::AtomicAddI64
             | XOp::AtomicAddU64
-            | XOp::AtomicAddF32 => fault!(Fault::NoXpu),
+            | XOp::AtomicAddF32 => fault!(Fault::DeviceOnly),
         }
     }
 }

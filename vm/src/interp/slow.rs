@@ -31,8 +31,9 @@ pub(crate) enum Fault {
     TableFull,
     /// `Cajeta.parseInt` of the string `handle` (0: null) that is not a decimal int64.
     ParseInt { handle: u64 },
-    /// An xpu operation while no device runtime is linked in (transitional).
-    NoXpu,
+    /// A device-only instruction in a host frame (excluded by V-SIDE; only an unverified
+    /// module can get here).
+    DeviceOnly,
     /// Register `reg` holds `handle`, which is null or not a live object of the right kind.
     BadRef {
         reg: u16,
@@ -59,28 +60,47 @@ impl Vm {
     #[inline(never)]
     pub(crate) fn fault(&mut self, ip: *const XInstr, fault: Fault) -> RuntimeError {
         let (code, message) = self.describe(fault);
+        RuntimeError {
+            code: code.code(),
+            message,
+            trace: self.host_trace(ip),
+        }
+    }
+
+    /// The trace of every host frame, innermost first, the running one at the instruction
+    /// before `ip`.
+    pub(crate) fn host_trace(&self, ip: *const XInstr) -> Vec<TraceFrame> {
         let mut trace = Vec::with_capacity(self.frames.len());
         for (depth, frame) in self.frames.iter().rev().enumerate() {
             // The running frame's saved `ip` is stale; the others resume after their call.
             let resume = if depth == 0 { ip } else { frame.ip };
             trace.push(self.trace_frame(frame.func, resume));
         }
-        RuntimeError {
-            code: code.code(),
-            message,
-            trace,
-        }
+        trace
     }
 
     /// The trace line of function `func` whose next instruction is `resume` (the failing or
     /// calling instruction is the one before it).
     fn trace_frame(&self, func: u32, resume: *const XInstr) -> TraceFrame {
-        let module = &self.module;
-        let f = &module.functions[func as usize];
         let start = self.fns[func as usize].lowered.as_ptr() as usize;
         let pc = ((resume as usize).wrapping_sub(start) / std::mem::size_of::<XInstr>())
             .saturating_sub(1);
-        let (line, col) = f.position(pc as u32);
+        self.frame_at(func, pc as u32)
+    }
+
+    /// The trace line of instruction `pc` of function `func` (also the device frames of a
+    /// kernel fault); an unknown function reads `function#N`.
+    pub(crate) fn frame_at(&self, func: u32, pc: u32) -> TraceFrame {
+        let module = &self.module;
+        let Some(f) = module.functions.get(func as usize) else {
+            return TraceFrame {
+                function: format!("function#{func}"),
+                file: "?".into(),
+                line: 0,
+                col: 0,
+            };
+        };
+        let (line, col) = f.position(pc);
         let path = module
             .files
             .get(f.file as usize)
@@ -114,10 +134,9 @@ impl Vm {
                     "null reference: Cajeta.parseInt(null)".into(),
                 ),
             },
-            Fault::NoXpu => (
-                ErrorCode::XpuBackend,
-                "backend cpu is not available: the xpu runtime is not built into this VM yet"
-                    .into(),
+            Fault::DeviceOnly => (
+                ErrorCode::Call,
+                "device-only instruction in host code (the module was not verified)".into(),
             ),
             Fault::TableFull => (
                 ErrorCode::Size,
@@ -161,7 +180,7 @@ impl Vm {
     }
 
     /// The type of register `reg` of the running function.
-    fn current_reg_type(&self, reg: u16) -> Option<Type> {
+    pub(crate) fn current_reg_type(&self, reg: u16) -> Option<Type> {
         let frame = self.frames.last()?;
         self.module
             .functions

@@ -8,6 +8,8 @@ use cajeta_bytecode::{
 };
 use cajeta_vm::{run_program_in, Capture, RuntimeError, Value, Vm};
 
+pub mod fake;
+
 /// `Instr::new`.
 pub fn i(op: Op, a: u16, b: u16, c: u16) -> Instr {
     Instr::new(op, a, b, c)
@@ -16,6 +18,37 @@ pub fn i(op: Op, a: u16, b: u16, c: u16) -> Instr {
 /// `Instr::with_bc`.
 pub fn ibc(op: Op, a: u16, bc: u32) -> Instr {
     Instr::with_bc(op, a, bc)
+}
+
+/// Assembles `;`- or newline-separated instructions `mnemonic a b c` (missing operands are 0;
+/// an opcode whose `b` slot is a 32-bit operand takes `mnemonic a bc`; negative numbers are
+/// 16- or 32-bit two's complement). `#` starts a comment.
+pub fn asm(src: &str) -> Vec<Instr> {
+    use cajeta_bytecode::Operand;
+    src.split(['\n', ';'])
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let mut words = l.split_whitespace();
+            let o = op(words.next().unwrap_or_default());
+            let n: Vec<i64> = words
+                .map(|w| {
+                    w.parse()
+                        .unwrap_or_else(|_| panic!("bad operand {w} in `{l}`"))
+                })
+                .collect();
+            let at = |k: usize| n.get(k).copied().unwrap_or(0);
+            let wide = matches!(
+                o.operands()[1],
+                Operand::Imm32 | Operand::Const | Operand::Target | Operand::Class
+            );
+            if wide {
+                ibc(o, at(0) as u16, at(1) as u32)
+            } else {
+                i(o, at(0) as u16, at(1) as u16, at(2) as u16)
+            }
+        })
+        .collect()
 }
 
 /// The opcode with this mnemonic (from the opcode table).
