@@ -652,6 +652,56 @@ fn returned_items_leave_the_barrier() {
 }
 
 #[test]
+fn barrier_inside_a_device_function() {
+    // tile[t] = t + 10 * w; wait(); out[g] = tile[(t + 1) % 16], with wait() a device
+    // function holding the barrier.
+    let mut wait = Asm::device("demo.B.wait", None);
+    wait.op(Op::Barrier, 0, 0, 0).op(Op::RetVoid, 0, 0, 0);
+    let mut k = Asm::kernel("demo.B.rotate");
+    let out = k.param("out", buf(Scalar::U32));
+    let tile = k.local("tile", cajeta_bytecode::Type::Shared(Scalar::U32));
+    let slot = k.shared(Scalar::U32, 16);
+    let (t, w, g, v, ten, one, sixteen) = (
+        k.reg(U32),
+        k.reg(U32),
+        k.reg(U32),
+        k.reg(U32),
+        k.reg(U32),
+        k.reg(U32),
+        k.reg(U32),
+    );
+    let i = k.reg(I64);
+    k.op(Op::SharedRef, tile, slot, 0)
+        .op(Op::Geom, t, 0, 0)
+        .op(Op::Geom, w, 3, 0)
+        .op(Op::Geom, g, 9, 0)
+        .loadi(ten, 10)
+        .loadi(one, 1)
+        .loadi(sixteen, 16)
+        .op(Op::MulU32, v, w, ten)
+        .op(Op::AddU32, v, v, t)
+        .op(Op::WrapI64, i, t, 0)
+        .op(Op::DevSetU32, tile, i, v)
+        .op(Op::Call, 0, 10, 1)
+        .op(Op::AddU32, v, t, one)
+        .op(Op::RemU32, v, v, sixteen)
+        .op(Op::WrapI64, i, v, 0)
+        .op(Op::DevGetU32, v, tile, i)
+        .op(Op::WrapI64, i, g, 0)
+        .op(Op::DevSetU32, out, i, v)
+        .op(Op::RetVoid, 0, 0, 0);
+    let m = module(vec![k.finish(), wait.finish()], vec![]);
+    for b in [serial(), parallel()] {
+        let out = upload(&b, &[0u32; 48]);
+        launch(&b, &m, 0, dims([3, 1, 1], [16, 1, 1]), &[arg(out, 48)]).unwrap();
+        let want: Vec<u32> = (0..48u32)
+            .map(|g| 10 * (g / 16) + (g % 16 + 1) % 16)
+            .collect();
+        assert_eq!(download::<u32>(&b, out, 48), want);
+    }
+}
+
+#[test]
 fn loads_extend_and_stores_truncate_by_type() {
     // out64[i] = int64(in8[i]); out16[i] = (uint16) (in8[i] as uint8 widened) …
     let mut k = Asm::kernel("demo.T.widen");
@@ -877,6 +927,58 @@ fn serial_and_parallel_agree_on_race_free_kernels() {
 }
 
 #[test]
+fn racing_plain_stores_are_safe_and_keep_one_value() {
+    // Every item of every workgroup stores its global id into out[0], unsynchronised.
+    let mut k = Asm::kernel("demo.R.race");
+    let out = k.param("out", buf(Scalar::U32));
+    let g = k.reg(U32);
+    let z = k.reg(I64);
+    k.op(Op::Geom, g, 9, 0)
+        .loadi(z, 0)
+        .op(Op::DevSetU32, out, z, g)
+        .op(Op::RetVoid, 0, 0, 0);
+    let m = module(vec![k.finish()], vec![]);
+    let b = parallel();
+    let out = upload(&b, &[u32::MAX]);
+    launch(&b, &m, 0, dims([64, 1, 1], [64, 1, 1]), &[arg(out, 1)]).unwrap();
+    let v = download::<u32>(&b, out, 1)[0];
+    assert!(v < 64 * 64, "one of the stored ids, got {v}");
+    // Serial: the last item to run (the highest id) wins.
+    let b = serial();
+    let out = upload(&b, &[u32::MAX]);
+    launch(&b, &m, 0, dims([64, 1, 1], [64, 1, 1]), &[arg(out, 1)]).unwrap();
+    assert_eq!(download::<u32>(&b, out, 1)[0], 64 * 64 - 1);
+}
+
+#[test]
+fn each_item_gets_a_fresh_copy_of_the_parameters() {
+    // p = p + g; out[g] = p: a parameter written by one item must not leak into the next.
+    let mut k = Asm::kernel("demo.P.bump");
+    let out = k.param("out", buf(Scalar::U32));
+    let p = k.param("p", U32);
+    let g = k.reg(U32);
+    let i = k.reg(I64);
+    k.op(Op::Geom, g, 9, 0)
+        .op(Op::AddU32, p, p, g)
+        .op(Op::WrapI64, i, g, 0)
+        .op(Op::DevSetU32, out, i, p)
+        .op(Op::RetVoid, 0, 0, 0);
+    let m = module(vec![k.finish()], vec![]);
+    for b in [serial(), parallel()] {
+        let out = upload(&b, &[0u32; 32]);
+        launch(
+            &b,
+            &m,
+            0,
+            dims([4, 1, 1], [8, 1, 1]),
+            &[arg(out, 32), KernelArg::Scalar(100)],
+        )
+        .unwrap();
+        assert_eq!(download::<u32>(&b, out, 32), (100..132).collect::<Vec<_>>());
+    }
+}
+
+#[test]
 fn streams_are_trivial() {
     let b = serial();
     let s1 = b.stream_create();
@@ -894,38 +996,64 @@ fn streams_are_trivial() {
     assert_eq!(caps.max_shared_bytes, 16 << 20);
 }
 
-/// Times a 2^24-element saxpy launch (run with `cargo test --release -p cajeta-backends --
-/// --ignored --nocapture`).
+/// Best of three wall-clock times of a launch, in seconds.
+fn time_launch(b: &CpuBackend, m: &Arc<Module>, grid: u32, args: &[KernelArg]) -> f64 {
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        launch(b, m, 0, dims([grid, 1, 1], [256, 1, 1]), args).unwrap();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    best
+}
+
+/// Times a 2^24-element saxpy launch and the per-item cost of an empty kernel (run with
+/// `cargo test --release -p cajeta-backends --test cpu -- --ignored --nocapture`).
 #[test]
 #[ignore]
 fn saxpy_2_pow_24_timing() {
-    let m: Arc<Module> = module(vec![saxpy(true)], vec![]);
     let n = 1usize << 24;
-    for (label, b) in [
+    let grid = (n / 256) as u32;
+    let saxpy_m: Arc<Module> = module(vec![saxpy(true)], vec![]);
+    let mut empty = Asm::kernel("demo.E.empty");
+    empty.param("a", F32);
+    empty.op(Op::RetVoid, 0, 0, 0);
+    let empty_m = module(vec![empty.finish()], vec![]);
+    let configs = [
+        ("one worker per core", CpuConfig::default()),
         (
-            "parallel (one worker per core)",
-            CpuBackend::with_config(CpuConfig::default()),
+            "serial",
+            CpuConfig {
+                workers: 1,
+                serial: true,
+            },
         ),
-        ("serial", serial()),
-    ] {
-        let (args, y, want) = saxpy_args(&b, n, 2.0);
-        let t = std::time::Instant::now();
-        launch(
-            &b,
-            &m,
-            0,
-            dims([(n / 256) as u32, 1, 1], [256, 1, 1]),
-            &args,
-        )
-        .unwrap();
-        let dt = t.elapsed();
+    ];
+    for (label, config) in configs {
+        let b = CpuBackend::with_config(config);
+        let (args, y, _) = saxpy_args(&b, n, 2.0);
+        let dt = time_launch(&b, &saxpy_m, grid, &args);
         println!(
-            "saxpy 2^24 on cpu, {label}, {} workers: {:.1} ms ({:.1} ns per item)",
+            "saxpy 2^24, {label} ({} workers): {:.1} ms, {:.1} ns per item",
             b.workers(),
-            dt.as_secs_f64() * 1e3,
-            dt.as_secs_f64() * 1e9 / n as f64
+            dt * 1e3,
+            dt * 1e9 / n as f64
         );
+        // Three launches of y = 2x + y from the original y.
+        let xs: Vec<f32> = (0..n).map(|i| (i as f32) * 0.5 - 3.0).collect();
         let got: Vec<f32> = download(&b, y, n);
-        assert!(got == want);
+        let want = |i: usize| {
+            let mut y = 1.0 / (i as f32 + 1.0);
+            for _ in 0..3 {
+                y += 2.0 * xs[i];
+            }
+            y
+        };
+        assert!((0..n).step_by(4099).all(|i| got[i] == want(i)));
+        let dt = time_launch(&b, &empty_m, grid, &[KernelArg::Scalar(0)]);
+        println!(
+            "empty kernel 2^24, {label}: {:.1} ns per item",
+            dt * 1e9 / n as f64
+        );
     }
 }

@@ -45,8 +45,9 @@ pub(crate) struct Launch<'a> {
     pub grid: [u32; 3],
     /// Items per workgroup per axis (all non-zero).
     pub block: [u32; 3],
-    /// The kernel's parameter registers (buffers as memory-table handles).
-    pub params: &'a [u64],
+    /// The kernel's initial frame: its parameter registers (buffers as memory-table handles),
+    /// then zeros up to its register count.
+    pub frame: &'a [u64],
     /// The buffer arguments, in parameter order (memory-table handles `0..bufs.len()`).
     pub bufs: &'a [MemRef<'a>],
     /// Worker threads to use (at least 1).
@@ -210,10 +211,12 @@ fn work(
     let mut mems: Vec<MemRef<'_>> = l.bufs.to_vec();
     for (d, words) in decls.iter().zip(shared.iter()) {
         let bytes = d.elem.size() as u64 * u64::from(d.len);
-        // Fits by construction (the words were allocated for exactly this declaration).
-        if let Some(v) = MemRef::new(words, bytes, 0, u64::from(d.len), d.elem.size() as u8) {
-            mems.push(v);
-        }
+        // Fits by construction (the words were allocated for exactly this declaration); the
+        // empty fallback keeps later slots at their handles anyway.
+        let width = d.elem.size() as u8;
+        let view = MemRef::new(words, bytes, 0, u64::from(d.len), width)
+            .or_else(|| MemRef::new(&[], 0, 0, 0, width));
+        mems.extend(view);
     }
     let env = Env {
         module: l.module,
@@ -272,11 +275,19 @@ fn workgroup(
         let Some(it) = items.first_mut() else {
             return Ok(());
         };
+        // Only the item coordinates (0-2) and global ids (9-11) change from item to item.
+        it.geo = geometry(l, wg, [0, 0, 0]);
+        let first = [0, 1, 2].map(|a| wg[a].wrapping_mul(l.block[a]));
         for tz in 0..bz {
             for ty in 0..by {
                 for tx in 0..bx {
-                    it.start(l.module, l.kernel, l.params);
-                    it.geo = geometry(l, wg, [tx, ty, tz]);
+                    it.start(l.kernel, l.frame);
+                    it.geo[0] = u64::from(tx);
+                    it.geo[1] = u64::from(ty);
+                    it.geo[2] = u64::from(tz);
+                    it.geo[9] = u64::from(first[0].wrapping_add(tx));
+                    it.geo[10] = u64::from(first[1].wrapping_add(ty));
+                    it.geo[11] = u64::from(first[2].wrapping_add(tz));
                     match interp::run(env, it) {
                         Stop::Done => {}
                         Stop::Barrier { .. } => {
@@ -300,7 +311,7 @@ fn workgroup(
         // lin < bx * by * bz <= 1024.
         let lin = lin as u32;
         let t = [lin % bx, (lin / bx) % by, lin / (bx * by)];
-        it.start(l.module, l.kernel, l.params);
+        it.start(l.kernel, l.frame);
         it.geo = geometry(l, wg, t);
     }
     status[..n].fill(Status::Runnable);

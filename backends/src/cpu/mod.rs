@@ -4,10 +4,10 @@
 //! follows exactly the order of XPU §5.5.
 //!
 //! Code map:
-//! - [`memory`]: storage objects, accounting, typed atomic element views;
-//! - [`plan`]: the one-scan facts about a kernel (barriers, stack size, recursion check);
-//! - [`interp`]: the interpreter of one work-item;
-//! - [`lanes`]: workgroups over worker threads, items inside a workgroup, fault selection.
+//! - `memory`: storage objects, accounting, typed atomic element views;
+//! - `plan`: the one-scan facts about a kernel (barriers, stack size, recursion check);
+//! - `interp`: the interpreter of one work-item;
+//! - `lanes`: workgroups over worker threads, items inside a workgroup, fault selection.
 //!
 //! Launches complete before [`Backend::launch`] returns (XPU §3.4 step 6), so streams are
 //! trivial: every stream is already synchronised when the VM could ask.
@@ -39,6 +39,8 @@ const MAX_BLOCK: [u32; 3] = [1024, 1024, 64];
 const MAX_GRID: u32 = (1 << 31) - 1;
 /// Shared bytes per workgroup (static declarations plus `sharedBytes:`).
 const MAX_SHARED_BYTES: u64 = 16 << 20;
+/// Most register cells the items of one workgroup may need together (128 MiB per worker).
+const MAX_WORKGROUP_CELLS: u64 = 1 << 24;
 /// Most worker threads a configuration may ask for.
 const MAX_WORKERS: usize = 256;
 
@@ -56,12 +58,18 @@ impl CpuConfig {
     /// The configuration of the environment (XPU §8.5): `CAJETA_XPU_CPU_WORKERS=n` (0 or an
     /// invalid value: one per core) and `CAJETA_XPU_CPU_SERIAL=1`.
     pub fn from_env() -> CpuConfig {
-        let workers = std::env::var("CAJETA_XPU_CPU_WORKERS")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .unwrap_or(0);
-        let serial = std::env::var("CAJETA_XPU_CPU_SERIAL").is_ok_and(|v| v.trim() == "1");
-        CpuConfig { workers, serial }
+        CpuConfig::from_values(
+            std::env::var("CAJETA_XPU_CPU_WORKERS").ok().as_deref(),
+            std::env::var("CAJETA_XPU_CPU_SERIAL").ok().as_deref(),
+        )
+    }
+
+    /// The configuration of the two variables' values (`None`: unset).
+    fn from_values(workers: Option<&str>, serial: Option<&str>) -> CpuConfig {
+        CpuConfig {
+            workers: workers.and_then(|v| v.trim().parse().ok()).unwrap_or(0),
+            serial: serial.is_some_and(|v| v.trim() == "1"),
+        }
     }
 }
 
@@ -306,6 +314,18 @@ impl Backend for CpuBackend {
         };
         let plan = plan::plan(module, kernel).map_err(refuse)?;
         check_dims(&dims, plan.shared_bytes).map_err(refuse)?;
+        // With barriers every item of a workgroup keeps its own registers.
+        let live_items: u64 = if plan.has_barrier {
+            dims.block.iter().map(|&b| u64::from(b)).product()
+        } else {
+            1
+        };
+        let cells = live_items.saturating_mul(plan.stack_cells as u64);
+        if cells > MAX_WORKGROUP_CELLS {
+            return Err(refuse(format!(
+                "a workgroup needs {cells} registers (at most {MAX_WORKGROUP_CELLS})"
+            )));
+        }
 
         // Arguments: scalars by value, buffers as handles into the launch's buffer table.
         if args.len() != usize::from(kf.params) {
@@ -373,6 +393,8 @@ impl Backend for CpuBackend {
             }
             views.push(view);
         }
+        // The kernel's initial frame: parameters, then zeroed registers.
+        params.resize(kf.regs.len().max(params.len()), 0);
         if dims.grid.contains(&0) || dims.block.contains(&0) {
             return Ok(());
         }
@@ -390,7 +412,7 @@ impl Backend for CpuBackend {
             plan: &plan,
             grid: dims.grid,
             block: dims.block,
-            params: &params,
+            frame: &params,
             bufs: &views,
             workers: self.workers(),
             serial: self.serial,

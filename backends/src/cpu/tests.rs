@@ -66,7 +66,7 @@ fn every_device_opcode_is_interpreted() {
             plan: &p,
         };
         let mut it = Item::new(3).unwrap();
-        it.start(&m, 0, &[]);
+        it.start(0, &[0; 3]);
         let stop = interp::run(&env, &mut it);
         assert!(
             !matches!(stop, Stop::Fault(FaultKind::Internal(_))),
@@ -174,4 +174,41 @@ fn scalar_arguments_are_canonicalised() {
     assert_eq!(canonical(Scalar::U16, u64::MAX), 0xffff);
     assert_eq!(canonical(Scalar::Bool, 2), 1);
     assert_eq!(canonical(Scalar::F32, u64::MAX), 0xffff_ffff);
+}
+
+#[test]
+fn environment_values() {
+    let c = |w, s| CpuConfig::from_values(w, s);
+    assert_eq!(
+        c(None, None),
+        CpuConfig {
+            workers: 0,
+            serial: false
+        }
+    );
+    assert_eq!(
+        c(Some("3"), Some("1")),
+        CpuConfig {
+            workers: 3,
+            serial: true
+        }
+    );
+    assert_eq!(
+        c(Some("x"), Some("0")),
+        CpuConfig {
+            workers: 0,
+            serial: false
+        }
+    );
+    assert_eq!(
+        c(Some(" 2 "), Some("yes")),
+        CpuConfig {
+            workers: 2,
+            serial: false
+        }
+    );
+    let b = CpuBackend::with_config(c(Some("0"), None));
+    assert!(b.workers() >= 1);
+    b.set_worker_cap(5);
+    assert_eq!((b.worker_cap(), b.workers()), (5, 5));
 }
