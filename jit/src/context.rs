@@ -1,0 +1,293 @@
+//! The run-time interface between JIT code and its embedder: the [`JitContext`] every compiled
+//! function receives, the [`Status`] it returns, and the [`RuntimeHooks`] through which it
+//! reaches VM objects.
+//!
+//! JIT code reads and writes only the `#[repr(C)]` fields of [`JitContext`] (at offsets taken
+//! with `offset_of!`, so the layout is checked by the compiler, not by hand) and calls only the
+//! hooks and this crate's own helpers. Everything else about the VM (its object table, its
+//! strings, its output) stays behind the opaque [`JitContext::vm`] pointer.
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use cajeta_bytecode::{Elem, Scalar};
+
+/// The native entry of a compiled function.
+///
+/// `regs` points at register 0 of the function's window in the register stack (the same frame
+/// layout as the interpreter's). The result is a [`Status`] code: 0 when the function returned
+/// normally (its result, if any, is in [`JitContext::ret`]), nonzero when a runtime error
+/// unwound it (see [`Status`]).
+///
+/// # Safety
+///
+/// See [`crate::CompiledFn::call`]: the context must be fully set up and the window
+/// `regs[0 .. regs.len()]` of the function must lie inside the register stack.
+pub type JitFn = unsafe extern "C" fn(ctx: *mut JitContext, regs: *mut u64) -> u32;
+
+/// What a compiled function returns (as a `u32`).
+///
+/// Every nonzero status means "a runtime error unwound this frame": the function has pushed
+/// its [`TraceEntry`] onto [`JitContext::trace`] and restored [`JitContext::depth`]. Statuses
+/// raised by the JIT itself carry no further data; [`Status::Error`] (or any other nonzero
+/// value a hook returns, which is passed through unchanged) means the embedder recorded the
+/// details when its hook failed.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[repr(u32)]
+pub enum Status {
+    /// Returned normally.
+    Ok = 0,
+    /// Integer division or remainder by zero (`E-DIVZERO`).
+    DivZero = 1,
+    /// Signed `MIN / -1` (`E-OVERFLOW`).
+    Overflow = 2,
+    /// The call depth limit [`JitContext::max_depth`] was reached (`E-STACK`). Raised by the
+    /// callee's prologue *before* it counts as a frame, so the innermost trace entry is the
+    /// call site, as in the interpreter.
+    Stack = 3,
+    /// [`JitContext::fuel`] ran out (only in code compiled with [`crate::JitOptions::fuel`]).
+    Fuel = 4,
+    /// A hook reported an error whose details the embedder keeps.
+    Error = 5,
+    /// A hook panicked (caught by [`guard`]); an embedder bug, never a program error.
+    Panic = 6,
+}
+
+impl Status {
+    /// Decodes a status code; `None` for a value no hook or JIT code should return.
+    pub fn from_u32(v: u32) -> Option<Status> {
+        Some(match v {
+            0 => Status::Ok,
+            1 => Status::DivZero,
+            2 => Status::Overflow,
+            3 => Status::Stack,
+            4 => Status::Fuel,
+            5 => Status::Error,
+            6 => Status::Panic,
+            _ => return None,
+        })
+    }
+}
+
+/// One JIT frame of an unwound error: the function and the pc of its faulting instruction
+/// (innermost entry) or of its `call` (every other entry).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct TraceEntry {
+    /// Function index.
+    pub func: u32,
+    /// Instruction index in that function's code.
+    pub pc: u32,
+}
+
+/// The per-thread state JIT code works with. The embedder owns it and keeps the raw pointers
+/// valid while JIT code runs.
+///
+/// Fields are public so the embedder can set them up and read results; their meaning is part
+/// of the embedding contract (see the crate documentation).
+#[repr(C)]
+pub struct JitContext {
+    /// The embedder's VM, opaque to JIT code; hooks receive it through the context.
+    pub vm: *mut c_void,
+    /// Start of the register stack (cell 0).
+    pub stack_base: *mut u64,
+    /// Length of the register stack in cells. A call whose callee window would end past it
+    /// calls [`RuntimeHooks::grow_stack`] first; JIT code re-derives its window pointer from
+    /// `stack_base` after every call, so the embedder may move the stack there.
+    pub stack_len: u64,
+    /// The static fields, one cell each (indexed by `getstatic`/`setstatic`); must not move
+    /// while JIT code runs.
+    pub statics: *mut u64,
+    /// One cell per constant-pool entry: the bits of a number, or the handle of a string
+    /// constant (only string entries are read; numbers are compiled in as immediates).
+    pub consts: *const u64,
+    /// Number of active frames (interpreter and JIT), including the running one. A compiled
+    /// function's prologue fails with [`Status::Stack`] if `depth >= max_depth`, then counts
+    /// itself; it restores the value on every exit.
+    pub depth: u64,
+    /// The call depth limit.
+    pub max_depth: u64,
+    /// Remaining fuel (code compiled with [`crate::JitOptions::fuel`] only): each call and each
+    /// backward jump uses one unit; at 0 the next one fails with [`Status::Fuel`].
+    pub fuel: i64,
+    /// The result cell of the last return, and the result of the last hook that produces one.
+    pub ret: u64,
+    /// The ownership bit of the last returned value (`takeown`): 0 or 1.
+    pub own: u64,
+    /// The frames of the error being unwound, innermost first (JIT code appends one entry per
+    /// JIT frame through a helper; never read by JIT code). Clear it before each entry.
+    pub trace: Vec<TraceEntry>,
+}
+
+impl JitContext {
+    /// A context for `vm` with no stack, statics or constants yet (null pointers, zero
+    /// lengths), depth 0 and the limit `max_depth`.
+    pub fn new(vm: *mut c_void, max_depth: u64) -> JitContext {
+        JitContext {
+            vm,
+            stack_base: std::ptr::null_mut(),
+            stack_len: 0,
+            statics: std::ptr::null_mut(),
+            consts: std::ptr::null(),
+            depth: 0,
+            max_depth,
+            fuel: i64::MAX,
+            ret: 0,
+            own: 0,
+            trace: Vec::new(),
+        }
+    }
+}
+
+/// Byte offsets of the context fields JIT code touches.
+pub(crate) mod off {
+    use super::JitContext;
+    use std::mem::offset_of;
+
+    pub const STACK_BASE: i32 = offset_of!(JitContext, stack_base) as i32;
+    pub const STACK_LEN: i32 = offset_of!(JitContext, stack_len) as i32;
+    pub const STATICS: i32 = offset_of!(JitContext, statics) as i32;
+    pub const CONSTS: i32 = offset_of!(JitContext, consts) as i32;
+    pub const DEPTH: i32 = offset_of!(JitContext, depth) as i32;
+    pub const MAX_DEPTH: i32 = offset_of!(JitContext, max_depth) as i32;
+    pub const FUEL: i32 = offset_of!(JitContext, fuel) as i32;
+    pub const RET: i32 = offset_of!(JitContext, ret) as i32;
+    pub const OWN: i32 = offset_of!(JitContext, own) as i32;
+}
+
+/// The element kind code of `aget.ref`/`aset.ref` in [`RuntimeHooks::array_get`] and
+/// [`RuntimeHooks::array_set`] (scalar elements use their [`Scalar`] code, 0..=11).
+pub const ELEM_REF: u32 = 12;
+
+/// Encodes an array element type for [`RuntimeHooks::new_array`]: a [`Scalar`] as its code
+/// (0..=11), `String` as 12, class `k` as `2^32 + k`.
+pub fn encode_elem(e: Elem) -> u64 {
+    match e {
+        Elem::Scalar(s) => s as u64,
+        Elem::Str => 12,
+        Elem::Object(k) => (1 << 32) | u64::from(k),
+    }
+}
+
+/// Decodes [`encode_elem`]'s form.
+pub fn decode_elem(code: u64) -> Option<Elem> {
+    match code {
+        12 => Some(Elem::Str),
+        c if c >> 32 == 1 => Some(Elem::Object(c as u32)),
+        c if c < 12 => Scalar::from_u8(c as u8).map(Elem::Scalar),
+        _ => None,
+    }
+}
+
+/// The embedder's callbacks: everything JIT code does to VM objects goes through one of these.
+///
+/// Every hook receives the context (its [`JitContext::vm`] is the embedder's VM) and returns
+/// a status: 0 on success, nonzero after recording the error (usually [`Status::Error`]; the
+/// value is passed up unchanged). Hooks that produce a value store it in [`JitContext::ret`]
+/// as a canonical cell (see `cajeta_bytecode::types`). A `reg` argument is the register of the
+/// faulting function (the innermost [`TraceEntry`]'s) that holds the reference, for `E-NULL` /
+/// `E-DROPPED` messages, exactly as the interpreter's.
+///
+/// Hooks must never unwind: wrap their bodies in [`guard`].
+#[derive(Copy, Clone, Debug)]
+#[repr(C)]
+pub struct RuntimeHooks {
+    /// Runs function `func` in the interpreter with its window at `regs` (arguments already
+    /// there): result in `ret`, ownership bit in `own`. The callee's depth check is the hook's.
+    pub call_interp: unsafe extern "C" fn(ctx: *mut JitContext, func: u32, regs: *mut u64) -> u32,
+    /// Grows the register stack to at least `cells` cells, updating `stack_base`/`stack_len`.
+    pub grow_stack: unsafe extern "C" fn(ctx: *mut JitContext, cells: u64) -> u32,
+    /// `tostr.*`: the string conversion of the cell `bits` of type `scalar` (a [`Scalar`]
+    /// code). Result: the new string's handle.
+    pub to_string: unsafe extern "C" fn(ctx: *mut JitContext, scalar: u32, bits: u64) -> u32,
+    /// `concat`: `x ++ y` (null reads as `null`).
+    pub concat: unsafe extern "C" fn(ctx: *mut JitContext, x: u64, y: u64) -> u32,
+    /// `fmt.fixed`: float64 `bits` with `decimals` decimals.
+    pub fmt_fixed: unsafe extern "C" fn(ctx: *mut JitContext, bits: u64, decimals: u32) -> u32,
+    /// `str.format`: format string `fmt` applied to `strs` (String[]) and `vals` (float64[]).
+    pub format: unsafe extern "C" fn(ctx: *mut JitContext, fmt: u64, strs: u64, vals: u64) -> u32,
+    /// `str.parseint`: the int64 in string `s`.
+    pub parse_int: unsafe extern "C" fn(ctx: *mut JitContext, s: u64) -> u32,
+    /// `eq.str`: 1 if the contents are equal (null equals only null), else 0.
+    pub str_eq: unsafe extern "C" fn(ctx: *mut JitContext, x: u64, y: u64) -> u32,
+    /// `print`: string `s` with the instruction's `flags` (bit 0 stderr, bit 1 newline).
+    pub print: unsafe extern "C" fn(ctx: *mut JitContext, s: u64, flags: u32) -> u32,
+    /// `newarr`: a zero-filled array of `len` (read as int64) elements of type `elem`
+    /// ([`encode_elem`]).
+    pub new_array: unsafe extern "C" fn(ctx: *mut JitContext, elem: u64, len: u64) -> u32,
+    /// `arrlen`: the element count of array `arr` (held in register `reg`).
+    pub array_len: unsafe extern "C" fn(ctx: *mut JitContext, arr: u64, reg: u32) -> u32,
+    /// `aget.*`: element `index` (read as int64) of `arr`; `elem` is the opcode's [`Scalar`]
+    /// code or [`ELEM_REF`].
+    pub array_get: unsafe extern "C" fn(
+        ctx: *mut JitContext,
+        elem: u32,
+        arr: u64,
+        index: u64,
+        reg: u32,
+    ) -> u32,
+    /// `aset.*`: stores the cell `value` at `index` of `arr`.
+    pub array_set: unsafe extern "C" fn(
+        ctx: *mut JitContext,
+        elem: u32,
+        arr: u64,
+        index: u64,
+        value: u64,
+        reg: u32,
+    ) -> u32,
+    /// `newobj`: a zero-filled instance of class `class`.
+    pub new_object: unsafe extern "C" fn(ctx: *mut JitContext, class: u32) -> u32,
+    /// `getfield`: field `field` of `obj`.
+    pub get_field:
+        unsafe extern "C" fn(ctx: *mut JitContext, obj: u64, field: u32, reg: u32) -> u32,
+    /// `setfield`: stores the cell `value` into field `field` of `obj`.
+    pub set_field: unsafe extern "C" fn(
+        ctx: *mut JitContext,
+        obj: u64,
+        field: u32,
+        value: u64,
+        reg: u32,
+    ) -> u32,
+    /// `drop` with a true owns-flag: releases `obj` (null or already released: nothing).
+    pub release: unsafe extern "C" fn(ctx: *mut JitContext, obj: u64) -> u32,
+}
+
+/// Runs a hook body, turning a panic into [`Status::Panic`] so that it never unwinds into JIT
+/// code (which has no unwind tables the Rust runtime could use).
+pub fn guard(f: impl FnOnce() -> u32) -> u32 {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(Status::Panic as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elem_codes_round_trip() {
+        let mut all: Vec<Elem> = Scalar::ALL.iter().map(|&s| Elem::Scalar(s)).collect();
+        all.extend([
+            Elem::Str,
+            Elem::Object(0),
+            Elem::Object(7),
+            Elem::Object(u32::MAX),
+        ]);
+        for e in all {
+            assert_eq!(decode_elem(encode_elem(e)), Some(e), "{e}");
+        }
+        assert_eq!(decode_elem(13), None);
+        assert_eq!(decode_elem(2 << 32), None);
+    }
+
+    #[test]
+    fn status_codes_round_trip() {
+        for v in 0..7 {
+            assert_eq!(Status::from_u32(v).map(|s| s as u32), Some(v));
+        }
+        assert_eq!(Status::from_u32(7), None);
+    }
+
+    #[test]
+    fn guard_catches_panics() {
+        assert_eq!(guard(|| 0), 0);
+        assert_eq!(guard(|| panic!("boom")), Status::Panic as u32);
+    }
+}

@@ -1,0 +1,135 @@
+//! This crate's own `extern "C"` helpers, called by JIT code: the error-path trace push and
+//! the float functions Cranelift has no instruction for.
+//!
+//! Each float helper is the interpreter's expression verbatim (`vm/src/interp/ops.rs`), so
+//! both tiers call the same Rust standard-library routines and round identically. None can
+//! panic (pure float arithmetic); [`trace_push`] catches anything that could.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::context::{JitContext, TraceEntry};
+
+/// Appends the frame `(func, pc)` to the context's error trace (the cold path of every
+/// nonzero status).
+///
+/// # Safety
+///
+/// `ctx` must be the live context the JIT code was entered with.
+pub(crate) unsafe extern "C" fn trace_push(ctx: *mut JitContext, func: u32, pc: u32) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the caller's contract: `ctx` is valid and not otherwise borrowed while JIT
+        // code runs (the embedder handed it over for the duration of the call).
+        let ctx = unsafe { &mut *ctx };
+        ctx.trace.push(TraceEntry { func, pc });
+    }));
+}
+
+/// `rem.f64`: `fmod`.
+pub(crate) extern "C" fn rem_f64(x: f64, y: f64) -> f64 {
+    x % y
+}
+
+/// `rem.f32`: `fmodf`.
+pub(crate) extern "C" fn rem_f32(x: f32, y: f32) -> f32 {
+    x % y
+}
+
+/// `pow.f64`.
+pub(crate) extern "C" fn pow_f64(x: f64, y: f64) -> f64 {
+    x.powf(y)
+}
+
+/// `pow.f32`: computed in float64, rounded once.
+pub(crate) extern "C" fn pow_f32(x: f32, y: f32) -> f32 {
+    (x as f64).powf(y as f64) as f32
+}
+
+/// `atan2.f64`.
+pub(crate) extern "C" fn atan2_f64(x: f64, y: f64) -> f64 {
+    x.atan2(y)
+}
+
+/// `atan2.f32`: computed in float64, rounded once.
+pub(crate) extern "C" fn atan2_f32(x: f32, y: f32) -> f32 {
+    (x as f64).atan2(y as f64) as f32
+}
+
+/// `math1.f64` for the selectors without an inline lowering (`MathFn` codes).
+pub(crate) extern "C" fn math1_f64(sel: u32, x: f64) -> f64 {
+    match sel {
+        0 => x.sqrt(),
+        1 => x.floor(),
+        2 => x.ceil(),
+        3 => x.trunc(),
+        4 => x.round(), // half away from zero
+        5 => x.abs(),
+        6 => 1.0 / x.sqrt(),
+        7 => x.sin(),
+        8 => x.cos(),
+        9 => x.tan(),
+        10 => x.asin(),
+        11 => x.acos(),
+        12 => x.atan(),
+        13 => x.exp(),
+        14 => x.exp2(),
+        15 => x.ln(),
+        16 => x.log2(),
+        17 => x.log10(),
+        _ => f64::NAN,
+    }
+}
+
+/// `math1.f32`: the exact operations directly in float32, the others in float64 rounded once.
+pub(crate) extern "C" fn math1_f32(sel: u32, x: f32) -> f32 {
+    match sel {
+        0 => x.sqrt(),
+        1 => x.floor(),
+        2 => x.ceil(),
+        3 => x.trunc(),
+        4 => x.round(),
+        5 => x.abs(),
+        _ => math1_f64(sel, x as f64) as f32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cajeta_bytecode::MathFn;
+
+    #[test]
+    fn selectors_follow_the_bytecode_table() {
+        let x = 0.3f64;
+        for f in MathFn::ALL {
+            let want = match f {
+                MathFn::Sqrt => x.sqrt(),
+                MathFn::Floor => x.floor(),
+                MathFn::Ceil => x.ceil(),
+                MathFn::Trunc => x.trunc(),
+                MathFn::Round => x.round(),
+                MathFn::Abs => x.abs(),
+                MathFn::Rsqrt => 1.0 / x.sqrt(),
+                MathFn::Sin => x.sin(),
+                MathFn::Cos => x.cos(),
+                MathFn::Tan => x.tan(),
+                MathFn::Asin => x.asin(),
+                MathFn::Acos => x.acos(),
+                MathFn::Atan => x.atan(),
+                MathFn::Exp => x.exp(),
+                MathFn::Exp2 => x.exp2(),
+                MathFn::Log => x.ln(),
+                MathFn::Log2 => x.log2(),
+                MathFn::Log10 => x.log10(),
+            };
+            assert_eq!(
+                math1_f64(f as u32, x).to_bits(),
+                want.to_bits(),
+                "{}",
+                f.name()
+            );
+        }
+        assert_eq!(math1_f64(4, -2.5), -3.0);
+        assert_eq!(math1_f32(4, 2.5), 3.0);
+        assert!(math1_f64(99, 1.0).is_nan());
+    }
+}

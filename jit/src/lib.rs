@@ -1,0 +1,368 @@
+//! The Cajeta JIT: translates verified host bytecode functions to native code with Cranelift.
+//!
+//! The crate depends only on `cajeta-bytecode`. Everything that touches VM objects goes
+//! through [`RuntimeHooks`] supplied by the embedder (the VM), so the JIT knows nothing of
+//! the object table, strings or output.
+//!
+//! # Using it
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use cajeta_jit::*;
+//! # fn demo(module: Arc<cajeta_bytecode::Module>, hooks: RuntimeHooks, vm: *mut std::ffi::c_void) {
+//! let mut jit = Jit::new(module, hooks, JitOptions::default()).expect("host not supported");
+//! let f = jit.compile(0).expect("function 0 is compilable");
+//! println!("compiled in {:?}", f.compile_time);
+//! let mut stack = vec![0u64; 1 << 16];
+//! let mut ctx = JitContext::new(vm, 100_000);
+//! ctx.stack_base = stack.as_mut_ptr();
+//! ctx.stack_len = stack.len() as u64;
+//! // ... statics, consts; arguments into stack[0..params] ...
+//! // SAFETY: the context points at live storage; the window fits in the stack.
+//! let status = unsafe { f.call(&mut ctx, stack.as_mut_ptr()) };
+//! # }
+//! ```
+//!
+//! # Embedding contract
+//!
+//! * **Frames.** A compiled function uses the interpreter's frame layout: its registers are
+//!   the window `regs[0 .. regs.len()]` of the register stack, parameters in `0..params`;
+//!   `call a b c` starts the callee's window at register `b` and puts the result in `r[a]`.
+//!   The embedder enters a function with its window fitting in the stack
+//!   (`regs + regs.len() <= stack_base + stack_len`); compiled code checks room before each
+//!   call it makes and calls [`RuntimeHooks::grow_stack`] when the callee would not fit, and
+//!   re-derives its window pointer from [`JitContext::stack_base`] after every call, so the
+//!   embedder may reallocate the stack in that hook (or in `call_interp`).
+//! * **Calls.** JIT → JIT calls are native calls: direct for self-recursion, otherwise through
+//!   this [`Jit`]'s function table (a function compiled later is picked up by callers compiled
+//!   earlier). A callee that is not compiled runs through [`RuntimeHooks::call_interp`].
+//!   Interpreter → JIT calls are [`CompiledFn::call`] with the callee's window.
+//! * **Results.** A function returns [`Status`] as `u32`. On 0 its result cell is in
+//!   [`JitContext::ret`] and the ownership bit (`retown`/`takeown`) in [`JitContext::own`];
+//!   the embedder copies `own` back into its own state after a JIT call returns, and hooks
+//!   that run interpreted code set it before they return.
+//! * **Depth.** [`JitContext::depth`] counts the active frames, interpreter and JIT; each
+//!   compiled function checks it against [`JitContext::max_depth`] in its prologue (failing
+//!   with [`Status::Stack`] at the caller's call site, as the interpreter does) and restores
+//!   it on every exit.
+//! * **Errors.** A nonzero status unwinds each JIT frame after it pushes one [`TraceEntry`]
+//!   (function and pc: the faulting instruction for the innermost frame, the `call` for the
+//!   others) onto [`JitContext::trace`], innermost first. [`Status::DivZero`],
+//!   [`Status::Overflow`], [`Status::Stack`] and [`Status::Fuel`] are raised by compiled
+//!   code; any other nonzero status comes from a hook, which recorded the details itself.
+//!   The embedder builds the runtime error from that status, the trace entries (through each
+//!   function's line table) and its own frames, so the text is the interpreter's.
+//! * **Registers the JIT keeps in machine registers.** Only argument registers are written
+//!   to the window before a call; the others live in Cranelift variables. So compiled code
+//!   agrees with the interpreter bit for bit as long as a program does not read a register
+//!   before writing it in the same frame, nor a caller register at or above a call's window
+//!   base `b` (other than the result `r[a]`) after the call — which the compiler never does
+//!   (`docs/notes/jit.md`). A program that does reads some other value, never undefined
+//!   behaviour: registers are plain bits and every handle goes through a hook.
+//! * **Strings** are the exception: String registers always live in the window, so a string
+//!   collector scanning register windows finds every live string. JIT frames are not in the
+//!   embedder's frame list, so while JIT code is active the collector must treat every cell
+//!   of the register stack as a possible root (conservatively; a stale cell only keeps a
+//!   string alive a little longer).
+//! * **No traps, no unwinding.** Compiled code never executes a hardware trap: every runtime
+//!   check branches to a cold exit. Hooks must not unwind (wrap them in [`guard`]); this
+//!   crate's own helpers cannot.
+//! * **Fuel** (optional, [`JitOptions::fuel`]): each call and each backward jump uses one
+//!   unit of [`JitContext::fuel`]; when it is exhausted the next one fails with
+//!   [`Status::Fuel`]. The state at that point cannot be resumed: it is an abort.
+//!
+//! Unsupported instructions (the xpu host API: buffers, streams, devices, launches) make
+//! [`Jit::compile`] return an error for that function, which then stays interpreted.
+
+#![deny(missing_docs)]
+
+mod context;
+mod helpers;
+mod translate;
+
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cajeta_bytecode::{FnKind, Module};
+use cranelift_codegen::ir::{types, AbiParam, UserFuncName};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module as _};
+
+pub use context::{
+    decode_elem, encode_elem, guard, JitContext, JitFn, RuntimeHooks, Status, TraceEntry, ELEM_REF,
+};
+
+/// Compilation options.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct JitOptions {
+    /// Emit fuel accounting (see the crate documentation). Off by default: it costs a
+    /// decrement and a branch per call and loop iteration.
+    pub fuel: bool,
+}
+
+/// Why a function was not compiled (it then runs in the interpreter), or why the JIT could
+/// not start.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct JitError {
+    /// The function, if the error concerns one.
+    pub func: Option<u32>,
+    /// The instruction, if the error concerns one.
+    pub pc: Option<u32>,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl JitError {
+    pub(crate) fn new(func: Option<u32>, pc: Option<u32>, message: String) -> JitError {
+        JitError { func, pc, message }
+    }
+}
+
+impl fmt::Display for JitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("jit: ")?;
+        match (self.func, self.pc) {
+            (Some(func), Some(pc)) => write!(f, "function #{func}, pc {pc}: ")?,
+            (Some(func), None) => write!(f, "function #{func}: ")?,
+            _ => {}
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for JitError {}
+
+/// A compiled function. Its entry stays valid as long as the [`Jit`] that made it.
+#[derive(Copy, Clone, Debug)]
+pub struct CompiledFn {
+    /// The function index.
+    pub func: u32,
+    entry: JitFn,
+    /// Wall time of the translation and code generation (for `--jit-verbose`).
+    pub compile_time: Duration,
+    /// Machine code size in bytes.
+    pub code_size: usize,
+}
+
+impl CompiledFn {
+    /// The native entry point.
+    pub fn entry(&self) -> JitFn {
+        self.entry
+    }
+
+    /// Runs the function with its window at `regs` and returns its [`Status`] code.
+    ///
+    /// # Safety
+    ///
+    /// * the [`Jit`] that compiled it is alive;
+    /// * `ctx`'s pointers are valid for the whole call: `stack_base[0..stack_len]`, one cell
+    ///   per static at `statics` and per constant at `consts` (when the code uses them), and
+    ///   `vm` is whatever the hooks expect;
+    /// * `regs` points into the stack and the function's window `regs[0..regs.len()]` fits
+    ///   in it, with the arguments in `regs[0..params]`;
+    /// * no other reference to `ctx` or the stack is used while the call runs (hooks get
+    ///   the context back as a raw pointer).
+    pub unsafe fn call(&self, ctx: &mut JitContext, regs: *mut u64) -> u32 {
+        // SAFETY: the caller's contract above is the compiled code's precondition.
+        unsafe { (self.entry)(ctx, regs) }
+    }
+}
+
+/// A JIT for one module: owns the generated code, the function table and the compiled
+/// functions' metadata. Dropping it frees the code: no entry may run afterwards.
+pub struct Jit {
+    module: Arc<Module>,
+    hooks: RuntimeHooks,
+    options: JitOptions,
+    jm: Option<JITModule>,
+    /// One entry point (or 0) per function; compiled code loads callees from here.
+    table: Box<[AtomicUsize]>,
+    compiled: Vec<Option<CompiledFn>>,
+    cctx: cranelift_codegen::Context,
+    fctx: FunctionBuilderContext,
+}
+
+impl Jit {
+    /// A JIT for `module` targeting the host CPU.
+    ///
+    /// # Errors
+    ///
+    /// If the module fails verification (the JIT relies on every verifier invariant), or
+    /// the host is not supported (Cranelift has no backend for it, or pointers are not
+    /// 64-bit).
+    pub fn new(
+        module: Arc<Module>,
+        hooks: RuntimeHooks,
+        options: JitOptions,
+    ) -> Result<Jit, JitError> {
+        cajeta_bytecode::verify(&module)
+            .map_err(|e| JitError::new(None, None, format!("module not verified: {e}")))?;
+        let fail = |what: String| JitError::new(None, None, what);
+        let mut flags = settings::builder();
+        let verifier = if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        };
+        for (k, v) in [
+            ("opt_level", "speed"),
+            ("is_pic", "false"),
+            ("use_colocated_libcalls", "false"),
+            ("enable_verifier", verifier),
+        ] {
+            flags
+                .set(k, v)
+                .map_err(|e| fail(format!("cranelift setting {k}: {e}")))?;
+        }
+        let isa = cranelift_native::builder()
+            .map_err(|e| fail(format!("host not supported: {e}")))?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| fail(format!("host not supported: {e}")))?;
+        if isa.pointer_type() != types::I64 {
+            return Err(fail("the JIT needs a 64-bit host".into()));
+        }
+        let jm = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let n = module.functions.len();
+        Ok(Jit {
+            hooks,
+            options,
+            cctx: jm.make_context(),
+            jm: Some(jm),
+            table: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            compiled: vec![None; n],
+            fctx: FunctionBuilderContext::new(),
+            module,
+        })
+    }
+
+    /// The module this JIT compiles.
+    pub fn module(&self) -> &Arc<Module> {
+        &self.module
+    }
+
+    /// The function `func`, if it has been compiled.
+    pub fn compiled(&self, func: u32) -> Option<CompiledFn> {
+        self.compiled.get(func as usize).copied().flatten()
+    }
+
+    /// Compiles function `func` (once; later calls return the same code) and publishes it in
+    /// the function table, so compiled callers call it natively from now on.
+    ///
+    /// # Errors
+    ///
+    /// If `func` is not a host function of the module, uses an instruction the JIT does not
+    /// support, or code generation fails. The JIT stays usable; the function should run in
+    /// the interpreter.
+    pub fn compile(&mut self, func: u32) -> Result<CompiledFn, JitError> {
+        if let Some(c) = self.compiled(func) {
+            return Ok(c);
+        }
+        let start = Instant::now();
+        let module = Arc::clone(&self.module);
+        let f = module
+            .functions
+            .get(func as usize)
+            .ok_or_else(|| JitError::new(Some(func), None, "no such function".into()))?;
+        if f.kind != FnKind::Host {
+            return Err(JitError::new(
+                Some(func),
+                None,
+                "only host functions are compiled".into(),
+            ));
+        }
+        if let Some((pc, i)) = f
+            .code
+            .iter()
+            .enumerate()
+            .find(|(_, i)| translate::unsupported(i.op))
+        {
+            return Err(JitError::new(
+                Some(func),
+                Some(pc as u32),
+                format!("`{}` is not supported by the JIT", i.op.mnemonic()),
+            ));
+        }
+        let Some(jm) = self.jm.as_mut() else {
+            return Err(JitError::new(
+                Some(func),
+                None,
+                "the JIT was shut down".into(),
+            ));
+        };
+        let codegen = |e: cranelift_module::ModuleError| {
+            JitError::new(Some(func), None, format!("code generation failed: {e}"))
+        };
+
+        let mut sig = jm.make_signature();
+        sig.params.push(AbiParam::new(types::I64));
+        sig.params.push(AbiParam::new(types::I64));
+        sig.returns.push(AbiParam::new(types::I32));
+        let id = jm
+            .declare_function(&format!("cajeta_fn{func}"), Linkage::Local, &sig)
+            .map_err(codegen)?;
+        jm.clear_context(&mut self.cctx);
+        self.cctx.func.signature = sig;
+        self.cctx.func.name = UserFuncName::user(0, id.as_u32());
+        let self_ref = jm.declare_func_in_func(id, &mut self.cctx.func);
+        let setup = translate::Setup {
+            module: &module,
+            func,
+            hooks: &self.hooks,
+            table: self.table.as_ptr() as usize,
+            fuel: self.options.fuel,
+            self_ref,
+            call_conv: jm.isa().default_call_conv(),
+            frontend: jm.target_config(),
+        };
+        let built = translate::translate(
+            FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx),
+            &setup,
+        );
+        if let Err(e) = built {
+            // The builder may have stopped half-way: start the next function afresh.
+            jm.clear_context(&mut self.cctx);
+            self.fctx = FunctionBuilderContext::new();
+            return Err(e);
+        }
+        let defined = jm.define_function(id, &mut self.cctx);
+        let code_size = self
+            .cctx
+            .compiled_code()
+            .map_or(0, |c| c.code_buffer().len());
+        jm.clear_context(&mut self.cctx);
+        defined.map_err(codegen)?;
+        jm.finalize_definitions().map_err(codegen)?;
+        let ptr = jm.get_finalized_function(id);
+        // SAFETY: `ptr` is the finalized code of a function declared with the signature
+        // (i64, i64) -> i32 in the host's default C calling convention, which is `JitFn`'s
+        // ABI (two pointers in, `u32` out).
+        let entry: JitFn = unsafe { std::mem::transmute::<*const u8, JitFn>(ptr) };
+        if let Some(slot) = self.table.get(func as usize) {
+            slot.store(ptr as usize, Ordering::Release);
+        }
+        let c = CompiledFn {
+            func,
+            entry,
+            compile_time: start.elapsed(),
+            code_size,
+        };
+        if let Some(slot) = self.compiled.get_mut(func as usize) {
+            *slot = Some(c);
+        }
+        Ok(c)
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        if let Some(jm) = self.jm.take() {
+            // SAFETY: by the documented contract no compiled function runs or is called
+            // after its `Jit` is dropped, so the code memory can be released.
+            unsafe { jm.free_memory() };
+        }
+    }
+}

@@ -1,0 +1,1383 @@
+//! Bytecode → Cranelift IR for one verified host function.
+//!
+//! # Shape of the generated code
+//!
+//! * **Registers** are Cranelift variables (SSA after construction), typed by the register's
+//!   bytecode type: `float64` as `f64`, `float32` as `f32`, every other scalar and reference
+//!   as the `i64` cell. `String` registers are the exception: they live in the register
+//!   window in memory (every read loads, every write stores), so that the embedder's string
+//!   collector, which scans register windows, always sees every live string.
+//! * **Memory traffic** happens only where other code can observe registers: a call stores
+//!   its argument registers `r[b .. b + params]` into the window (the callee's frame starts
+//!   there, as in the interpreter) and the caller reads the result from the context. Other
+//!   registers are never written back: the interpreter's callers and callees do not read
+//!   them either (see the crate documentation for the exact contract).
+//! * **Blocks**: one Cranelift block per bytecode leader (pc 0, jump targets, the instruction
+//!   after a branch or terminator); instructions that can fail add a fall-through block.
+//! * **Errors** branch to one cold block per function, with the status and the faulting pc as
+//!   block parameters; it pushes the trace entry, restores the depth (and fuel) and returns
+//!   the status. No instruction can trap in hardware: divisions are guarded before they run
+//!   (Cranelift installs no trap handler).
+
+use std::collections::HashMap;
+
+use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Scalar, Type};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, SigRef, Signature, Value,
+};
+use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
+use cranelift_frontend::{FunctionBuilder, Variable};
+
+use crate::context::{encode_elem, off, RuntimeHooks, Status, ELEM_REF};
+use crate::helpers;
+use crate::JitError;
+
+const I8: types::Type = types::I8;
+const I16: types::Type = types::I16;
+const I32: types::Type = types::I32;
+const I64: types::Type = types::I64;
+const F32: types::Type = types::F32;
+const F64: types::Type = types::F64;
+
+/// Loads and stores of the context, the register window, statics and constants: aligned and
+/// never trapping (the embedder keeps every pointer valid; V-REG/V-STATIC/V-CONST bound the
+/// offsets).
+const MF: MemFlagsData = MemFlagsData::trusted();
+
+/// Everything the translation of one function needs from its surroundings.
+pub(crate) struct Setup<'a> {
+    /// The (verified) module.
+    pub module: &'a Module,
+    /// Index of the function to translate.
+    pub func: u32,
+    /// The embedder's hooks (their addresses are compiled in).
+    pub hooks: &'a RuntimeHooks,
+    /// Address of the function table (one `usize` entry point or 0 per function).
+    pub table: usize,
+    /// Emit fuel accounting.
+    pub fuel: bool,
+    /// A direct reference to the function itself (self-recursion needs no table load).
+    pub self_ref: FuncRef,
+    /// The host's C calling convention (hooks, helpers, compiled functions).
+    pub call_conv: CallConv,
+    /// For [`FunctionBuilder::finalize`].
+    pub frontend: TargetFrontendConfig,
+}
+
+/// How a register is held.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Kind {
+    /// An `i64` variable (integers, `boolean`, `char`, non-String references).
+    Int,
+    /// An `f32` variable.
+    F32,
+    /// An `f64` variable.
+    F64,
+    /// In memory (String registers).
+    Mem,
+}
+
+fn kind_of(t: Type) -> Kind {
+    match t {
+        Type::Scalar(Scalar::F64) => Kind::F64,
+        Type::Scalar(Scalar::F32) => Kind::F32,
+        Type::Str => Kind::Mem,
+        _ => Kind::Int,
+    }
+}
+
+/// True for opcodes this JIT does not compile (the function then stays interpreted): the
+/// xpu host API, which has no runtime in the VM yet, and device-only operations, which never
+/// occur in host code.
+pub(crate) fn unsupported(op: Op) -> bool {
+    let m = op.mnemonic();
+    op.is_device_only()
+        || m.starts_with("buf.")
+        || m.starts_with("stream.")
+        || m.starts_with("device.")
+        || op == Op::Launch
+}
+
+/// The scalar named by a mnemonic suffix (`add.i32` → `int32`).
+fn suffix_scalar(suffix: &str) -> Option<Scalar> {
+    Scalar::ALL.iter().copied().find(|s| s.suffix() == suffix)
+}
+
+/// Translates `f` into `b`'s function. On error the builder is left unfinished; the caller
+/// discards it (and its builder context).
+pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<(), JitError> {
+    let f = s
+        .module
+        .functions
+        .get(s.func as usize)
+        .ok_or_else(|| JitError::new(Some(s.func), None, "no such function".into()))?;
+    let mut tr = Tr::prologue(b, s, f);
+    let n = f.code.len();
+    let mut terminated = true;
+    for (pc, &ins) in f.code.iter().enumerate() {
+        if let Some(blk) = tr.blocks[pc] {
+            if !terminated {
+                tr.b.ins().jump(blk, &[]);
+            }
+            tr.b.switch_to_block(blk);
+        } else if terminated {
+            // Unreachable and not a leader: never happens (the instruction after every
+            // terminator is a leader), but skipping is the safe reading.
+            continue;
+        }
+        terminated = tr.instr(pc as u32, ins)?;
+    }
+    if !terminated || n == 0 {
+        // V-TERM: the last instruction is a terminator.
+        return Err(JitError::new(
+            Some(s.func),
+            None,
+            "code does not end in a terminator".into(),
+        ));
+    }
+    tr.fault_block();
+    tr.b.seal_all_blocks();
+    tr.b.finalize(s.frontend);
+    Ok(())
+}
+
+/// The translator's state for one function.
+struct Tr<'a, 'b> {
+    s: &'a Setup<'a>,
+    f: &'a Function,
+    b: FunctionBuilder<'b>,
+    kinds: Vec<Kind>,
+    vars: Vec<Variable>,
+    /// The window pointer (changes after calls: the embedder may move the stack).
+    regs_var: Variable,
+    /// Remaining fuel, when compiled with fuel.
+    fuel_var: Option<Variable>,
+    ctx: Value,
+    /// `regs - stack_base` in bytes and in cells (entry values; the window's offset in the
+    /// stack never changes while the frame lives).
+    regs_off: Value,
+    regs_off_cells: Value,
+    /// The depth on entry, restored on every exit.
+    depth0: Value,
+    statics: Value,
+    consts: Value,
+    /// The block of each leader pc.
+    blocks: Vec<Option<Block>>,
+    /// The shared error exit (params: status `i32`, pc `i32`).
+    fault: Block,
+    sigs: HashMap<(Vec<types::Type>, Vec<types::Type>), SigRef>,
+}
+
+impl<'a, 'b> Tr<'a, 'b> {
+    /// Creates the blocks and variables and emits the prologue: depth check, window offset,
+    /// parameter loads, fuel for the call.
+    fn prologue(mut b: FunctionBuilder<'b>, s: &'a Setup<'a>, f: &'a Function) -> Tr<'a, 'b> {
+        let n = f.code.len();
+        let mut leader = vec![false; n];
+        if n > 0 {
+            leader[0] = true;
+        }
+        for (pc, ins) in f.code.iter().enumerate() {
+            if ins.op.is_branch() {
+                if let Some(l) = leader.get_mut(ins.bc() as usize) {
+                    *l = true;
+                }
+            }
+            if ins.op.is_branch() || ins.op.is_terminator() {
+                if let Some(l) = leader.get_mut(pc + 1) {
+                    *l = true;
+                }
+            }
+        }
+        let uses = |ops: &[Op]| f.code.iter().any(|i| ops.contains(&i.op));
+        let has_calls = uses(&[Op::Call]);
+        let uses_statics = uses(&[Op::GetStatic, Op::SetStatic]);
+        let uses_consts = f.code.iter().any(|i| {
+            i.op == Op::LoadK && matches!(s.module.consts.get(i.bc() as usize), Some(Const::Str(_)))
+        });
+
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ctx = b.block_params(entry)[0];
+        let regs = b.block_params(entry)[1];
+
+        let depth0 = b.ins().load(I64, MF, ctx, off::DEPTH);
+        let max = b.ins().load(I64, MF, ctx, off::MAX_DEPTH);
+        let full = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, depth0, max);
+        let body = b.create_block();
+        let over = b.create_block();
+        b.set_cold_block(over);
+        b.ins().brif(full, over, &[], body, &[]);
+        b.switch_to_block(over);
+        let st = b.ins().iconst(I32, Status::Stack as i64);
+        b.ins().return_(&[st]);
+
+        b.switch_to_block(body);
+        let d1 = b.ins().iadd_imm_s(depth0, 1);
+        b.ins().store(MF, d1, ctx, off::DEPTH);
+        let (regs_off, regs_off_cells) = if has_calls {
+            let base = b.ins().load(I64, MF, ctx, off::STACK_BASE);
+            let o = b.ins().isub(regs, base);
+            (o, b.ins().ushr_imm_u(o, 3))
+        } else {
+            let z = b.ins().iconst(I64, 0);
+            (z, z)
+        };
+        let statics = if uses_statics {
+            b.ins().load(I64, MF, ctx, off::STATICS)
+        } else {
+            b.ins().iconst(I64, 0)
+        };
+        let consts = if uses_consts {
+            b.ins().load(I64, MF, ctx, off::CONSTS)
+        } else {
+            b.ins().iconst(I64, 0)
+        };
+
+        let kinds: Vec<Kind> = f.regs.iter().map(|&t| kind_of(t)).collect();
+        let vars: Vec<Variable> = kinds
+            .iter()
+            .map(|k| {
+                b.declare_var(match k {
+                    Kind::F32 => F32,
+                    Kind::F64 => F64,
+                    Kind::Int | Kind::Mem => I64,
+                })
+            })
+            .collect();
+        let regs_var = b.declare_var(I64);
+        b.def_var(regs_var, regs);
+        let fuel_var = if s.fuel {
+            let v = b.declare_var(I64);
+            let fuel = b.ins().load(I64, MF, ctx, off::FUEL);
+            b.def_var(v, fuel);
+            Some(v)
+        } else {
+            None
+        };
+        let fault = b.create_block();
+        b.set_cold_block(fault);
+        b.append_block_param(fault, I32);
+        b.append_block_param(fault, I32);
+        let blocks = leader
+            .iter()
+            .map(|&l| if l { Some(b.create_block()) } else { None })
+            .collect();
+
+        let mut tr = Tr {
+            s,
+            f,
+            b,
+            kinds,
+            vars,
+            regs_var,
+            fuel_var,
+            ctx,
+            regs_off,
+            regs_off_cells,
+            depth0,
+            statics,
+            consts,
+            blocks,
+            fault,
+            sigs: HashMap::new(),
+        };
+        for p in 0..f.params {
+            if tr.kinds[usize::from(p)] != Kind::Mem {
+                let v = tr.load_reg(p);
+                tr.set(p, v);
+            }
+        }
+        tr.consume_fuel(0);
+        if let Some(first) = tr.blocks.first().copied().flatten() {
+            tr.b.ins().jump(first, &[]);
+        }
+        tr
+    }
+
+    /// Fills the shared error exit.
+    fn fault_block(&mut self) {
+        let fault = self.fault;
+        self.b.switch_to_block(fault);
+        let st = self.b.block_params(fault)[0];
+        let pc = self.b.block_params(fault)[1];
+        let func = self.b.ins().iconst(I32, i64::from(self.s.func));
+        let ctx = self.ctx;
+        self.call_addr(
+            helpers::trace_push as *const () as usize,
+            &[I64, I32, I32],
+            &[],
+            &[ctx, func, pc],
+        );
+        self.epilogue();
+        self.b.ins().return_(&[st]);
+    }
+
+    /// Restores the depth (and writes the fuel back) before any return.
+    fn epilogue(&mut self) {
+        let (d, ctx) = (self.depth0, self.ctx);
+        self.b.ins().store(MF, d, ctx, off::DEPTH);
+        if let Some(v) = self.fuel_var {
+            let fuel = self.b.use_var(v);
+            self.b.ins().store(MF, fuel, ctx, off::FUEL);
+        }
+    }
+
+    // ---- register access -------------------------------------------------------------
+
+    fn kind(&self, r: u16) -> Kind {
+        self.kinds[usize::from(r)]
+    }
+
+    fn regs(&mut self) -> Value {
+        self.b.use_var(self.regs_var)
+    }
+
+    /// Register `r` in its variable's type (`i64` for `Mem` registers, loaded).
+    fn get(&mut self, r: u16) -> Value {
+        match self.kind(r) {
+            Kind::Mem => {
+                let regs = self.regs();
+                self.b.ins().load(I64, MF, regs, 8 * i32::from(r))
+            }
+            _ => self.b.use_var(self.vars[usize::from(r)]),
+        }
+    }
+
+    /// Writes register `r` (a value of its variable's type).
+    fn set(&mut self, r: u16, v: Value) {
+        match self.kind(r) {
+            Kind::Mem => {
+                let regs = self.regs();
+                self.b.ins().store(MF, v, regs, 8 * i32::from(r));
+            }
+            _ => self.b.def_var(self.vars[usize::from(r)], v),
+        }
+    }
+
+    /// Register `r` as its canonical 64-bit cell.
+    fn get_cell(&mut self, r: u16) -> Value {
+        let v = self.get(r);
+        self.to_cell(self.kind(r), v)
+    }
+
+    /// Writes the canonical cell `cell` to register `r`.
+    fn set_cell(&mut self, r: u16, cell: Value) {
+        let v = self.from_cell(self.kind(r), cell);
+        self.set(r, v);
+    }
+
+    fn to_cell(&mut self, k: Kind, v: Value) -> Value {
+        match k {
+            Kind::F64 => self.b.ins().bitcast(I64, MemFlagsData::new(), v),
+            Kind::F32 => {
+                let bits = self.b.ins().bitcast(I32, MemFlagsData::new(), v);
+                self.b.ins().uextend(I64, bits)
+            }
+            Kind::Int | Kind::Mem => v,
+        }
+    }
+
+    fn from_cell(&mut self, k: Kind, cell: Value) -> Value {
+        match k {
+            Kind::F64 => self.b.ins().bitcast(F64, MemFlagsData::new(), cell),
+            Kind::F32 => {
+                let bits = self.b.ins().ireduce(I32, cell);
+                self.b.ins().bitcast(F32, MemFlagsData::new(), bits)
+            }
+            Kind::Int | Kind::Mem => cell,
+        }
+    }
+
+    /// Register `r` read from the window, in its variable's type.
+    fn load_reg(&mut self, r: u16) -> Value {
+        let regs = self.regs();
+        let cell = self.b.ins().load(I64, MF, regs, 8 * i32::from(r));
+        self.from_cell(self.kind(r), cell)
+    }
+
+    /// Stores register `r` into the window (a no-op for `Mem` registers, already there).
+    fn spill(&mut self, r: u16) {
+        if self.kind(r) != Kind::Mem {
+            let cell = self.get_cell(r);
+            let regs = self.regs();
+            self.b.ins().store(MF, cell, regs, 8 * i32::from(r));
+        }
+    }
+
+    /// The integer constant `v` was computed from, if it is one.
+    fn const_of(&self, v: Value) -> Option<i64> {
+        let dfg = &self.b.func.dfg;
+        let inst = dfg.value_def(v).inst()?;
+        match dfg.insts[inst] {
+            cranelift_codegen::ir::InstructionData::UnaryImm {
+                opcode: cranelift_codegen::ir::Opcode::Iconst,
+                imm,
+            } => Some(imm.bits()),
+            _ => None,
+        }
+    }
+
+    // ---- control ------------------------------------------------------------------------
+
+    fn block(&self, pc: u32) -> Result<Block, JitError> {
+        self.blocks
+            .get(pc as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(pc, format!("jump target {pc} is not a block")))
+    }
+
+    fn err(&self, pc: u32, msg: String) -> JitError {
+        JitError::new(Some(self.s.func), Some(pc), msg)
+    }
+
+    /// `if cond != 0` → the error exit with `status` at `pc`; continues in a new block.
+    fn fail_if(&mut self, cond: Value, status: Value, pc: u32) {
+        let cont = self.b.create_block();
+        let pcv = self.b.ins().iconst(I32, i64::from(pc));
+        self.b.ins().brif(
+            cond,
+            self.fault,
+            &[BlockArg::Value(status), BlockArg::Value(pcv)],
+            cont,
+            &[],
+        );
+        self.b.switch_to_block(cont);
+    }
+
+    /// Leaves with `status` (a constant) at `pc` if `cond` holds.
+    fn fail_const_if(&mut self, cond: Value, status: Status, pc: u32) {
+        let st = self.b.ins().iconst(I32, status as i64);
+        self.fail_if(cond, st, pc);
+    }
+
+    /// Uses one unit of fuel (calls and backward jumps), failing at zero.
+    fn consume_fuel(&mut self, pc: u32) {
+        if let Some(v) = self.fuel_var {
+            let fuel = self.b.use_var(v);
+            let empty = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedLessThanOrEqual, fuel, 0);
+            self.fail_const_if(empty, Status::Fuel, pc);
+            let rest = self.b.ins().iadd_imm_s(fuel, -1);
+            self.b.def_var(v, rest);
+        }
+    }
+
+    /// The block a branch at `pc` to `target` should go to: the target itself, or for a
+    /// backward branch under fuel accounting a new block that uses fuel first (filled by
+    /// [`Tr::fill_edges`] after the branch is emitted).
+    fn edge(&mut self, pc: u32, target: u32) -> Result<(Block, Option<Block>), JitError> {
+        let t = self.block(target)?;
+        if self.fuel_var.is_some() && target <= pc {
+            let e = self.b.create_block();
+            Ok((e, Some(e)))
+        } else {
+            Ok((t, None))
+        }
+    }
+
+    fn fill_edge(&mut self, pc: u32, target: u32, edge: Option<Block>) -> Result<(), JitError> {
+        if let Some(e) = edge {
+            let t = self.block(target)?;
+            self.b.switch_to_block(e);
+            self.consume_fuel(pc);
+            self.b.ins().jump(t, &[]);
+        }
+        Ok(())
+    }
+
+    // ---- calls to native code -----------------------------------------------------------
+
+    fn sig(&mut self, params: &[types::Type], rets: &[types::Type]) -> SigRef {
+        let key = (params.to_vec(), rets.to_vec());
+        if let Some(&s) = self.sigs.get(&key) {
+            return s;
+        }
+        let mut sig = Signature::new(self.s.call_conv);
+        sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+        sig.returns.extend(rets.iter().map(|&t| AbiParam::new(t)));
+        let r = self.b.import_signature(sig);
+        self.sigs.insert(key, r);
+        r
+    }
+
+    /// Calls the native function at `addr` (compiled in as an immediate).
+    fn call_addr(
+        &mut self,
+        addr: usize,
+        params: &[types::Type],
+        rets: &[types::Type],
+        args: &[Value],
+    ) -> Option<Value> {
+        let sig = self.sig(params, rets);
+        let callee = self.b.ins().iconst(I64, addr as i64);
+        let call = self.b.ins().call_indirect(sig, callee, args);
+        self.b.inst_results(call).first().copied()
+    }
+
+    /// Calls a hook `(ctx, args…) -> status` and leaves through the error exit on a nonzero
+    /// status.
+    fn hook(&mut self, pc: u32, addr: usize, params: &[types::Type], args: &[Value]) {
+        let mut p = vec![I64];
+        p.extend_from_slice(params);
+        let mut a = vec![self.ctx];
+        a.extend_from_slice(args);
+        if let Some(st) = self.call_addr(addr, &p, &[I32], &a) {
+            self.fail_if(st, st, pc);
+        }
+    }
+
+    /// The result cell a hook left in the context.
+    fn ret_cell(&mut self) -> Value {
+        let ctx = self.ctx;
+        self.b.ins().load(I64, MF, ctx, off::RET)
+    }
+
+    fn i32c(&mut self, v: u32) -> Value {
+        self.b.ins().iconst(I32, i64::from(v))
+    }
+
+    fn f64_helper(&mut self, addr: usize, args: &[Value]) -> Value {
+        let params = vec![F64; args.len()];
+        self.call_addr(addr, &params, &[F64], args)
+            .unwrap_or_else(|| unreachable!("helper signatures have one result"))
+    }
+
+    fn f32_helper(&mut self, addr: usize, args: &[Value]) -> Value {
+        let params = vec![F32; args.len()];
+        self.call_addr(addr, &params, &[F32], args)
+            .unwrap_or_else(|| unreachable!("helper signatures have one result"))
+    }
+
+    // ---- integer helpers ----------------------------------------------------------------
+
+    /// Re-canonicalises the 64-bit `v` to `s` (sign- or zero-extends the low bits).
+    fn canon(&mut self, s: Scalar, v: Value) -> Value {
+        let narrow = |tr: &mut Self, ty| {
+            let t = tr.b.ins().ireduce(ty, v);
+            tr.b.ins().sextend(I64, t)
+        };
+        match s {
+            Scalar::I8 => narrow(self, I8),
+            Scalar::I16 => narrow(self, I16),
+            Scalar::I32 => narrow(self, I32),
+            Scalar::U8 | Scalar::Bool => self.b.ins().band_imm_s(v, 0xff),
+            Scalar::U16 => self.b.ins().band_imm_s(v, 0xffff),
+            Scalar::U32 | Scalar::Char => self.b.ins().band_imm_s(v, 0xffff_ffff),
+            _ => v,
+        }
+    }
+
+    fn mask_of(s: Scalar) -> i64 {
+        match s.bits() {
+            64 => -1,
+            w => (1i64 << w) - 1,
+        }
+    }
+
+    fn bool_of(&mut self, c: Value) -> Value {
+        self.b.ins().uextend(I64, c)
+    }
+
+    /// Integer division or remainder with the interpreter's checks: `E-DIVZERO` for a zero
+    /// divisor; for signed types `E-OVERFLOW` on `MIN / -1` and `MIN % -1 == 0`. A divisor
+    /// of −1 never reaches the hardware divide (it would trap on `i64::MIN`).
+    fn divrem(&mut self, pc: u32, s: Scalar, rem: bool, x: Value, y: Value) -> Value {
+        let signed = s.is_signed();
+        let op = |tr: &mut Self, x, y| match (signed, rem) {
+            (true, false) => tr.b.ins().sdiv(x, y),
+            (true, true) => tr.b.ins().srem(x, y),
+            (false, false) => tr.b.ins().udiv(x, y),
+            (false, true) => tr.b.ins().urem(x, y),
+        };
+        match self.const_of(y) {
+            // A known divisor that cannot fault: no checks (Cranelift strength-reduces it).
+            Some(k) if k != 0 && !(signed && k == -1) => return op(self, x, y),
+            _ => {}
+        }
+        if !signed {
+            let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+            self.fail_const_if(zero, Status::DivZero, pc);
+            return op(self, x, y);
+        }
+        // y ∈ {-1, 0} ⇔ y + 1 ≤ 1 (unsigned): one compare on the fast path.
+        let y1 = self.b.ins().iadd_imm_s(y, 1);
+        let special = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::UnsignedLessThanOrEqual, y1, 1);
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let res = self.b.append_block_param(join, I64);
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(special, slow, &[], fast, &[]);
+
+        self.b.switch_to_block(fast);
+        let q = op(self, x, y);
+        self.b.ins().jump(join, &[BlockArg::Value(q)]);
+
+        self.b.switch_to_block(slow);
+        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+        self.fail_const_if(zero, Status::DivZero, pc);
+        let r = if rem {
+            self.b.ins().iconst(I64, 0)
+        } else {
+            let min = match s.bits() {
+                8 => i64::from(i8::MIN),
+                16 => i64::from(i16::MIN),
+                32 => i64::from(i32::MIN),
+                _ => i64::MIN,
+            };
+            let ovf = self.b.ins().icmp_imm_s(IntCC::Equal, x, min);
+            self.fail_const_if(ovf, Status::Overflow, pc);
+            self.b.ins().ineg(x)
+        };
+        self.b.ins().jump(join, &[BlockArg::Value(r)]);
+
+        self.b.switch_to_block(join);
+        res
+    }
+
+    /// Saturating float → integer conversion (Rust `as`: toward zero, NaN → 0), to the
+    /// canonical cell of `to`.
+    fn f2i(&mut self, to: Scalar, x: Value) -> Value {
+        let b = &mut self.b;
+        match to {
+            Scalar::I64 => b.ins().fcvt_to_sint_sat(I64, x),
+            Scalar::U64 => b.ins().fcvt_to_uint_sat(I64, x),
+            Scalar::I32 => {
+                let t = b.ins().fcvt_to_sint_sat(I32, x);
+                b.ins().sextend(I64, t)
+            }
+            Scalar::U32 => {
+                let t = b.ins().fcvt_to_uint_sat(I32, x);
+                b.ins().uextend(I64, t)
+            }
+            Scalar::I8 | Scalar::I16 => {
+                // Saturate to int32, then clamp: both monotone, so the composition saturates.
+                let (lo, hi) = if to == Scalar::I8 {
+                    (i64::from(i8::MIN), i64::from(i8::MAX))
+                } else {
+                    (i64::from(i16::MIN), i64::from(i16::MAX))
+                };
+                let t = b.ins().fcvt_to_sint_sat(I32, x);
+                let hi = b.ins().iconst(I32, hi);
+                let lo = b.ins().iconst(I32, lo);
+                let t = b.ins().smin(t, hi);
+                let t = b.ins().smax(t, lo);
+                b.ins().sextend(I64, t)
+            }
+            _ => {
+                // uint8 / uint16.
+                let hi = if to == Scalar::U8 { 0xff } else { 0xffff };
+                let t = b.ins().fcvt_to_uint_sat(I32, x);
+                let hi = b.ins().iconst(I32, hi);
+                let t = b.ins().umin(t, hi);
+                b.ins().uextend(I64, t)
+            }
+        }
+    }
+
+    /// Rust's `f64::min`/`max` as the interpreter computes them: a NaN operand yields the
+    /// other one; otherwise the smaller (larger) one, the first on a tie (`-0.0` vs `0.0`).
+    fn fminmax(&mut self, min: bool, x: Value, y: Value) -> Value {
+        let xnan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let cc = if min {
+            FloatCC::LessThan
+        } else {
+            FloatCC::GreaterThan
+        };
+        let better = self.b.ins().fcmp(cc, y, x);
+        let t = self.b.ins().select(better, y, x);
+        self.b.ins().select(xnan, y, t)
+    }
+
+    /// `math1.*`.
+    fn math1(&mut self, s: Scalar, sel: u16, x: Value) -> Result<Value, String> {
+        let f = MathFn::from_u16(sel).ok_or_else(|| format!("unknown math function {sel}"))?;
+        let b = &mut self.b;
+        Ok(match f {
+            MathFn::Sqrt => b.ins().sqrt(x),
+            MathFn::Floor => b.ins().floor(x),
+            MathFn::Ceil => b.ins().ceil(x),
+            MathFn::Trunc => b.ins().trunc(x),
+            MathFn::Abs => b.ins().fabs(x),
+            MathFn::Rsqrt if s == Scalar::F64 => {
+                let r = b.ins().sqrt(x);
+                let one = b.ins().f64const(1.0);
+                b.ins().fdiv(one, r)
+            }
+            _ => {
+                let sel = self.i32c(u32::from(sel));
+                if s == Scalar::F64 {
+                    let addr = helpers::math1_f64 as *const () as usize;
+                    self.call_addr(addr, &[I32, F64], &[F64], &[sel, x])
+                } else {
+                    let addr = helpers::math1_f32 as *const () as usize;
+                    self.call_addr(addr, &[I32, F32], &[F32], &[sel, x])
+                }
+                .unwrap_or_else(|| unreachable!("math helpers have one result"))
+            }
+        })
+    }
+
+    // ---- instructions -------------------------------------------------------------------
+
+    /// Translates one instruction; returns true if it ended the current block.
+    fn instr(&mut self, pc: u32, i: Instr) -> Result<bool, JitError> {
+        let hooks = *self.s.hooks;
+        match i.op {
+            Op::Nop => {}
+            Op::Mov => {
+                let v = self.get(i.b);
+                self.set(i.a, v);
+            }
+            Op::LoadK => {
+                let k = i.bc();
+                match self.s.module.consts.get(k as usize) {
+                    Some(Const::Bits(bits)) => {
+                        let v = match self.kind(i.a) {
+                            Kind::F64 => self.b.ins().f64const(Ieee64::with_bits(*bits)),
+                            Kind::F32 => self.b.ins().f32const(Ieee32::with_bits(*bits as u32)),
+                            _ => self.b.ins().iconst(I64, *bits as i64),
+                        };
+                        self.set(i.a, v);
+                    }
+                    Some(Const::Str(_)) => {
+                        let consts = self.consts;
+                        let h = self.b.ins().load(I64, MF, consts, 8 * k as i32);
+                        self.set(i.a, h);
+                    }
+                    None => return Err(self.err(pc, format!("constant {k} out of range"))),
+                }
+            }
+            Op::LoadI => {
+                let v = self.b.ins().iconst(I64, i64::from(i.bc() as i32));
+                self.set(i.a, v);
+            }
+            Op::LoadNull => {
+                let v = self.b.ins().iconst(I64, 0);
+                self.set(i.a, v);
+            }
+            Op::Jmp => {
+                let t = i.bc();
+                if t <= pc {
+                    self.consume_fuel(pc);
+                }
+                let blk = self.block(t)?;
+                self.b.ins().jump(blk, &[]);
+                return Ok(true);
+            }
+            Op::JmpIf | Op::JmpIfNot => {
+                let c = self.get(i.a);
+                let t = i.bc();
+                let (taken, edge) = self.edge(pc, t)?;
+                let next = self.block(pc + 1)?;
+                if i.op == Op::JmpIf {
+                    self.b.ins().brif(c, taken, &[], next, &[]);
+                } else {
+                    self.b.ins().brif(c, next, &[], taken, &[]);
+                }
+                self.fill_edge(pc, t, edge)?;
+                return Ok(true);
+            }
+            Op::Call => self.call(pc, i)?,
+            Op::Ret | Op::RetOwn | Op::RetVoid => {
+                let (ctx, v, own) = match i.op {
+                    Op::RetVoid => {
+                        let z = self.b.ins().iconst(I64, 0);
+                        (self.ctx, z, z)
+                    }
+                    Op::Ret => {
+                        let v = self.get_cell(i.a);
+                        (self.ctx, v, self.b.ins().iconst(I64, 0))
+                    }
+                    _ => {
+                        let v = self.get_cell(i.a);
+                        let flag = self.get(i.b);
+                        let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, flag, 0);
+                        (self.ctx, v, self.bool_of(c))
+                    }
+                };
+                self.b.ins().store(MF, v, ctx, off::RET);
+                self.b.ins().store(MF, own, ctx, off::OWN);
+                self.epilogue();
+                let ok = self.b.ins().iconst(I32, Status::Ok as i64);
+                self.b.ins().return_(&[ok]);
+                return Ok(true);
+            }
+            Op::TakeOwn => {
+                let ctx = self.ctx;
+                let v = self.b.ins().load(I64, MF, ctx, off::OWN);
+                self.set(i.a, v);
+            }
+            Op::EqStr => {
+                let (x, y) = (self.get(i.b), self.get(i.c));
+                self.hook(pc, hooks.str_eq as usize, &[I64, I64], &[x, y]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::EqRef => {
+                let (x, y) = (self.get(i.b), self.get(i.c));
+                let c = self.b.ins().icmp(IntCC::Equal, x, y);
+                let v = self.bool_of(c);
+                self.set(i.a, v);
+            }
+            Op::LNot => {
+                let x = self.get(i.b);
+                let c = self.b.ins().icmp_imm_s(IntCC::Equal, x, 0);
+                let v = self.bool_of(c);
+                self.set(i.a, v);
+            }
+            Op::SToF32 | Op::UToF32 | Op::SToF64 | Op::UToF64 => {
+                let x = self.get(i.b);
+                let ty = if matches!(i.op, Op::SToF32 | Op::UToF32) {
+                    F32
+                } else {
+                    F64
+                };
+                let v = if matches!(i.op, Op::SToF32 | Op::SToF64) {
+                    self.b.ins().fcvt_from_sint(ty, x)
+                } else {
+                    self.b.ins().fcvt_from_uint(ty, x)
+                };
+                self.set(i.a, v);
+            }
+            Op::F32ToF64 => {
+                let x = self.get(i.b);
+                let v = self.b.ins().fpromote(F64, x);
+                self.set(i.a, v);
+            }
+            Op::F64ToF32 => {
+                let x = self.get(i.b);
+                let v = self.b.ins().fdemote(F32, x);
+                self.set(i.a, v);
+            }
+            Op::F32ToI8
+            | Op::F32ToU8
+            | Op::F32ToI16
+            | Op::F32ToU16
+            | Op::F32ToI32
+            | Op::F32ToU32
+            | Op::F32ToI64
+            | Op::F32ToU64
+            | Op::F64ToI8
+            | Op::F64ToU8
+            | Op::F64ToI16
+            | Op::F64ToU16
+            | Op::F64ToI32
+            | Op::F64ToU32
+            | Op::F64ToI64
+            | Op::F64ToU64 => {
+                // `cvt.<to>.<from>`.
+                let to =
+                    i.op.mnemonic()
+                        .split('.')
+                        .nth(1)
+                        .and_then(suffix_scalar)
+                        .ok_or_else(|| self.err(pc, "malformed conversion mnemonic".into()))?;
+                let x = self.get(i.b);
+                let v = self.f2i(to, x);
+                self.set(i.a, v);
+            }
+            Op::Concat => {
+                let (x, y) = (self.get(i.b), self.get(i.c));
+                self.hook(pc, hooks.concat as usize, &[I64, I64], &[x, y]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::FmtFixed => {
+                let x = self.get_cell(i.b);
+                let d = self.i32c(u32::from(i.c));
+                self.hook(pc, hooks.fmt_fixed as usize, &[I64, I32], &[x, d]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::Format => {
+                let vals =
+                    i.c.checked_add(1)
+                        .ok_or_else(|| self.err(pc, "format registers out of range".into()))?;
+                let (fmt, strs, vals) = (self.get(i.b), self.get(i.c), self.get(vals));
+                self.hook(
+                    pc,
+                    hooks.format as usize,
+                    &[I64, I64, I64],
+                    &[fmt, strs, vals],
+                );
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::ParseInt => {
+                let x = self.get(i.b);
+                self.hook(pc, hooks.parse_int as usize, &[I64], &[x]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::Print => {
+                let x = self.get(i.a);
+                let flags = self.i32c(u32::from(i.b));
+                self.hook(pc, hooks.print as usize, &[I64, I32], &[x, flags]);
+            }
+            Op::NewArr => {
+                let Some(Type::Array(e)) = self.f.regs.get(usize::from(i.a)).copied() else {
+                    return Err(self.err(pc, "newarr into a non-array register".into()));
+                };
+                let n = self.get(i.b);
+                let elem = self.b.ins().iconst(I64, encode_elem(e) as i64);
+                self.hook(pc, hooks.new_array as usize, &[I64, I64], &[elem, n]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::ArrLen => {
+                let arr = self.get(i.b);
+                let reg = self.i32c(u32::from(i.b));
+                self.hook(pc, hooks.array_len as usize, &[I64, I32], &[arr, reg]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::NewObj => {
+                let class = self.i32c(i.bc());
+                self.hook(pc, hooks.new_object as usize, &[I32], &[class]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::GetField => {
+                let obj = self.get(i.b);
+                let field = self.i32c(u32::from(i.c));
+                let reg = self.i32c(u32::from(i.b));
+                self.hook(
+                    pc,
+                    hooks.get_field as usize,
+                    &[I64, I32, I32],
+                    &[obj, field, reg],
+                );
+                let r = self.ret_cell();
+                self.set_cell(i.a, r);
+            }
+            Op::SetField => {
+                let obj = self.get(i.a);
+                let field = self.i32c(u32::from(i.b));
+                let v = self.get_cell(i.c);
+                let reg = self.i32c(u32::from(i.a));
+                self.hook(
+                    pc,
+                    hooks.set_field as usize,
+                    &[I64, I32, I64, I32],
+                    &[obj, field, v, reg],
+                );
+            }
+            Op::GetStatic => {
+                let st = self.statics;
+                let v = self.b.ins().load(I64, MF, st, 8 * i32::from(i.b));
+                self.set_cell(i.a, v);
+            }
+            Op::SetStatic => {
+                let v = self.get_cell(i.a);
+                let st = self.statics;
+                self.b.ins().store(MF, v, st, 8 * i32::from(i.b));
+            }
+            Op::Drop => {
+                let flag = self.get(i.b);
+                let rel = self.b.create_block();
+                let cont = self.b.create_block();
+                self.b.ins().brif(flag, rel, &[], cont, &[]);
+                self.b.switch_to_block(rel);
+                let obj = self.get(i.a);
+                self.hook(pc, hooks.release as usize, &[I64], &[obj]);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(cont);
+            }
+            Op::FmaF32 | Op::FmaF64 => {
+                let (acc, x, y) = (self.get(i.a), self.get(i.b), self.get(i.c));
+                let v = self.b.ins().fma(acc, x, y);
+                self.set(i.a, v);
+            }
+            op if unsupported(op) => {
+                return Err(self.err(
+                    pc,
+                    format!("`{}` is not supported by the JIT", op.mnemonic()),
+                ))
+            }
+            op => self.generic(pc, i, op)?,
+        }
+        Ok(false)
+    }
+
+    /// The families written `base.suffix` with a scalar suffix: arithmetic, bitwise,
+    /// comparisons, wraps, string conversions, array accesses and float functions.
+    fn generic(&mut self, pc: u32, i: Instr, op: Op) -> Result<(), JitError> {
+        let no_lowering = |tr: &Self| tr.err(pc, format!("`{}` has no lowering", op.mnemonic()));
+        let (base, suffix) = op
+            .mnemonic()
+            .split_once('.')
+            .ok_or_else(|| no_lowering(self))?;
+        if (base == "aget" || base == "aset") && suffix == "ref" {
+            return self.array(pc, i, base == "aget", ELEM_REF);
+        }
+        let s = suffix_scalar(suffix).ok_or_else(|| no_lowering(self))?;
+        if s.is_float() {
+            return self.float(pc, i, base, s);
+        }
+        let hooks = *self.s.hooks;
+        let v = match base {
+            "aget" | "aset" => return self.array(pc, i, base == "aget", s as u32),
+            "tostr" => {
+                let cell = self.get_cell(i.b);
+                let sc = self.i32c(s as u32);
+                self.hook(pc, hooks.to_string as usize, &[I32, I64], &[sc, cell]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+                return Ok(());
+            }
+            "wrap" => {
+                let x = self.get(i.b);
+                self.canon(s, x)
+            }
+            "neg" | "not" | "abs" | "addi" => {
+                let x = self.get(i.b);
+                match base {
+                    "neg" => {
+                        let t = self.b.ins().ineg(x);
+                        self.canon(s, t)
+                    }
+                    "not" => {
+                        let t = self.b.ins().bnot(x);
+                        if s.is_signed() {
+                            t
+                        } else {
+                            self.canon(s, t)
+                        }
+                    }
+                    "abs" => {
+                        let t = self.b.ins().iabs(x);
+                        self.canon(s, t)
+                    }
+                    _ => {
+                        let t = self.b.ins().iadd_imm_s(x, i64::from(i.c as i16));
+                        self.canon(s, t)
+                    }
+                }
+            }
+            _ => {
+                let (x, y) = (self.get(i.b), self.get(i.c));
+                let signed = s.is_signed();
+                let b = &mut self.b;
+                match base {
+                    "add" => {
+                        let t = b.ins().iadd(x, y);
+                        self.canon(s, t)
+                    }
+                    "sub" => {
+                        let t = b.ins().isub(x, y);
+                        self.canon(s, t)
+                    }
+                    "mul" => {
+                        let t = b.ins().imul(x, y);
+                        self.canon(s, t)
+                    }
+                    "div" | "rem" => self.divrem(pc, s, base == "rem", x, y),
+                    "and" => b.ins().band(x, y),
+                    "or" => b.ins().bor(x, y),
+                    "xor" => b.ins().bxor(x, y),
+                    "min" if signed => b.ins().smin(x, y),
+                    "min" => b.ins().umin(x, y),
+                    "max" if signed => b.ins().smax(x, y),
+                    "max" => b.ins().umax(x, y),
+                    "shl" | "shr" | "ushr" => {
+                        let m = b.ins().band_imm_s(y, i64::from(s.bits() - 1));
+                        match base {
+                            "shl" => {
+                                let t = b.ins().ishl(x, m);
+                                self.canon(s, t)
+                            }
+                            "shr" if signed => b.ins().sshr(x, m),
+                            "ushr" if signed && s.bits() < 64 => {
+                                let w = b.ins().band_imm_s(x, Self::mask_of(s));
+                                let t = self.b.ins().ushr(w, m);
+                                self.canon(s, t)
+                            }
+                            _ => b.ins().ushr(x, m),
+                        }
+                    }
+                    "eq" | "ne" | "lt" | "le" => {
+                        let cc = match (base, signed) {
+                            ("eq", _) => IntCC::Equal,
+                            ("ne", _) => IntCC::NotEqual,
+                            ("lt", true) => IntCC::SignedLessThan,
+                            ("lt", false) => IntCC::UnsignedLessThan,
+                            ("le", true) => IntCC::SignedLessThanOrEqual,
+                            _ => IntCC::UnsignedLessThanOrEqual,
+                        };
+                        let c = b.ins().icmp(cc, x, y);
+                        self.bool_of(c)
+                    }
+                    _ => return Err(no_lowering(self)),
+                }
+            }
+        };
+        self.set(i.a, v);
+        Ok(())
+    }
+
+    /// Float families (`add.f64`, `min.f32`, `math1.f64`, `eq.f32`, `tostr.f64`, …).
+    fn float(&mut self, pc: u32, i: Instr, base: &str, s: Scalar) -> Result<(), JitError> {
+        let f64t = s == Scalar::F64;
+        let hooks = *self.s.hooks;
+        let v = match base {
+            "aget" | "aset" => return self.array(pc, i, base == "aget", s as u32),
+            "tostr" => {
+                let cell = self.get_cell(i.b);
+                let sc = self.i32c(s as u32);
+                self.hook(pc, hooks.to_string as usize, &[I32, I64], &[sc, cell]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+                return Ok(());
+            }
+            "neg" => {
+                let x = self.get(i.b);
+                self.b.ins().fneg(x)
+            }
+            "math1" => {
+                let x = self.get(i.b);
+                self.math1(s, i.c, x).map_err(|m| self.err(pc, m))?
+            }
+            _ => {
+                let (x, y) = (self.get(i.b), self.get(i.c));
+                let b = &mut self.b;
+                match base {
+                    "add" => b.ins().fadd(x, y),
+                    "sub" => b.ins().fsub(x, y),
+                    "mul" => b.ins().fmul(x, y),
+                    "div" => b.ins().fdiv(x, y),
+                    "rem" if f64t => {
+                        self.f64_helper(helpers::rem_f64 as *const () as usize, &[x, y])
+                    }
+                    "rem" => self.f32_helper(helpers::rem_f32 as *const () as usize, &[x, y]),
+                    "pow" if f64t => {
+                        self.f64_helper(helpers::pow_f64 as *const () as usize, &[x, y])
+                    }
+                    "pow" => self.f32_helper(helpers::pow_f32 as *const () as usize, &[x, y]),
+                    "atan2" if f64t => {
+                        self.f64_helper(helpers::atan2_f64 as *const () as usize, &[x, y])
+                    }
+                    "atan2" => self.f32_helper(helpers::atan2_f32 as *const () as usize, &[x, y]),
+                    "min" => self.fminmax(true, x, y),
+                    "max" => self.fminmax(false, x, y),
+                    "eq" | "ne" | "lt" | "le" => {
+                        let cc = match base {
+                            "eq" => FloatCC::Equal,
+                            "ne" => FloatCC::NotEqual,
+                            "lt" => FloatCC::LessThan,
+                            _ => FloatCC::LessThanOrEqual,
+                        };
+                        let c = b.ins().fcmp(cc, x, y);
+                        self.bool_of(c)
+                    }
+                    _ => return Err(self.err(pc, format!("`{}` has no lowering", i.op.mnemonic()))),
+                }
+            }
+        };
+        self.set(i.a, v);
+        Ok(())
+    }
+
+    /// `aget.*` / `aset.*` through the hooks.
+    fn array(&mut self, pc: u32, i: Instr, get: bool, elem: u32) -> Result<(), JitError> {
+        let hooks = *self.s.hooks;
+        let e = self.i32c(elem);
+        if get {
+            let (arr, idx) = (self.get(i.b), self.get(i.c));
+            let reg = self.i32c(u32::from(i.b));
+            self.hook(
+                pc,
+                hooks.array_get as usize,
+                &[I32, I64, I64, I32],
+                &[e, arr, idx, reg],
+            );
+            let r = self.ret_cell();
+            self.set_cell(i.a, r);
+        } else {
+            let (arr, idx) = (self.get(i.a), self.get(i.b));
+            let v = self.get_cell(i.c);
+            let reg = self.i32c(u32::from(i.a));
+            self.hook(
+                pc,
+                hooks.array_set as usize,
+                &[I32, I64, I64, I64, I32],
+                &[e, arr, idx, v, reg],
+            );
+        }
+        Ok(())
+    }
+
+    /// `call a b c`: arguments into the window, stack room, depth (in the callee), the call
+    /// itself (direct for self-recursion, through the table for compiled callees, through
+    /// the `call_interp` hook otherwise), then the result from the context.
+    fn call(&mut self, pc: u32, i: Instr) -> Result<(), JitError> {
+        let module = self.s.module;
+        let callee_idx = u32::from(i.c);
+        let callee = module
+            .functions
+            .get(usize::from(i.c))
+            .ok_or_else(|| self.err(pc, format!("function {callee_idx} out of range")))?;
+        for p in 0..callee.params {
+            let r =
+                i.b.checked_add(p)
+                    .ok_or_else(|| self.err(pc, "argument register out of range".into()))?;
+            self.spill(r);
+        }
+        let ctx = self.ctx;
+        let hooks = *self.s.hooks;
+
+        // Stack room: the callee's window ends at cell regs_off + b + nregs.
+        let need = self.b.ins().iadd_imm_s(
+            self.regs_off_cells,
+            i64::from(i.b) + callee.regs.len() as i64,
+        );
+        let len = self.b.ins().load(I64, MF, ctx, off::STACK_LEN);
+        let short = self.b.ins().icmp(IntCC::UnsignedGreaterThan, need, len);
+        let grow = self.b.create_block();
+        let room = self.b.create_block();
+        self.b.set_cold_block(grow);
+        self.b.ins().brif(short, grow, &[], room, &[]);
+        self.b.switch_to_block(grow);
+        self.hook(pc, hooks.grow_stack as usize, &[I64], &[need]);
+        self.b.ins().jump(room, &[]);
+        self.b.switch_to_block(room);
+        self.reload_regs();
+
+        if let Some(v) = self.fuel_var {
+            let fuel = self.b.use_var(v);
+            self.b.ins().store(MF, fuel, ctx, off::FUEL);
+        }
+        let regs = self.regs();
+        let callee_regs = self.b.ins().iadd_imm_s(regs, 8 * i64::from(i.b));
+        let status = if callee_idx == self.s.func {
+            let call = self.b.ins().call(self.s.self_ref, &[ctx, callee_regs]);
+            self.b.inst_results(call)[0]
+        } else {
+            let slot = self.s.table + 8 * callee_idx as usize;
+            let slot = self.b.ins().iconst(I64, slot as i64);
+            let entry = self.b.ins().load(I64, MF, slot, 0);
+            let jit = self.b.create_block();
+            let interp = self.b.create_block();
+            let join = self.b.create_block();
+            self.b.append_block_param(join, I32);
+            self.b.ins().brif(entry, jit, &[], interp, &[]);
+
+            self.b.switch_to_block(jit);
+            let sig = self.sig(&[I64, I64], &[I32]);
+            let call = self.b.ins().call_indirect(sig, entry, &[ctx, callee_regs]);
+            let st = self.b.inst_results(call)[0];
+            self.b.ins().jump(join, &[BlockArg::Value(st)]);
+
+            self.b.switch_to_block(interp);
+            let fi = self.i32c(callee_idx);
+            let st = self
+                .call_addr(
+                    hooks.call_interp as usize,
+                    &[I64, I32, I64],
+                    &[I32],
+                    &[ctx, fi, callee_regs],
+                )
+                .unwrap_or_else(|| unreachable!("hooks return a status"));
+            self.b.ins().jump(join, &[BlockArg::Value(st)]);
+
+            self.b.switch_to_block(join);
+            self.b.block_params(join)[0]
+        };
+        self.fail_if(status, status, pc);
+        self.reload_regs();
+        if let Some(v) = self.fuel_var {
+            let fuel = self.b.ins().load(I64, MF, ctx, off::FUEL);
+            self.b.def_var(v, fuel);
+        }
+        if callee.ret.is_some() {
+            let r = self.ret_cell();
+            self.set_cell(i.a, r);
+        }
+        Ok(())
+    }
+
+    /// Re-derives the window pointer from the (possibly moved) stack.
+    fn reload_regs(&mut self) {
+        let ctx = self.ctx;
+        let base = self.b.ins().load(I64, MF, ctx, off::STACK_BASE);
+        let regs = self.b.ins().iadd(base, self.regs_off);
+        self.b.def_var(self.regs_var, regs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_host_opcode_is_classified() {
+        // Every opcode either has an explicit arm, a `base.scalar` family, or is unsupported.
+        for &op in Op::ALL {
+            if unsupported(op) {
+                continue;
+            }
+            let m = op.mnemonic();
+            let generic = m
+                .split_once('.')
+                .is_some_and(|(_, s)| suffix_scalar(s).is_some() || s == "ref");
+            let explicit = matches!(
+                op,
+                Op::Nop
+                    | Op::Mov
+                    | Op::LoadK
+                    | Op::LoadI
+                    | Op::LoadNull
+                    | Op::Jmp
+                    | Op::JmpIf
+                    | Op::JmpIfNot
+                    | Op::Call
+                    | Op::Ret
+                    | Op::RetOwn
+                    | Op::RetVoid
+                    | Op::TakeOwn
+                    | Op::EqStr
+                    | Op::EqRef
+                    | Op::LNot
+                    | Op::Concat
+                    | Op::FmtFixed
+                    | Op::Format
+                    | Op::ParseInt
+                    | Op::Print
+                    | Op::NewArr
+                    | Op::ArrLen
+                    | Op::NewObj
+                    | Op::GetField
+                    | Op::SetField
+                    | Op::GetStatic
+                    | Op::SetStatic
+                    | Op::Drop
+            ) || m.starts_with("cvt.");
+            assert!(generic || explicit, "`{m}` has no lowering");
+        }
+    }
+
+    #[test]
+    fn the_xpu_host_api_is_left_to_the_interpreter() {
+        for op in [
+            Op::BufNew,
+            Op::StreamSync,
+            Op::Launch,
+            Op::DeviceForce,
+            Op::Geom,
+        ] {
+            assert!(unsupported(op), "{}", op.mnemonic());
+        }
+        assert!(!unsupported(Op::AddI32));
+        assert!(!unsupported(Op::Print));
+    }
+}
