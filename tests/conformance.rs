@@ -46,6 +46,10 @@
 //! status, the `.error` expectations and the `.stderr` lines. All failures are collected and
 //! reported with a diff, followed by `conformance: N passed, M failed, K skipped`.
 //!
+//! Two more tests use the same binary: `build_is_deterministic` (two builds of a program give
+//! identical `.cjb` files) and `xpu_benchmarks_small_sizes` (the kernel benchmarks of
+//! `benches/xpu/` print SPEC.md's checksum lines at its small sizes on the `cpu` backend).
+//!
 //! # Environment
 //!
 //! * `CAJETA_CONFORMANCE_FILTER=substring`: only programs whose name (`lang/hello.cajeta`,
@@ -1053,6 +1057,46 @@ fn conformance() {
     assert!(failed == 0, "{summary}");
 }
 
+/// The kernel benchmarks of `benches/xpu/` print SPEC.md's checksum lines at its small sizes
+/// (/work/shared/bench/SPEC.md, "At other sizes"), on the `cpu` backend.
+#[test]
+fn xpu_benchmarks_small_sizes() {
+    let benches = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches")
+        .join("xpu");
+    let scratch = scratch_dir("benches");
+    let timeout = Settings::from_env().timeout;
+    let cases = [
+        ("saxpy", &["100000", "4"][..], "341406.250000"),
+        ("reduce", &["100000", "3"][..], "37500.000000"),
+        ("matmul", &["64"][..], "3911.500000"),
+        ("stencil", &["100000", "3"][..], "29549.901344"),
+    ];
+    let mut problems = Vec::new();
+    for (name, sizes, want) in cases {
+        let mut args = vec!["run".to_string(), "--backend".into(), "cpu".into()];
+        args.push(
+            benches
+                .join(format!("{name}.cajeta"))
+                .to_string_lossy()
+                .into_owned(),
+        );
+        args.push("--".into());
+        args.extend(sizes.iter().map(|s| s.to_string()));
+        let out = run_cajeta(&args, &scratch, name, timeout);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if out.code() != Ok(0) || stdout != format!("{want}\n") {
+            problems.push(format!(
+                "`{}`: {:?}, stdout {stdout:?}, expected {want:?}\n{}",
+                out.command,
+                out.code(),
+                indent_tail(&out.stderr, STDERR_LINES_SHOWN)
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// Building the same program twice gives byte-identical `.cjb` files (DESIGN.md §2).
 #[test]
 fn build_is_deterministic() {
@@ -1065,6 +1109,8 @@ fn build_is_deterministic() {
         "lang/static_init_classes.cajeta",
         "lang/format_precision.cajeta",
         "multi/twopkg",
+        "xpu/saxpy_canonical.cajeta",
+        "xpu/shared_tree_sum.cajeta",
     ];
     let mut problems = Vec::new();
     for sample in samples {
