@@ -117,14 +117,42 @@ struct Xfer {
     host: bool,
 }
 
-const fn xfer(name: &'static str, upload: bool, prefix: bool, stream: bool, host: bool) -> Xfer {
-    Xfer {
-        name,
-        upload,
-        prefix,
-        stream,
-        host,
+impl Xfer {
+    const fn new(name: &'static str, upload: bool) -> Xfer {
+        Xfer {
+            name,
+            upload,
+            prefix: false,
+            stream: false,
+            host: false,
+        }
     }
+    const UPLOAD: Xfer = Xfer::new("upload", true);
+    const DOWNLOAD: Xfer = Xfer::new("download", false);
+    const UPLOAD_N: Xfer = Xfer {
+        prefix: true,
+        ..Xfer::UPLOAD
+    };
+    const DOWNLOAD_N: Xfer = Xfer {
+        prefix: true,
+        ..Xfer::DOWNLOAD
+    };
+    const UPLOAD_ASYNC: Xfer = Xfer {
+        stream: true,
+        ..Xfer::new("uploadAsync", true)
+    };
+    const DOWNLOAD_ASYNC: Xfer = Xfer {
+        stream: true,
+        ..Xfer::new("downloadAsync", false)
+    };
+    const HOST_STORE: Xfer = Xfer {
+        host: true,
+        ..Xfer::new("hostStore", true)
+    };
+    const HOST_LOAD: Xfer = Xfer {
+        host: true,
+        ..Xfer::new("hostLoad", false)
+    };
 }
 
 /// Runs the host xpu instruction just before `ip` (the interpreter's instruction pointer) in
@@ -148,28 +176,14 @@ pub(crate) fn exec(vm: &mut Vm, ip: *const XInstr) -> Result<(), RuntimeError> {
         XOp::BufNewEmpty => vm.buf_new(base, a, b, false),
         XOp::BufLength => vm.buf_len(base, a, b),
         XOp::BufAllocate => vm.buf_allocate(base, a, b),
-        XOp::BufUpload => vm.transfer(base, a, b, c, xfer("upload", true, false, false, false)),
-        XOp::BufUploadN => vm.transfer(base, a, b, c, xfer("upload", true, true, false, false)),
-        XOp::BufDownload => {
-            vm.transfer(base, a, b, c, xfer("download", false, false, false, false))
-        }
-        XOp::BufDownloadN => {
-            vm.transfer(base, a, b, c, xfer("download", false, true, false, false))
-        }
-        XOp::BufUploadAsync => {
-            vm.transfer(base, a, b, c, xfer("uploadAsync", true, false, true, false))
-        }
-        XOp::BufDownloadAsync => vm.transfer(
-            base,
-            a,
-            b,
-            c,
-            xfer("downloadAsync", false, false, true, false),
-        ),
-        XOp::BufHostStore => {
-            vm.transfer(base, a, b, c, xfer("hostStore", true, false, false, true))
-        }
-        XOp::BufHostLoad => vm.transfer(base, a, b, c, xfer("hostLoad", false, false, false, true)),
+        XOp::BufUpload => vm.transfer(base, a, b, c, Xfer::UPLOAD),
+        XOp::BufUploadN => vm.transfer(base, a, b, c, Xfer::UPLOAD_N),
+        XOp::BufDownload => vm.transfer(base, a, b, c, Xfer::DOWNLOAD),
+        XOp::BufDownloadN => vm.transfer(base, a, b, c, Xfer::DOWNLOAD_N),
+        XOp::BufUploadAsync => vm.transfer(base, a, b, c, Xfer::UPLOAD_ASYNC),
+        XOp::BufDownloadAsync => vm.transfer(base, a, b, c, Xfer::DOWNLOAD_ASYNC),
+        XOp::BufHostStore => vm.transfer(base, a, b, c, Xfer::HOST_STORE),
+        XOp::BufHostLoad => vm.transfer(base, a, b, c, Xfer::HOST_LOAD),
         XOp::BufFree => vm.buf_free(base, a),
         XOp::BufSlice => vm.buf_slice(base, a, b, c),
         XOp::StreamCurrent => vm.stream_current(base, a),
