@@ -1012,7 +1012,12 @@ fn time_launch(b: &CpuBackend, m: &Arc<Module>, grid: u32, args: &[KernelArg]) -
 #[test]
 #[ignore]
 fn saxpy_2_pow_24_timing() {
-    let n = 1usize << 24;
+    // `CAJETA_BENCH_LOG2N` shrinks the launch (e.g. for instruction counts under valgrind).
+    let log2n = std::env::var("CAJETA_BENCH_LOG2N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let n = 1usize << log2n;
     let grid = (n / 256) as u32;
     let saxpy_m: Arc<Module> = module(vec![saxpy(true)], vec![]);
     let mut empty = Asm::kernel("demo.E.empty");

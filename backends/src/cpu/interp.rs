@@ -433,7 +433,8 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
             ($acc:ident, $mreg:expr, $idx:expr) => {{
                 let h = regs[$mreg];
                 let i = regs[$idx] as i64;
-                match env.mems.get(h as usize).map(|mem| (mem, mem.$acc(i))) {
+                let mem = usize::try_from(h).ok().and_then(|h| env.mems.get(h));
+                match mem.map(|mem| (mem, mem.$acc(i))) {
                     Some((_, Some(cell))) => cell,
                     Some((mem, None)) if mem_width_of!($acc) == mem.width() => {
                         fault!(FaultKind::Bounds {
@@ -749,7 +750,7 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
             // Device operations.
             Op::BufLength => {
                 let h = regs[b];
-                match env.mems.get(h as usize) {
+                match usize::try_from(h).ok().and_then(|h| env.mems.get(h)) {
                     Some(mem) => regs[a] = mem.len(),
                     None => fault!(FaultKind::BadHandle { reg: ins.b }),
                 }

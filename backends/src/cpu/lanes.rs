@@ -122,20 +122,16 @@ pub(crate) fn execute(l: &Launch<'_>) -> Result<(), RunError> {
     } else {
         (l.workers.max(1) as u64).min(total) as usize
     };
-    let mut workers = Vec::with_capacity(nworkers);
-    for _ in 0..nworkers {
-        match Worker::new(l) {
-            Some(w) => workers.push(w),
-            None => {
-                return Err(RunError::Oom(XpuError {
-                    code: "XPU-E-OOM",
-                    message: format!(
-                        "cannot allocate the work-item state of kernel {} on backend cpu",
-                        l.name
-                    ),
-                }))
-            }
-        }
+    // Fewer workers when memory is short; none at all is XPU-E-OOM.
+    let mut workers: Vec<Worker> = (0..nworkers).map_while(|_| Worker::new(l)).collect();
+    if workers.is_empty() {
+        return Err(RunError::Oom(XpuError {
+            code: "XPU-E-OOM",
+            message: format!(
+                "cannot allocate the work-item state of kernel {} on backend cpu",
+                l.name
+            ),
+        }));
     }
     if workers.len() == 1 {
         // Increasing g, stopping at the first fault: it is the lowest faulting workgroup's.
