@@ -21,7 +21,7 @@ fn bin(op: Op, tx: Scalar, ty: Scalar, tr: Scalar, x: u64, y: u64) -> Outcome {
         vec![i(op, 2, 0, 1), i(Op::Ret, 2, 0, 0)],
     );
     let m = module(vec![f]);
-    let mut jit = jit(&m, JitOptions::default());
+    let mut jit = make_jit(&m, JitOptions::default());
     let mut vm = TestVm::new(m, 64);
     run(&mut jit, &mut vm, 0, &[x, y])
 }
@@ -36,7 +36,7 @@ fn un(op: Op, tx: Scalar, tr: Scalar, c: u16, x: u64) -> Outcome {
         vec![i(op, 1, 0, c), i(Op::Ret, 1, 0, 0)],
     );
     let m = module(vec![f]);
-    let mut jit = jit(&m, JitOptions::default());
+    let mut jit = make_jit(&m, JitOptions::default());
     let mut vm = TestVm::new(m, 64);
     run(&mut jit, &mut vm, 0, &[x])
 }
@@ -171,7 +171,7 @@ fn division_errors_carry_the_pc() {
         ],
     );
     let m = module(vec![f]);
-    let mut jit = jit(&m, JitOptions::default());
+    let mut jit = make_jit(&m, JitOptions::default());
     let mut vm = TestVm::new(m, 64);
     assert_eq!(ok(run(&mut jit, &mut vm, 0, &[3, 1])), 16);
     let e = run(&mut jit, &mut vm, 0, &[3, 0]).unwrap_err();
@@ -207,7 +207,7 @@ fn division_by_known_constants_skips_checks_but_not_semantics() {
             ],
         );
         let m = module(vec![f]);
-        let mut jit = jit(&m, JitOptions::default());
+        let mut jit = make_jit(&m, JitOptions::default());
         let mut vm = TestVm::new(m, 64);
         assert_eq!(
             ok(run(&mut jit, &mut vm, 0, &[x as u64])),
@@ -233,7 +233,7 @@ fn division_by_known_constants_skips_checks_but_not_semantics() {
             ],
         );
         let m = module(vec![f]);
-        let mut jit = jit(&m, JitOptions::default());
+        let mut jit = make_jit(&m, JitOptions::default());
         let mut vm = TestVm::new(m, 64);
         let e = run(&mut jit, &mut vm, 0, &[x as u64]).unwrap_err();
         assert_eq!(e.status, status);
@@ -359,7 +359,7 @@ fn fma_rounds_once() {
             vec![i(op, 0, 1, 2), i(Op::Ret, 0, 0, 0)],
         );
         let m = module(vec![f]);
-        let mut jit = jit(&m, JitOptions::default());
+        let mut jit = make_jit(&m, JitOptions::default());
         let mut vm = TestVm::new(m, 64);
         assert_eq!(ok(run(&mut jit, &mut vm, 0, &[a, b, c])), want);
     }
@@ -533,7 +533,7 @@ fn constants_and_moves() {
         ],
     );
     let m = module_with(vec![f], consts, vec![], vec![]);
-    let mut jit = jit(&m, JitOptions::default());
+    let mut jit = make_jit(&m, JitOptions::default());
     let mut vm = TestVm::new(m, 64);
     assert_eq!(ok(run(&mut jit, &mut vm, 0, &[])), f64c(2.25));
 }

@@ -422,7 +422,7 @@ pub fn run_with(
 }
 
 /// A JIT over `module` with the test hooks.
-pub fn jit(module: &Arc<Module>, options: JitOptions) -> Jit {
+pub fn make_jit(module: &Arc<Module>, options: JitOptions) -> Jit {
     Jit::new(Arc::clone(module), hooks(), options).expect("JIT starts")
 }
 
