@@ -70,7 +70,10 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
             return Ok(v.to_string());
         }
         *i += 1;
-        words.get(*i).cloned().ok_or_else(|| format!("option '{name}' needs a value"))
+        words
+            .get(*i)
+            .cloned()
+            .ok_or_else(|| format!("option '{name}' needs a value"))
     };
     while i < words.len() {
         let w = &words[i];
@@ -87,14 +90,18 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
             "--backend" => {
                 let v = value(&mut i, name, inline)?;
                 if !matches!(v.as_str(), "cpu" | "vulkan" | "cuda" | "auto") {
-                    return Err(format!("invalid backend '{v}' (expected cpu, vulkan, cuda or auto)"));
+                    return Err(format!(
+                        "invalid backend '{v}' (expected cpu, vulkan, cuda or auto)"
+                    ));
                 }
                 o.backend = Some(v);
             }
             "--jit" => {
                 let v = value(&mut i, name, inline)?;
                 if !matches!(v.as_str(), "off" | "auto" | "eager") {
-                    return Err(format!("invalid JIT mode '{v}' (expected off, auto or eager)"));
+                    return Err(format!(
+                        "invalid JIT mode '{v}' (expected off, auto or eager)"
+                    ));
                 }
                 o.jit = Some(v);
             }
@@ -109,14 +116,18 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
                     None => "on".into(),
                 };
                 if !matches!(v.as_str(), "on" | "off") {
-                    return Err(format!("invalid value '{v}' for --xpu-checks (expected on or off)"));
+                    return Err(format!(
+                        "invalid value '{v}' for --xpu-checks (expected on or off)"
+                    ));
                 }
                 o.xpu_checks = Some(v);
             }
             "--mem-stats" => o.mem_stats = true,
             "--verbose" => o.verbose = true,
             "-o" | "--output" => o.output = Some(PathBuf::from(value(&mut i, name, inline)?)),
-            _ if name.starts_with('-') && name.len() > 1 => return Err(format!("unknown option '{w}'")),
+            _ if name.starts_with('-') && name.len() > 1 => {
+                return Err(format!("unknown option '{w}'"))
+            }
             _ => o.paths.push(PathBuf::from(w)),
         }
         i += 1;
@@ -153,7 +164,11 @@ fn real_main(words: Vec<String>) -> ExitCode {
             ExitCode::SUCCESS
         }
         "-V" | "--version" => {
-            println!("cajeta {} (bytecode format {})", env!("CARGO_PKG_VERSION"), cajeta_bytecode::FORMAT_VERSION);
+            println!(
+                "cajeta {} (bytecode format {})",
+                env!("CARGO_PKG_VERSION"),
+                cajeta_bytecode::FORMAT_VERSION
+            );
             ExitCode::SUCCESS
         }
         "run" | "build" | "check" | "dis" | "emit" => {
@@ -257,7 +272,10 @@ fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
     // `String[] args` arrives with its owns-flag (see `Function::params`).
     let params_ok = match func.params {
         0 => true,
-        2 => func.regs[0] == cajeta_compiler::check::string_array_type() && func.regs[1] == Type::BOOL,
+        2 => {
+            func.regs[0] == cajeta_compiler::check::string_array_type()
+                && func.regs[1] == Type::BOOL
+        }
         _ => false,
     };
     let ret_ok = matches!(func.ret, None | Some(Type::Scalar(_)) | Some(Type::Str));
@@ -277,12 +295,11 @@ fn cmd_run(opts: Options) -> ExitCode {
         Ok(f) => f,
         Err(c) => return c,
     };
-    let status = cajeta_vm::run_program(Arc::new(module), f, &opts.args);
-    if opts.mem_stats {
-        // No device memory exists until the xpu runtime lands: the statistics are honest zeros.
-        let _ = std::io::stdout().flush();
-        eprintln!("mem-stats: live=0 peak=0 allocs=0 frees=0");
-    }
+    let run = cajeta_vm::RunOptions {
+        backend: opts.backend.clone(),
+        mem_stats: opts.mem_stats,
+    };
+    let status = cajeta_vm::run_program_with(Arc::new(module), f, &opts.args, &run);
     ExitCode::from((status & 0xFF) as u8)
 }
 
@@ -292,7 +309,10 @@ fn cmd_build(opts: Options) -> ExitCode {
         Err(c) => return c,
     };
     let out = opts.output.clone().unwrap_or_else(|| {
-        let stem = opts.paths[0].file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+        let stem = opts.paths[0]
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
         PathBuf::from(format!("{stem}.cjb"))
     });
     let bytes = cajeta_bytecode::encode(&module);
@@ -335,7 +355,10 @@ fn cmd_dis(mut opts: Options) -> ExitCode {
 fn cmd_emit(rest: &[String]) -> ExitCode {
     match rest.first().map(String::as_str) {
         Some("ptx") | Some("spirv") => {
-            eprintln!("cajeta: error: kernel emission ({}) is not available in this build yet", rest[0]);
+            eprintln!(
+                "cajeta: error: kernel emission ({}) is not available in this build yet",
+                rest[0]
+            );
             ExitCode::from(2)
         }
         _ => usage_error("emit needs a target: ptx or spirv"),

@@ -515,7 +515,7 @@ macro_rules! for_each_opcode {
         BufNew             "buf.new"            [Dst(BUFFER), Src(T_U64), N] "r[a] := new buffer of r[b] elements of Device memory, zero-filled; XPU-E-OOM";
         BufNewEmpty        "buf.empty"          [Dst(BUFFER), Src(T_U64), N] "r[a] := new unallocated buffer of r[b] elements (the (0, n) constructor)";
         BufLength          "buf.len"            [Dst(T_U64), Src(BUFFER), N] "r[a] := r[b].length() (host and device); E-NULL";
-        BufAllocate        "buf.allocate"       [Src(BUFFER), Src(T_I32), N] "r[a].allocate(kind r[b]); r[b] = -1 keeps the current kind; XPU-E-KIND, XPU-E-SLICE (view), XPU-E-OOM";
+        BufAllocate        "buf.allocate"       [Src(BUFFER), Src(T_I32), Imm16] "r[a].allocate(kind r[b]), or allocate() keeping the current kind when c = 1 (r[b] unused); XPU-E-KIND, XPU-E-SLICE (view), XPU-E-OOM";
         BufUpload          "buf.upload"         [Src(BUFFER), Src(ARRAY), N] "blocking copy of host array r[b] into r[a]; XPU-E-LENGTH, XPU-E-FREED";
         BufUploadN         "buf.uploadn"        [Src(BUFFER), Src(ARRAY), Src(T_I64)] "copy the first min(max(r[c],0), length, count) elements of r[b] into r[a]; XPU-E-FREED";
         BufDownload        "buf.download"       [Src(BUFFER), Src(ARRAY), N] "blocking copy of r[a] into host array r[b]; XPU-E-LENGTH, XPU-E-FREED";

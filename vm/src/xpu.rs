@@ -175,7 +175,7 @@ pub(crate) fn exec(vm: &mut Vm, ip: *const XInstr) -> Result<(), RuntimeError> {
         XOp::BufNew => vm.buf_new(base, a, b, true),
         XOp::BufNewEmpty => vm.buf_new(base, a, b, false),
         XOp::BufLength => vm.buf_len(base, a, b),
-        XOp::BufAllocate => vm.buf_allocate(base, a, b),
+        XOp::BufAllocate => vm.buf_allocate(base, a, b, c == 1),
         XOp::BufUpload => vm.transfer(base, a, b, c, Xfer::UPLOAD),
         XOp::BufUploadN => vm.transfer(base, a, b, c, Xfer::UPLOAD_N),
         XOp::BufDownload => vm.transfer(base, a, b, c, Xfer::DOWNLOAD),
@@ -400,7 +400,7 @@ impl Vm {
 
     /// `buf.allocate`: releases the current storage, then allocates `length()` elements of
     /// kind `r[b]` (-1: the current kind).
-    fn buf_allocate(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
+    fn buf_allocate(&mut self, base: usize, a: u16, b: u16, keep_kind: bool) -> Result<(), XErr> {
         let h = self.reg(base, usize::from(a));
         let k = self.reg(base, usize::from(b)) as i64;
         let buf = self.buffer(h, "allocate")?;
@@ -410,7 +410,7 @@ impl Vm {
                 "allocate() on a view: a slice uses its parent's storage and cannot allocate",
             ));
         }
-        let kind = if k == -1 {
+        let kind = if keep_kind {
             buf.kind
         } else {
             MemoryKind::from_ordinal(k).ok_or_else(|| {

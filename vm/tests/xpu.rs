@@ -98,7 +98,7 @@ fn length_survives_free_and_other_uses_are_freed() {
     assert_eq!(t.vm.mem_stats(), stats(0, 20, 1, 1), "free is idempotent");
     assert_eq!(fake.bad_releases(), 0);
     // allocate() gives it storage again.
-    t.ok("allocate", &[r(b), Value::I32(-1)]);
+    t.ok("reallocate", &[r(b), Value::I32(0)]);
     assert_eq!(t.contents(b, 5), [0.0; 5]);
     assert_eq!(t.vm.mem_stats(), stats(20, 20, 2, 1));
 }
@@ -132,7 +132,7 @@ fn unallocated_buffers() {
         pair("XPU-E-FREED", "upload on an unallocated buffer"),
         "free() of an unallocated buffer changes nothing"
     );
-    t.ok("allocate", &[r(b), Value::I32(-1)]);
+    t.ok("reallocate", &[r(b), Value::I32(0)]);
     t.ok("upload", &[r(b), r(a)]);
     assert_eq!(t.contents(b, 3), [1.0, 2.0, 3.0]);
     assert_eq!(t.vm.mem_stats(), stats(12, 12, 1, 0));
@@ -177,7 +177,7 @@ fn allocate_kinds_and_errors() {
         pair("XPU-E-FREED", "download on a freed buffer")
     );
     // -1 keeps the current kind (Unified: still host-accessible).
-    t.ok("allocate", &[r(b), Value::I32(-1)]);
+    t.ok("reallocate", &[r(b), Value::I32(0)]);
     t.ok("hostStore", &[r(b), r(a)]);
     t.ok("allocate", &[r(b), Value::I32(1)]);
     t.ok("hostStore", &[r(b), r(a)]);
@@ -404,7 +404,7 @@ fn views_die_with_their_parents_storage() {
         let v = t.handle("slice", &[r(b), Value::U64(1), Value::U64(2)]);
         let w = t.handle("slice", &[r(v), Value::U64(1), Value::U64(1)]);
         match how {
-            "allocate" => t.ok("allocate", &[r(b), Value::I32(-1)]),
+            "allocate" => t.ok("reallocate", &[r(b), Value::I32(0)]),
             other => t.ok(other, &[r(b)]),
         };
         let a = t.array(&[0.0; 2]);

@@ -505,6 +505,13 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                         Ty::Error
                     }
                 };
+                if matches!(ty, Ty::Shared(_)) {
+                    errors.push(Diag::error(
+                        code::XPU_K03,
+                        f.ty.span,
+                        "Shared<T> exists only inside a @Kernel body, not as a field",
+                    ));
+                }
                 for (name, init) in &f.vars {
                     if names.insert(name.name.clone(), name.span).is_some() {
                         errors.push(Diag::error(
@@ -630,10 +637,15 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                         ));
                         continue;
                     }
+                    // `@Host @Device`: callable from both sides, so the body is compiled twice:
+                    // this host function and a device twin.
+                    let host_too = md.annotations.iter().any(|a| a.name.joined() == "Host");
+                    let dual = kind == FnKind::Device && host_too;
                     let f = p.functions.len() as u32;
+                    let shell_kind = if dual { FnKind::Host } else { kind };
                     p.functions
-                        .push(shell(format!("{qual}.{}", md.name.name), kind, file));
-                    let sig = MethodSig {
+                        .push(shell(format!("{qual}.{}", md.name.name), shell_kind, file));
+                    let mut sig = MethodSig {
                         name: md.name.name.clone(),
                         params,
                         ret,
@@ -643,7 +655,30 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                         func: f,
                         body: Some((ui, idx, mi)),
                         span: md.name.span,
+                        device_twin: None,
                     };
+                    if dual {
+                        sig.kind = FnKind::Host;
+                        let twin = p.functions.len() as u32;
+                        p.functions.push(shell(
+                            format!("{qual}.{}", md.name.name),
+                            FnKind::Device,
+                            file,
+                        ));
+                        sig.device_twin = Some(twin);
+                        let device_sig = MethodSig {
+                            kind: FnKind::Device,
+                            func: twin,
+                            device_twin: None,
+                            ..sig.clone()
+                        };
+                        p.jobs.push(Job {
+                            func: twin,
+                            class: ci as u32,
+                            kind: JobKind::Method(ui, idx, mi),
+                            sig: Some(device_sig),
+                        });
+                    }
                     p.jobs.push(Job {
                         func: f,
                         class: ci as u32,
@@ -700,6 +735,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                         func: f,
                         body: Some((ui, idx, mi)),
                         span: cd.name.span,
+                        device_twin: None,
                     };
                     p.jobs.push(Job {
                         func: f,
@@ -733,6 +769,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                 func: f,
                 body: None,
                 span: decl.name.span,
+                device_twin: None,
             };
             p.jobs.push(Job {
                 func: f,

@@ -2046,10 +2046,18 @@ impl FnBuilder<'_> {
 
     fn static_call(&mut self, class: u32, methods: &[MethodSig], args: &[Arg], span: Span) -> Val {
         let vals = self.eval_args(args);
-        let Some(sig) = self.resolve_overload(methods, args, &vals, span, false) else {
+        let Some(mut sig) = self.resolve_overload(methods, args, &vals, span, false) else {
             return Val::error();
         };
         self.check_access(sig.access, class, span, &sig.name);
+        if let (Some(twin), true) = (sig.device_twin, self.device) {
+            sig = MethodSig {
+                kind: cajeta_bytecode::FnKind::Device,
+                func: twin,
+                device_twin: None,
+                ..sig
+            };
+        }
         match (sig.kind, self.device) {
             (cajeta_bytecode::FnKind::Kernel, _) => {
                 self.error(

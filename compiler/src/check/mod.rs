@@ -67,6 +67,8 @@ pub struct MethodSig {
     pub body: Option<(usize, usize, usize)>,
     /// The name's span.
     pub span: crate::diag::Span,
+    /// For a `@Host @Device` method (compiled as host code), its device-code twin.
+    pub device_twin: Option<u32>,
 }
 
 impl MethodSig {

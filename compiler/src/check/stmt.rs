@@ -370,6 +370,13 @@ impl FnBuilder<'_> {
             };
             src = self.new_reg(b.ty.reg());
             self.emit(Op::Mov, src, br, 0);
+            // Faults name the buffer by its variable (XPU §7.2).
+            if let ExprKind::Name(id) = &t.kind {
+                self.local_names.push(cajeta_bytecode::LocalName {
+                    reg: src,
+                    name: id.name.clone(),
+                });
+            }
             elem = Ty::Prim(s);
             let [n] = args.as_slice() else {
                 self.error(

@@ -569,8 +569,9 @@ impl FnBuilder<'_> {
                 Self::void()
             }
             ("allocate", 0 | 1) => {
+                let keep_kind = vals.is_empty() as u16;
                 let k = if vals.is_empty() {
-                    self.load_bits(Type::I32, (-1i64) as u64)
+                    self.load_bits(Type::I32, 0)
                 } else {
                     let Some(k) = self.arg_to(args, &vals, 0, &Ty::Prim(Scalar::I32)) else {
                         return Val::error();
@@ -578,7 +579,7 @@ impl FnBuilder<'_> {
                     k
                 };
                 self.set_pos(span);
-                self.emit(Op::BufAllocate, b, k, 0);
+                self.emit(Op::BufAllocate, b, k, keep_kind);
                 Self::void()
             }
             ("slice", 2) => {
@@ -774,6 +775,9 @@ impl FnBuilder<'_> {
     /// A static field read in device code: a `static final` primitive constant is inlined
     /// (its initialiser is a constant expression); any other static is `XPU-N01`.
     pub fn device_static(&mut self, si: u32, span: Span) -> Val {
+        if let Some(v) = self.static_constant(si, span) {
+            return v;
+        }
         let st = self.p.statics[si as usize].clone();
         let init = if st.is_final && matches!(st.ty, Ty::Prim(_)) && self.inline_depth < 16 {
             let c = &self.p.classes[st.class as usize];

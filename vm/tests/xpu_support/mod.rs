@@ -92,6 +92,15 @@ pub fn lib(extra: impl FnOnce(&mut Module)) -> Module {
         vec![BUF, I32],
         "buf.allocate 0 1; retvoid",
     );
+    // `allocate()` without an argument: keep the current kind (c = 1; r[b] unused).
+    host(
+        &mut m,
+        "reallocate",
+        2,
+        None,
+        vec![BUF, I32],
+        "buf.allocate 0 1 1; retvoid",
+    );
     host(
         &mut m,
         "upload",
