@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn cajeta(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cajeta")).args(args).output().expect("run cajeta")
+    Command::new(env!("CARGO_BIN_EXE_cajeta"))
+        .args(args)
+        .output()
+        .expect("run cajeta")
 }
 
 fn tmp_dir(name: &str) -> PathBuf {
@@ -28,7 +31,10 @@ fn stderr(o: &Output) -> String {
 /// No run may end in a Rust panic or an internal error.
 fn assert_clean(o: &Output) {
     let e = stderr(o);
-    assert!(!e.contains("panicked") && !e.contains("internal error"), "crash:\n{e}");
+    assert!(
+        !e.contains("panicked") && !e.contains("internal error"),
+        "crash:\n{e}"
+    );
 }
 
 #[test]
@@ -53,7 +59,11 @@ fn usage_errors_exit_2() {
     ] {
         let o = cajeta(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(stderr(&o).starts_with("cajeta: usage error: "), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("cajeta: usage error: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
         assert_clean(&o);
     }
 }
@@ -72,7 +82,11 @@ fn empty_file_has_no_entry() {
     let f = write(&d, "Empty.cajeta", b"");
     let o = cajeta(&["run", &f]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("CAJETA_ERROR_NO_ENTRY"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("CAJETA_ERROR_NO_ENTRY"),
+        "{}",
+        stderr(&o)
+    );
     assert_clean(&o);
     // An empty file compiles fine on its own.
     let o = cajeta(&["check", &f]);
@@ -86,17 +100,28 @@ fn non_utf8_source_is_a_syntax_error() {
     let o = cajeta(&["check", &f]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
-    assert!(e.contains("Bad.cajeta:2:") && e.contains("error[CAJETA_ERROR_SYNTAX]"), "{e}");
+    assert!(
+        e.contains("Bad.cajeta:2:") && e.contains("error[CAJETA_ERROR_SYNTAX]"),
+        "{e}"
+    );
     assert_clean(&o);
 }
 
 #[test]
 fn unknown_entry() {
     let d = tmp_dir("entry");
-    let f = write(&d, "M.cajeta", b"public class M { static void main() { } }\n");
+    let f = write(
+        &d,
+        "M.cajeta",
+        b"public class M { static void main() { } }\n",
+    );
     let o = cajeta(&["run", "--entry", "M.nope", &f]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("CAJETA_ERROR_NO_ENTRY"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("CAJETA_ERROR_NO_ENTRY"),
+        "{}",
+        stderr(&o)
+    );
     let o = cajeta(&["run", "--entry", "M.main", &f]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_clean(&o);
@@ -125,11 +150,19 @@ fn deep_nesting_is_an_error_not_a_crash() {
 #[test]
 fn malformed_cjb_is_rejected() {
     let d = tmp_dir("cjb");
-    for (name, bytes) in [("empty.cjb", &b""[..]), ("junk.cjb", b"not a module at all"), ("magic.cjb", b"CJB\0\x01")] {
+    for (name, bytes) in [
+        ("empty.cjb", &b""[..]),
+        ("junk.cjb", b"not a module at all"),
+        ("magic.cjb", b"CJB\0\x01"),
+    ] {
         let f = write(&d, name, bytes);
         let o = cajeta(&["run", &f]);
         assert_eq!(o.status.code(), Some(1), "{name}: {}", stderr(&o));
-        assert!(stderr(&o).contains("error[CJB-E-"), "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("error[CJB-E-"),
+            "{name}: {}",
+            stderr(&o)
+        );
         assert_clean(&o);
     }
 }
@@ -145,8 +178,14 @@ fn several_errors_in_one_run() {
     let o = cajeta(&["check", &f]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
-    assert!(e.contains("M.cajeta:3:15: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]"), "{e}");
-    assert!(e.contains("M.cajeta:4:15: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]"), "{e}");
+    assert!(
+        e.contains("M.cajeta:3:15: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]"),
+        "{e}"
+    );
+    assert!(
+        e.contains("M.cajeta:4:15: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -33,8 +33,29 @@ fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
 /// One random edit: delete, duplicate or swap a span, or splice in a token.
 fn mutate(rng: &mut XorShift, src: &mut Vec<u8>) {
     const TOKENS: &[&str] = &[
-        "{", "}", "(", ")", ";", "#", "heap ", "int32 ", "return ", "while (true) ", "x", "0x",
-        "\"", "'", "/*", "<", ">>", "@Kernel ", ".launch(", "[", "]", "-2147483648", "1e999",
+        "{",
+        "}",
+        "(",
+        ")",
+        ";",
+        "#",
+        "heap ",
+        "int32 ",
+        "return ",
+        "while (true) ",
+        "x",
+        "0x",
+        "\"",
+        "'",
+        "/*",
+        "<",
+        ">>",
+        "@Kernel ",
+        ".launch(",
+        "[",
+        "]",
+        "-2147483648",
+        "1e999",
     ];
     let len = src.len();
     match rng.below(4) {
@@ -69,32 +90,49 @@ fn mutated_programs_never_panic_and_compile_to_verified_bytecode() {
     programs(&root, &mut files);
     files.sort();
     assert!(!files.is_empty());
-    let iterations: usize = std::env::var("CAJETA_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let iterations: usize = std::env::var("CAJETA_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6);
     // The compiler is recursive (bounded by the parser's nesting limit): give it the stack
     // the CLI gives it.
-    let worker = std::thread::Builder::new().stack_size(256 << 20).spawn(move || {
-        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-        let mut accepted = 0;
-        for f in &files {
-            let original = std::fs::read(f).expect("read program");
-            for _ in 0..iterations {
-                let mut src = original.clone();
-                for _ in 0..1 + rng.below(3) {
-                    mutate(&mut rng, &mut src);
-                }
-                let input = src.clone();
-                let c = std::panic::catch_unwind(|| compile_sources(vec![("Fuzz.cajeta".into(), input)]))
-                    .unwrap_or_else(|_| panic!("compiler panicked on a mutation of {}:\n{}", f.display(), String::from_utf8_lossy(&src)));
-                if let Some(m) = c.module {
-                    accepted += 1;
-                    if let Err(e) = cajeta_bytecode::verify(&m) {
-                        panic!("{e}\nfor a mutation of {}:\n{}", f.display(), String::from_utf8_lossy(&src));
+    let worker = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+            let mut accepted = 0;
+            for f in &files {
+                let original = std::fs::read(f).expect("read program");
+                for _ in 0..iterations {
+                    let mut src = original.clone();
+                    for _ in 0..1 + rng.below(3) {
+                        mutate(&mut rng, &mut src);
+                    }
+                    let input = src.clone();
+                    let c = std::panic::catch_unwind(|| {
+                        compile_sources(vec![("Fuzz.cajeta".into(), input)])
+                    })
+                    .unwrap_or_else(|_| {
+                        panic!(
+                            "compiler panicked on a mutation of {}:\n{}",
+                            f.display(),
+                            String::from_utf8_lossy(&src)
+                        )
+                    });
+                    if let Some(m) = c.module {
+                        accepted += 1;
+                        if let Err(e) = cajeta_bytecode::verify(&m) {
+                            panic!(
+                                "{e}\nfor a mutation of {}:\n{}",
+                                f.display(),
+                                String::from_utf8_lossy(&src)
+                            );
+                        }
                     }
                 }
             }
-        }
-        accepted
-    });
+            accepted
+        });
     let accepted = worker.expect("spawn").join().expect("fuzz worker");
     println!("compiler fuzz: {accepted} mutated programs compiled and verified");
 }

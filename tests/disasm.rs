@@ -45,7 +45,11 @@ fn disassembly_snapshots() {
             .args(["dis", &name])
             .output()
             .expect("run cajeta dis");
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let actual = String::from_utf8(out.stdout).expect("utf-8 listing");
         let golden = src.with_extension("dis");
         if bless {
@@ -57,5 +61,9 @@ fn disassembly_snapshots() {
             failures.push(format!("{name}:\n{}", diff(&expected, &actual)));
         }
     }
-    assert!(failures.is_empty(), "disassembly changed (CAJETA_BLESS=1 to accept):\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "disassembly changed (CAJETA_BLESS=1 to accept):\n{}",
+        failures.join("\n")
+    );
 }

@@ -18,9 +18,8 @@ use std::fmt;
 
 use crate::encode::{const_tag, section, type_tag, MAGIC};
 use crate::module::{
-    SharedDecl,
     Class, Const, Field, FnKind, Function, LineEntry, LocalName, Module, Region, RegionKind,
-    Static, FORMAT_VERSION,
+    SharedDecl, Static, FORMAT_VERSION,
 };
 use crate::opcodes::{Instr, Op};
 use crate::types::{Elem, Scalar, Type};

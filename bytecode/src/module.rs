@@ -184,6 +184,9 @@ pub struct Module {
 impl Module {
     /// Finds a function by qualified name.
     pub fn function_by_name(&self, name: &str) -> Option<u32> {
-        self.functions.iter().position(|f| f.name == name).map(|i| i as u32)
+        self.functions
+            .iter()
+            .position(|f| f.name == name)
+            .map(|i| i as u32)
     }
 }

@@ -236,10 +236,7 @@ fn v_optype_each_register_class() {
 
 #[test]
 fn v_jump() {
-    rejects(
-        &body(vec![], vec![Instr::with_bc(Op::Jmp, 0, 2)]),
-        "V-JUMP",
-    );
+    rejects(&body(vec![], vec![Instr::with_bc(Op::Jmp, 0, 2)]), "V-JUMP");
     rejects(
         &body(vec![BOOL], vec![Instr::with_bc(Op::JmpIfNot, 0, u32::MAX)]),
         "V-JUMP",

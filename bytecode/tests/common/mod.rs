@@ -1,6 +1,9 @@
 //! Shared test fixtures: a valid module using every opcode and every type form, and a small
 //! deterministic PRNG (no external crates).
-#![allow(dead_code, reason = "each test binary uses a different subset of these fixtures")]
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different subset of these fixtures"
+)]
 
 use cajeta_bytecode::opcodes::{Operand, RegClass};
 use cajeta_bytecode::*;
