@@ -533,7 +533,7 @@ macro_rules! for_each_opcode {
         DeviceForce        "device.force"       [Src(T_STR), N, N] "Device.force(r[a]); XPU-E-BACKEND";
         DeviceBackend      "device.backend"     [Dst(T_STR), N, N] "r[a] := Device.activeBackend() (a device touch)";
         Launch             "launch"             [Special, Func, N] "launch kernel F[b]; registers a.. hold stream, grid x/y/z, block x/y/z, shared bytes (int64), then the kernel's parameters; XPU-E-LAUNCH, XPU-E-FREED, E-NULL, kernel faults";
-        Geom               "geom"               [Dst(T_U32), Imm16, N] "r[a] := geometry value b: 0-2 KernelThread.x/y/z, 3-5 Workgroup.x/y/z, 6-8 Workgroup.dimX/Y/Z, 9-11 KernelThread.globalIdX/Y/Z (device only)";
+        Geom               "geom"               [Dst(T_U32), Imm16, N] "r[a] := geometry value b: 0-2 KernelThread.x/y/z, 3-5 Workgroup.x/y/z, 6-8 Workgroup.dimX/Y/Z, 9-11 KernelThread.globalIdX/Y/Z, 12-14 grid size in workgroups (internal), 15 Wave.width(), 16 Wave.laneId() (device only)";
         Barrier            "barrier"            [N, N, N] "Barrier.workgroup(): rendezvous of the workgroup (device only); XPU-E-DIVERGENT";
         SharedRef          "shared.ref"         [Dst(SHARED), Imm16, N] "r[a] := the workgroup's shared array b of this kernel (device only)";
         DevGetI8           "ld.i8"              [Dst(T_I8), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b] (device only); XPU-E-BOUNDS";
@@ -563,6 +563,8 @@ macro_rules! for_each_opcode {
         AtomicAddF32       "atom.add.f32"       [Dst(T_F32), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; element := old + r[a] (wrapping); r[a] := old (a is read, then written; device only); XPU-E-BOUNDS";
         ParseInt           "str.parseint"       [Dst(T_I64), Src(T_STR), N] "r[a] := r[b] parsed as a decimal int64 (optional sign, ASCII digits); E-FORMAT otherwise, E-NULL on null (Cajeta.parseInt)";
         Format             "str.format"         [Dst(T_STR), Src(T_STR), Special] "r[a] := format string r[b] applied to the arguments in r[c] (String[]: each one's string conversion) and r[c+1] (float64[]: its value for {:.N}, NaN if not numeric); E-NULL";
+        WaveSumU32         "wave.sum.u32"       [Dst(T_U32), Src(T_U32), N] "r[a] := wrapping sum of r[b] over the wave's active lanes, the same in every lane (Wave.reduceSum; a wave collective: rendezvous of the wave; XPU-E-DIVERGENT; device only)";
+        WaveSumF32         "wave.sum.f32"       [Dst(T_F32), Src(T_F32), N] "r[a] := butterfly sum of r[b] over the wave (XPU §5.3: inactive lanes count +0.0; for d = 1, 2, 4, … W/2 every lane adds lane j xor d), the same in every lane (Wave.reduceSumF32; a wave collective; device only)";
         }
     };
 }
@@ -619,6 +621,7 @@ impl Op {
     pub fn is_device_only(self) -> bool {
         let m = self.mnemonic();
         matches!(self, Op::Geom | Op::Barrier | Op::SharedRef)
+            || m.starts_with("wave.")
             || m.starts_with("ld.")
             || m.starts_with("st.")
             || m.starts_with("atom.")

@@ -81,7 +81,7 @@
 //! - **V-SLICE**: `buf.slice a b c`: `regs[a] == regs[b]`, `regs[c]` and `regs[c+1]` are uint64.
 //! - **V-SHARED**: `shared.ref a b`: `b < shared.len()` and `regs[a] == Shared(shared[b].elem)`;
 //!   every shared declaration has a numeric element and `len > 0`, and only kernels have any.
-//! - **V-GEOM**: `geom a b`: `b < 15`.
+//! - **V-GEOM**: `geom a b`: `b < 17`.
 //! - **V-FORMAT**: `str.format a b c`: `regs[c] == String[]` and `regs[c+1] == float64[]`.
 //! - **V-LAUNCH**: `launch a b`: `functions[b]` is a kernel and `regs[a..]` are `KernelStream`,
 //!   seven `int64` (grid x/y/z, block x/y/z, shared bytes), then the kernel's parameter types.
@@ -277,6 +277,10 @@ fn has_rule(op: Op) -> bool {
                 | GetStatic
                 | SetStatic
                 | NewObj
+                | BufSlice
+                | Launch
+                | SharedRef
+                | Format
         )
 }
 
@@ -749,7 +753,7 @@ impl FnVerifier<'_, '_> {
                 };
                 self.reg_is(pc, i.a, Type::Shared(d.elem), "V-SHARED", "destination")
             }
-            Op::Geom if i.b >= 15 => {
+            Op::Geom if i.b >= 17 => {
                 Err(self.err("V-GEOM", pc, format!("unknown geometry selector {}", i.b)))
             }
             Op::Launch => {

@@ -139,7 +139,11 @@ fn operands_are_symbolic() {
 fn calls_regions_and_tables() {
     let text = disassemble(&sample_module());
     // A value-returning call and one with arguments in a device function.
-    assert!(text.contains("call        r2, Demo.helper(r2)"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("call        r") && l.contains(", Demo.helper(r")),
+        "{text}"
+    );
     assert!(text
         .lines()
         .any(|l| l.contains("call ") && l.contains("Demo.add(r")));

@@ -337,7 +337,7 @@ fn rejects_bad_types() {
         .windows(2)
         .position(|w| w == [0x13, Scalar::F64 as u8])
         .unwrap();
-    for (offset, value) in [(0, 0x0c), (0, 0x15), (0, 0xff), (1, 0x0c), (1, 0x10)] {
+    for (offset, value) in [(0, 0x0c), (0, 0x16), (0, 0xff), (1, 0x0c), (1, 0x10)] {
         let mut bad = bytes.clone();
         bad[at + offset] = value;
         assert_eq!(code_of(&bad), "CJB-E-TYPE", "byte {value:#x} at +{offset}");
@@ -438,7 +438,7 @@ fn matches_the_worked_examples_in_docs_cjb_format() {
         &[0x03, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00],
         &[0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
         &[0x00],
-        &[0x00, 0x00, 0x00],
+        &[0x00, 0x00, 0x00, 0x00],
     ]
     .concat();
     let mut section = vec![0x05];

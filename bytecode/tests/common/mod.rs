@@ -104,7 +104,10 @@ pub fn valid_instr(op: Op, regs: &mut Regs, pc: u32) -> Option<Instr> {
     let xfer = op.mnemonic().starts_with("buf.upload")
         || op.mnemonic().starts_with("buf.download")
         || op.mnemonic().starts_with("buf.host");
-    if op.is_device_only() || xfer || matches!(op, Op::BufSlice | Op::Launch | Op::Geom) {
+    if op.is_device_only()
+        || xfer
+        || matches!(op, Op::BufSlice | Op::Launch | Op::Geom | Op::Format)
+    {
         return None;
     }
     let ops = op.operands();
@@ -224,6 +227,38 @@ pub fn sample_module() -> Module {
     code.push(Instr::new(Op::Mov, args, 0, 0));
     code.push(Instr::new(Op::Mov, args + 1, f, 0));
     code.push(Instr::new(Op::Call, i, args, F_ADD as u16));
+    // The xpu host operations whose operands are related by a rule.
+    let buf = regs.of(Type::Buffer(Scalar::I32));
+    let arr = regs.of(Type::Array(Elem::Scalar(Scalar::I32)));
+    let count = regs.of(Type::I64);
+    let stream = regs.of(Type::Stream);
+    for op in [
+        Op::BufUpload,
+        Op::BufDownload,
+        Op::BufHostStore,
+        Op::BufHostLoad,
+    ] {
+        code.push(Instr::new(op, buf, arr, 0));
+    }
+    code.push(Instr::new(Op::BufUploadN, buf, arr, count));
+    code.push(Instr::new(Op::BufDownloadN, buf, arr, count));
+    code.push(Instr::new(Op::BufUploadAsync, buf, arr, stream));
+    code.push(Instr::new(Op::BufDownloadAsync, buf, arr, stream));
+    let range = regs.fresh(Type::Scalar(Scalar::U64));
+    regs.fresh(Type::Scalar(Scalar::U64));
+    code.push(Instr::new(Op::BufSlice, buf, buf, range));
+    let fmt_args = regs.fresh(Type::Array(Elem::Str));
+    regs.fresh(Type::Array(Elem::Scalar(Scalar::F64)));
+    let text = regs.of(Type::Str);
+    code.push(Instr::new(Op::Format, text, text, fmt_args));
+    // A launch of Demo.kernel(float32 buffer, int32): stream, 7 x int64, the parameters.
+    let window = regs.fresh(Type::Stream);
+    for _ in 0..7 {
+        regs.fresh(Type::I64);
+    }
+    regs.fresh(Type::Buffer(Scalar::F32));
+    regs.fresh(Type::I32);
+    code.push(Instr::new(Op::Launch, window, F_KERNEL as u16, 0));
     regs.of(Type::Buffer(Scalar::F32));
     regs.of(Type::Stream);
     regs.of(Type::Array(Elem::Scalar(Scalar::Bool)));
@@ -326,22 +361,50 @@ pub fn sample_module() -> Module {
             Instr::new(Op::RetVoid, 0, 0, 0),
         ],
     );
-    let kernel = function(
-        "Demo.kernel",
-        FnKind::Kernel,
-        2,
-        None,
-        vec![
-            Type::Buffer(Scalar::F32),
-            Type::I32,
-            Type::Scalar(Scalar::F32),
-        ],
-        vec![
-            Instr::new(Op::Call, 2, 2, F_HELPER as u16),
-            Instr::with_bc(Op::Jmp, 0, 2),
-            Instr::new(Op::RetVoid, 0, 0, 0),
-        ],
-    );
+    // The kernel holds one valid instance of every device-only opcode, then its call.
+    let mut kregs = Regs::new(&[Type::Buffer(Scalar::F32), Type::I32]);
+    let mut kcode = vec![];
+    let idx = kregs.of(Type::I64);
+    for &op in Op::ALL.iter().filter(|op| op.is_device_only()) {
+        let m = op.mnemonic();
+        let elem = Scalar::ALL
+            .iter()
+            .copied()
+            .find(|s| m.ends_with(&format!(".{}", s.suffix())));
+        let i = match (op, elem) {
+            (Op::Geom, _) => Instr::new(op, kregs.of(Type::Scalar(Scalar::U32)), 16, 0),
+            (Op::Barrier, _) => Instr::new(op, 0, 0, 0),
+            (Op::SharedRef, _) => Instr::new(op, kregs.of(Type::Shared(Scalar::F32)), 0, 0),
+            (_, Some(e)) if m.starts_with("st.") => Instr::new(
+                op,
+                kregs.of(Type::Buffer(e)),
+                idx,
+                kregs.of(Type::Scalar(e)),
+            ),
+            (_, Some(e)) if m.starts_with("wave.") => {
+                let r = kregs.of(Type::Scalar(e));
+                Instr::new(op, r, r, 0)
+            }
+            (_, Some(e)) => Instr::new(
+                op,
+                kregs.of(Type::Scalar(e)),
+                kregs.of(Type::Buffer(e)),
+                idx,
+            ),
+            (_, None) => panic!("no sample for device opcode `{m}`"),
+        };
+        kcode.push(i);
+    }
+    let arg = kregs.fresh(Type::Scalar(Scalar::F32));
+    let after = kcode.len() as u32 + 2;
+    kcode.push(Instr::new(Op::Call, arg, arg, F_HELPER as u16));
+    kcode.push(Instr::with_bc(Op::Jmp, 0, after));
+    kcode.push(Instr::new(Op::RetVoid, 0, 0, 0));
+    let mut kernel = function("Demo.kernel", FnKind::Kernel, 2, None, kregs.types, kcode);
+    kernel.shared = vec![cajeta_bytecode::SharedDecl {
+        elem: Scalar::F32,
+        len: 4,
+    }];
     let helper = function(
         "Demo.helper",
         FnKind::Device,

@@ -29,6 +29,10 @@ pub mod geom {
     pub const GLOBAL: u16 = 9;
     /// The grid size (workgroups) along x; +1, +2 for y, z. Internal (grid-stride loops).
     pub const GRID_DIM: u16 = 12;
+    /// `Wave.width()`.
+    pub const WAVE_WIDTH: u16 = 15;
+    /// `Wave.laneId()`.
+    pub const LANE_ID: u16 = 16;
 }
 
 /// Register types a call passes for `sig`'s parameters (after a constructor's `this`):
@@ -292,6 +296,59 @@ impl FnBuilder<'_> {
                 }
                 let d = self.def(Op::Geom, Type::Scalar(Scalar::U32), sel, 0);
                 Val::reg(Ty::Prim(Scalar::U32), d)
+            }
+            LibClass::Wave => {
+                if !self.device_only(&format!("Wave.{n}()"), span) {
+                    let _ = self.eval_args(args);
+                    return Some(Val::error());
+                }
+                let u32t = Type::Scalar(Scalar::U32);
+                match n {
+                    "width" | "laneId" | "isFirstLane" => {
+                        if !self.expect_args(args, 0, &format!("Wave.{n}"), span) {
+                            return Some(Val::error());
+                        }
+                        let sel = if n == "width" {
+                            geom::WAVE_WIDTH
+                        } else {
+                            geom::LANE_ID
+                        };
+                        let d = self.def(Op::Geom, u32t, sel, 0);
+                        if n != "isFirstLane" {
+                            return Some(Val::reg(Ty::Prim(Scalar::U32), d));
+                        }
+                        let zero = self.load_bits(u32t, 0);
+                        let b = self.def(Op::EqU32, Type::BOOL, d, zero);
+                        Val::reg(Ty::BOOL, b)
+                    }
+                    "reduceSum" | "reduceSumF32" => {
+                        if !self.expect_args(args, 1, &format!("Wave.{n}"), span) {
+                            return Some(Val::error());
+                        }
+                        let vals = self.eval_args(args);
+                        // Other integer types convert to uint32 (XPU §2.7).
+                        let (t, op) = if n == "reduceSum" {
+                            (Scalar::U32, Op::WaveSumU32)
+                        } else {
+                            (Scalar::F32, Op::WaveSumF32)
+                        };
+                        let Some(r) = self.arg_to(args, &vals, 0, &Ty::Prim(t)) else {
+                            return Some(Val::error());
+                        };
+                        self.set_pos(span);
+                        let d = self.def(op, Type::Scalar(t), r, 0);
+                        Val::reg(Ty::Prim(t), d)
+                    }
+                    _ => {
+                        let _ = self.eval_args(args);
+                        self.error(
+                            code::NOT_IMPLEMENTED,
+                            name.span,
+                            format!("Wave.{n} is not implemented yet (T2)"),
+                        );
+                        Val::error()
+                    }
+                }
             }
             LibClass::Barrier => {
                 if !self.device_only(&format!("Barrier.{n}()"), span) {

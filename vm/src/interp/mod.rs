@@ -906,6 +906,8 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             }
             // Device-only instructions never reach a host frame (V-SIDE).
             XOp::Geom
+            | XOp::WaveSumU32
+            | XOp::WaveSumF32
             | XOp::Barrier
             | XOp::SharedRef
             | XOp::DevGetI8
