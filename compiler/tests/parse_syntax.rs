@@ -3,7 +3,7 @@
 //! S-expression rendering so that each test states the expected shape in one line.
 
 use cajeta_compiler::ast::*;
-use cajeta_compiler::diag::{code, Diag, SourceFile};
+use cajeta_compiler::diag::{Diag, SourceFile};
 use cajeta_compiler::parser::parse;
 
 // ----- rendering -----

@@ -242,7 +242,7 @@ impl FnBuilder<'_> {
     /// A primitive or String argument of print, converted to a String register.
     fn printable(&mut self, v: &Val, span: Span) -> Option<Reg> {
         match &v.ty {
-            Ty::Prim(_) | Ty::Str | Ty::Null | Ty::Enum(_) => self.to_string_reg(v, span),
+            Ty::Prim(_) | Ty::Str | Ty::Null | Ty::Enum(_) => self.stringify(v, span),
             Ty::Void => {
                 self.error(
                     code::UNRESOLVED_EXPRESSION,
@@ -350,7 +350,7 @@ impl FnBuilder<'_> {
     /// The format form with a format string known only at run time: each argument's string
     /// conversion and float64 value go to two arrays that `str.format` reads.
     fn format_dynamic(&mut self, vals: &[Val], args: &[Arg], span: Span) -> Option<Reg> {
-        let fmt = self.to_reg(&vals[0])?;
+        let fmt = self.materialize(&vals[0])?;
         let n = vals.len() - 1;
         let len = self.load_bits(Type::I64, n as u64);
         let strs_ty = Ty::Array(Box::new(Ty::Str)).reg();
@@ -363,7 +363,7 @@ impl FnBuilder<'_> {
             let text = self.printable(v, aspan)?;
             let num = match v.ty.scalar() {
                 Some(s) if s.is_numeric() => {
-                    let r = self.to_reg(v)?;
+                    let r = self.materialize(v)?;
                     self.convert(r, s, Scalar::F64)
                 }
                 _ => self.load_bits(Type::F64, f64::NAN.to_bits()),
@@ -385,7 +385,7 @@ impl FnBuilder<'_> {
     fn fixed(&mut self, v: &Val, n: u16, span: Span) -> Option<Reg> {
         match v.ty.scalar() {
             Some(s) if s.is_numeric() => {
-                let r = self.to_reg(v)?;
+                let r = self.materialize(v)?;
                 let f = self.convert(r, s, Scalar::F64);
                 Some(self.def(Op::FmtFixed, Type::Str, f, n))
             }
@@ -627,7 +627,7 @@ impl FnBuilder<'_> {
                 self.load_bits(Type::Scalar(t), ty::const_cell(ty::cell_num(cell, own), t)),
             );
         }
-        let r = self.to_reg(v)?;
+        let r = self.materialize(v)?;
         let s = v.ty.scalar()?;
         Some(self.convert(r, s, t))
     }

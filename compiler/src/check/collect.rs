@@ -837,11 +837,10 @@ fn device_signature_errors(
             format!("{what} must be static"),
         ));
     }
-    let ret_ok = match (kind, ret) {
-        (_, Ty::Void | Ty::Error) => true,
-        (FnKind::Device, Ty::Prim(_)) => true,
-        _ => false,
-    };
+    let ret_ok = matches!(
+        (kind, ret),
+        (_, Ty::Void | Ty::Error) | (FnKind::Device, Ty::Prim(_))
+    );
     if !ret_ok {
         let span = md.ret.as_ref().map_or(md.name.span, |t| t.span);
         out.push(Diag::error(

@@ -45,7 +45,7 @@ impl FnBuilder<'_> {
     pub fn cond(&mut self, e: &Expr) -> (Option<Reg>, Vec<bool>, Vec<bool>) {
         let (v, t, f) = self.bool_expr(e);
         let r = match v.ty {
-            Ty::Prim(Scalar::Bool) => self.to_reg(&v),
+            Ty::Prim(Scalar::Bool) => self.materialize(&v),
             Ty::Error => None,
             ref t => {
                 let n = self.ty_name(t);
@@ -486,7 +486,7 @@ impl FnBuilder<'_> {
                 };
                 let (fty, access) = (cls.fields[fi].ty.clone(), cls.fields[fi].access);
                 self.check_access(access, c, name.span, &name.name);
-                let Some(r) = self.to_reg(&obj) else {
+                let Some(r) = self.materialize(&obj) else {
                     return Val::error();
                 };
                 self.set_pos(span);
@@ -621,7 +621,7 @@ impl FnBuilder<'_> {
                         own: Own::No,
                     };
                 }
-                let Some(r) = self.to_reg(&v) else {
+                let Some(r) = self.materialize(&v) else {
                     return Val::error();
                 };
                 self.set_pos(span);
@@ -638,7 +638,7 @@ impl FnBuilder<'_> {
                         own: Own::No,
                     };
                 }
-                let Some(r) = self.to_reg(&v) else {
+                let Some(r) = self.materialize(&v) else {
                     return Val::error();
                 };
                 let d = self.def(typed_op("not", s).expect("not"), Type::Scalar(s), r, 0);
@@ -672,7 +672,7 @@ impl FnBuilder<'_> {
                         ..v
                     };
                 }
-                let Some(r) = self.to_reg(&v) else {
+                let Some(r) = self.materialize(&v) else {
                     return Val::error();
                 };
                 let d = self.def(Op::LNot, Type::BOOL, r, 0);
@@ -755,7 +755,7 @@ impl FnBuilder<'_> {
                 BinOp::BitOr => "or",
                 _ => "xor",
             };
-            let (Some(a), Some(b)) = (self.to_reg(&l), self.to_reg(&r)) else {
+            let (Some(a), Some(b)) = (self.materialize(&l), self.materialize(&r)) else {
                 return Val::error();
             };
             let d = self.def(
@@ -933,7 +933,7 @@ impl FnBuilder<'_> {
             let cell = ty::const_cell(ty::cell_num(cell, t), work);
             return Some(self.load_bits(Type::Scalar(work), cell));
         }
-        let r = self.to_reg(v)?;
+        let r = self.materialize(v)?;
         let from = v.ty.scalar()?;
         Some(self.convert(r, from, work))
     }
@@ -986,7 +986,7 @@ impl FnBuilder<'_> {
         };
         match (&l.ty, &r.ty) {
             (Ty::Prim(a), Ty::Prim(b)) if a == b && matches!(a, Scalar::Bool | Scalar::Char) => {
-                let (x, y) = (self.to_reg(l)?, self.to_reg(r)?);
+                let (x, y) = (self.materialize(l)?, self.materialize(r)?);
                 let name = if ne { "ne" } else { "eq" };
                 let d = self.def(typed_op(name, *a).expect("eq"), Type::BOOL, x, y);
                 Some(Val::reg(Ty::BOOL, d))
@@ -1005,7 +1005,7 @@ impl FnBuilder<'_> {
                         own: Own::No,
                     });
                 }
-                let (x, y) = (self.to_reg(l)?, self.to_reg(r)?);
+                let (x, y) = (self.materialize(l)?, self.materialize(r)?);
                 let name = if ne { "ne" } else { "eq" };
                 let d = self.def(typed_op(name, Scalar::I32).expect("eq"), Type::BOOL, x, y);
                 Some(Val::reg(Ty::BOOL, d))
@@ -1037,7 +1037,7 @@ impl FnBuilder<'_> {
             self.emit(Op::LoadNull, r, 0, 0);
             return Some(r);
         }
-        self.to_reg(v)
+        self.materialize(v)
     }
 
     fn str_reg(&mut self, v: &Val) -> Option<Reg> {
@@ -1064,7 +1064,7 @@ impl FnBuilder<'_> {
         if l.ty != Ty::BOOL {
             return bad(self, &l, lhs.span);
         }
-        let Some(a) = self.to_reg(&l) else {
+        let Some(a) = self.materialize(&l) else {
             return bad(self, &Val::error(), lhs.span);
         };
         let d = self.temp(Type::BOOL);
@@ -1085,7 +1085,7 @@ impl FnBuilder<'_> {
         if r.ty != Ty::BOOL {
             return bad(self, &r, rhs.span);
         }
-        if let Some(b) = self.to_reg(&r) {
+        if let Some(b) = self.materialize(&r) {
             self.emit(Op::Mov, d, b, 0);
         }
         let merge = self.pc();
@@ -1107,13 +1107,13 @@ impl FnBuilder<'_> {
     }
 
     /// String conversion of a value (LANGUAGE §3.5) into a String register.
-    pub fn to_string_reg(&mut self, v: &Val, span: Span) -> Option<Reg> {
+    pub fn stringify(&mut self, v: &Val, span: Span) -> Option<Reg> {
         match (&v.ty, &v.loc) {
             (Ty::Str, _) => self.str_reg(v),
             (Ty::Null, _) => Some(self.load_str("null")),
             (Ty::Enum(e), Loc::Enum(o)) => Some(self.load_str(e.constants()[*o as usize])),
             (Ty::Prim(s), _) => {
-                let r = self.to_reg(v)?;
+                let r = self.materialize(v)?;
                 let d = self.def(typed_op("tostr", *s).expect("tostr"), Type::Str, r, 0);
                 Some(d)
             }
@@ -1148,8 +1148,7 @@ impl FnBuilder<'_> {
                 own: Own::No,
             };
         }
-        let (Some(a), Some(b)) = (self.to_string_reg(&l, span), self.to_string_reg(&r, span))
-        else {
+        let (Some(a), Some(b)) = (self.stringify(&l, span), self.stringify(&r, span)) else {
             return Val::error();
         };
         let d = self.def(Op::Concat, Type::Str, a, b);
@@ -1211,7 +1210,7 @@ impl FnBuilder<'_> {
                 }
             }
             _ => {
-                let Some(r) = self.to_reg(&v) else {
+                let Some(r) = self.materialize(&v) else {
                     return Val::error();
                 };
                 let d = self.convert(r, from, to);
@@ -1313,7 +1312,7 @@ impl FnBuilder<'_> {
                                 format!("final field '{}' cannot be assigned here", name.name),
                             );
                         }
-                        let r = self.to_reg(&o)?;
+                        let r = self.materialize(&o)?;
                         Some(Place::Field {
                             obj: r,
                             field: fi as u16,
@@ -1339,7 +1338,7 @@ impl FnBuilder<'_> {
                     Ty::Error => return None,
                     Ty::Buffer(s) | Ty::Shared(s) if self.device => {
                         let s = *s;
-                        let base = self.to_reg(&a)?;
+                        let base = self.materialize(&a)?;
                         let idx = self.device_elem_index(index)?;
                         return Some(Place::Dev { base, idx, elem: s });
                     }
@@ -1361,7 +1360,7 @@ impl FnBuilder<'_> {
                         return None;
                     }
                 };
-                let ar = self.to_reg(&a)?;
+                let ar = self.materialize(&a)?;
                 let idx = self.index_reg(index)?;
                 Some(Place::Elem { arr: ar, idx, elem })
             }
@@ -1487,7 +1486,7 @@ impl FnBuilder<'_> {
                         (Some(from), Some(to))
                             if from != to && from.is_numeric() && to.is_numeric() =>
                         {
-                            match self.to_reg(&res) {
+                            match self.materialize(&res) {
                                 Some(r) => {
                                     let c = self.convert(r, from, to);
                                     Val::reg(ty.clone(), c)
@@ -1596,7 +1595,7 @@ impl FnBuilder<'_> {
             Ty::Error => return Val::error(),
             Ty::Buffer(s) | Ty::Shared(s) if self.device => {
                 let s = *s;
-                let Some(base) = self.to_reg(&a) else {
+                let Some(base) = self.materialize(&a) else {
                     return Val::error();
                 };
                 return self.device_elem_get(base, s, index, span);
@@ -1615,7 +1614,7 @@ impl FnBuilder<'_> {
                 return Val::error();
             }
         };
-        let Some(ar) = self.to_reg(&a) else {
+        let Some(ar) = self.materialize(&a) else {
             return Val::error();
         };
         let Some(idx) = self.index_reg(index) else {
@@ -2124,7 +2123,7 @@ impl FnBuilder<'_> {
                 Val::error()
             }
             Ty::Array(_) if name.name == "count" && args.is_empty() => {
-                let Some(r) = self.to_reg(&recv) else {
+                let Some(r) = self.materialize(&recv) else {
                     return Val::error();
                 };
                 self.set_pos(span);

@@ -843,7 +843,7 @@ impl<'a> FnBuilder<'a> {
     // ----- conversions -----
 
     /// Materialises a value into a register of its own type.
-    pub fn to_reg(&mut self, v: &Val) -> Option<Reg> {
+    pub fn materialize(&mut self, v: &Val) -> Option<Reg> {
         match &v.loc {
             Loc::Reg(r) => Some(*r),
             Loc::Num(n) => {
@@ -879,7 +879,7 @@ impl<'a> FnBuilder<'a> {
             return None;
         }
         match (&v.ty, target) {
-            (a, b) if a == b => self.to_reg(&v),
+            (a, b) if a == b => self.materialize(&v),
             (Ty::Prim(from), Ty::Prim(to)) if from.is_numeric() && to.is_numeric() => {
                 if let Some(n) = v.num() {
                     if ty::const_conversion_is_lossy(n, *to) {
@@ -902,7 +902,7 @@ impl<'a> FnBuilder<'a> {
                         ),
                     );
                 }
-                let r = self.to_reg(&v)?;
+                let r = self.materialize(&v)?;
                 Some(self.convert(r, *from, *to))
             }
             (Ty::Null, t) if t.is_ref() => {
@@ -910,7 +910,7 @@ impl<'a> FnBuilder<'a> {
                 self.emit(Op::LoadNull, r, 0, 0);
                 Some(r)
             }
-            (Ty::Enum(_), Ty::Prim(Scalar::I32)) => self.to_reg(&v),
+            (Ty::Enum(_), Ty::Prim(Scalar::I32)) => self.materialize(&v),
             _ => {
                 let (a, b) = (self.ty_name(&v.ty), self.ty_name(target));
                 self.error(

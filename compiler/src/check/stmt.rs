@@ -135,7 +135,7 @@ impl FnBuilder<'_> {
         if !v.ty.is_owned_kind() {
             return;
         }
-        let Some(r) = self.to_reg_if_reg(v) else {
+        let Some(r) = self.reg_of(v) else {
             return;
         };
         match v.own {
@@ -150,7 +150,7 @@ impl FnBuilder<'_> {
         }
     }
 
-    fn to_reg_if_reg(&self, v: &Val) -> Option<u16> {
+    fn reg_of(&self, v: &Val) -> Option<u16> {
         match v.loc {
             super::func::Loc::Reg(r) => Some(r),
             _ => None,
@@ -258,7 +258,7 @@ impl FnBuilder<'_> {
             self.merge_flow(then_da, then_reach);
         }
         let merge = self.pc();
-        self.region(RegionKind::If, header as u32, 0, merge);
+        self.region(RegionKind::If, header, 0, merge);
     }
 
     /// Joins the current flow with another (`other_da`, `other_reach`).
@@ -364,7 +364,7 @@ impl FnBuilder<'_> {
                 self.pop_scope();
                 return;
             }
-            let Some(br) = self.to_reg(&b) else {
+            let Some(br) = self.materialize(&b) else {
                 self.pop_scope();
                 return;
             };
@@ -428,7 +428,7 @@ impl FnBuilder<'_> {
                 self.pop_scope();
                 return;
             };
-            let Some(ar) = self.to_reg(&a) else {
+            let Some(ar) = self.materialize(&a) else {
                 self.pop_scope();
                 return;
             };
@@ -617,7 +617,7 @@ impl FnBuilder<'_> {
         }
         self.region(RegionKind::Loop, header, cont, merge);
         // After the loop: reachable through the condition being false or a `break`.
-        if always && !do_while || (always && do_while) {
+        if always {
             self.reachable = !lp.breaks.is_empty();
             self.da = entry_da;
             for bd in lp.break_da {

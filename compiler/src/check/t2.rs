@@ -179,7 +179,7 @@ impl FnBuilder<'_> {
             return Val::error();
         };
         let cur = self.load_place(&place, target.span);
-        let Some(cur_r) = self.to_reg(&cur) else {
+        let Some(cur_r) = self.materialize(&cur) else {
             return Val::error();
         };
         // The old value must survive the store when it is the result.
@@ -199,7 +199,7 @@ impl FnBuilder<'_> {
         let op = if inc { BinOp::Add } else { BinOp::Sub };
         let sum = self.binary_vals(op, Val::reg(ty.clone(), cur_r), one, span);
         let new = match sum.ty.scalar() {
-            Some(from) if from != s => match self.to_reg(&sum) {
+            Some(from) if from != s => match self.materialize(&sum) {
                 Some(r) => Val::reg(ty.clone(), self.convert(r, from, s)),
                 None => return Val::error(),
             },
@@ -358,7 +358,7 @@ impl FnBuilder<'_> {
             }
             return None;
         }
-        let r = self.to_reg(&v)?;
+        let r = self.materialize(&v)?;
         // The selector lives across the case tests: copy it out of the statement's temporaries.
         let keep = self.new_reg(v.ty.reg());
         self.emit(Op::Mov, keep, r, 0);

@@ -445,7 +445,7 @@ impl FnBuilder<'_> {
                         return Some(Val::error());
                     }
                 };
-                let r = self.to_reg(recv)?;
+                let r = self.materialize(recv)?;
                 self.set_pos(span);
                 self.emit(op, r, 0, 0);
                 Some(Self::void())
@@ -501,7 +501,7 @@ impl FnBuilder<'_> {
             return Val::error();
         }
         let vals = self.eval_args(args);
-        let Some(base) = self.to_reg(recv) else {
+        let Some(base) = self.materialize(recv) else {
             return Val::error();
         };
         let Some(idx) = self.device_index(&vals[0], args[0].value.span) else {
@@ -533,7 +533,7 @@ impl FnBuilder<'_> {
             if !self.expect_args(args, 0, "length", span) {
                 return Val::error();
             }
-            let Some(r) = self.to_reg(recv) else {
+            let Some(r) = self.materialize(recv) else {
                 return Val::error();
             };
             self.set_pos(span);
@@ -548,7 +548,7 @@ impl FnBuilder<'_> {
         if vals.iter().any(|v| v.ty == Ty::Error) {
             return Val::error();
         }
-        let Some(b) = self.to_reg(recv) else {
+        let Some(b) = self.materialize(recv) else {
             return Val::error();
         };
         let arr_ty = Ty::Array(Box::new(Ty::Prim(elem)));
@@ -562,7 +562,7 @@ impl FnBuilder<'_> {
                 );
                 return None;
             }
-            this.to_reg(&vals[i])
+            this.materialize(&vals[i])
         };
         let named = args.iter().find(|a| a.name.is_some()).map(|a| a.value.span);
         if let Some(s) = named {
