@@ -1062,3 +1062,96 @@ fn saxpy_2_pow_24_timing() {
         );
     }
 }
+
+/// `fill(out)`: `out[l] = l` with `l` the linear item index, after a `barrier` if `rendezvous`
+/// is `Barrier`, after `wave.sum.u32` if it is that.
+fn fill_linear(rendezvous: Option<Op>) -> Function {
+    let mut k = Asm::kernel("demo.F.fill");
+    let out = k.param("out", buf(Scalar::I32));
+    let (tx, ty, bx, l, li, r) = (
+        k.reg(U32),
+        k.reg(U32),
+        k.reg(U32),
+        k.reg(U32),
+        k.reg(I32),
+        k.reg(U32),
+    );
+    let idx = k.reg(I64);
+    k.op(Op::Geom, tx, 0, 0)
+        .op(Op::Geom, ty, 1, 0)
+        .op(Op::Geom, bx, 6, 0)
+        .op(Op::MulU32, l, ty, bx)
+        .op(Op::AddU32, l, l, tx);
+    match rendezvous {
+        Some(Op::Barrier) => {
+            k.op(Op::Barrier, 0, 0, 0);
+        }
+        Some(op) => {
+            k.op(op, r, l, 0);
+        }
+        None => {}
+    }
+    k.op(Op::WrapI32, li, l, 0)
+        .op(Op::WrapI64, idx, l, 0)
+        .op(Op::DevSetI32, out, idx, li)
+        .op(Op::RetVoid, 0, 0, 0);
+    k.finish()
+}
+
+#[test]
+fn the_first_out_of_bounds_item_in_execution_order_is_reported() {
+    // 16 items store out[l] into 10 elements: items 10..15 all fault, item 10 runs first
+    // (XPU §5.5, §7.3) with or without rendezvous, in a 1-D or a 4 × 4 block.
+    for rendezvous in [None, Some(Op::Barrier), Some(Op::WaveSumU32)] {
+        let m = module(vec![fill_linear(rendezvous)], vec![]);
+        for (block, item) in [([16, 1, 1], "(10,0,0)"), ([4, 4, 1], "(2,2,0)")] {
+            for b in [serial(), parallel()] {
+                let out = upload(&b, &[-1i32; 10]);
+                let err = launch(&b, &m, 0, dims([1, 1, 1], block), &[arg(out, 10)]).unwrap_err();
+                let LaunchError::Fault(f) = err else {
+                    panic!("expected a fault, got {err:?}")
+                };
+                assert_eq!(
+                    f.message,
+                    format!(
+                        "kernel fill: index 10 out of bounds for length 10 (buffer out, workgroup (0,0,0), item {item})"
+                    ),
+                    "{rendezvous:?}"
+                );
+                // Items 0..9 ran before the fault.
+                assert_eq!(download::<i32>(&b, out, 10), (0..10).collect::<Vec<_>>());
+            }
+        }
+    }
+}
+
+#[test]
+fn large_allocations_are_zeroed_or_poisoned_without_a_fill_pass() {
+    // 1000 × 64 MiB, one at a time: zeroed memory comes from the allocator (fresh pages), so
+    // this takes milliseconds even in a debug build (a fill pass took ~0.2 s per allocation).
+    let b = serial();
+    const BYTES: u64 = 64 << 20;
+    for i in 0..1000u64 {
+        let id = b.alloc(BYTES, MemoryKind::Device, false).unwrap();
+        if i % 250 == 0 {
+            for at in [0, BYTES / 2 + 3, BYTES - 8] {
+                let mut w = [0xAAu8; 8];
+                b.read(id, at, &mut w);
+                assert_eq!(w, [0; 8], "byte {at}");
+            }
+        }
+        b.release(id);
+    }
+    let st = b.mem_stats();
+    assert_eq!(
+        (st.live, st.peak, st.allocs, st.frees),
+        (0, BYTES, 1000, 1000)
+    );
+    let id = b.alloc(BYTES + 3, MemoryKind::Device, true).unwrap();
+    for at in [0, BYTES / 2, BYTES - 5] {
+        let mut w = [0u8; 8];
+        b.read(id, at, &mut w);
+        assert_eq!(w, [0xFF; 8], "byte {at}");
+    }
+    b.release(id);
+}

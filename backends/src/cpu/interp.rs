@@ -1,5 +1,5 @@
 //! The device interpreter: runs one work-item of a kernel until it finishes, reaches a
-//! `barrier`, or faults.
+//! rendezvous (a `barrier` or a wave collective), or faults.
 //!
 //! Each item has its own register stack and call stack ([`Item`]); the lane scheduler
 //! ([`super::lanes`]) decides which item runs. Calls use the host's window convention
@@ -23,12 +23,13 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use cajeta_bytecode::{Const, Instr, Module, Op};
 
-use super::memory::MemRef;
+use super::memory::{alloc_filled, MemRef};
 use super::plan::Plan;
+use super::wave::WaveOp;
 
 /// Number of `geom` selectors: 0-2 item, 3-5 workgroup, 6-8 block size, 9-11 global id,
-/// 12-14 grid size in workgroups.
-pub(crate) const GEOM_LEN: usize = 15;
+/// 12-14 grid size in workgroups, 15 wave width, 16 lane id.
+pub(crate) const GEOM_LEN: usize = 17;
 
 /// A saved caller frame.
 #[derive(Copy, Clone, Debug)]
@@ -52,6 +53,20 @@ pub(crate) enum Stop {
         func: u32,
         /// pc of the barrier.
         pc: u32,
+    },
+    /// The item waits at the wave collective at `pc` of function `func`; it resumes after it
+    /// once the scheduler has written the result to register `dst` ([`Item::set_reg`]).
+    Collective {
+        /// Function of the collective.
+        func: u32,
+        /// pc of the collective.
+        pc: u32,
+        /// The operation.
+        op: WaveOp,
+        /// The result register (in the frame of `func`).
+        dst: u16,
+        /// This lane's operand cell.
+        value: u64,
     },
     /// The item faulted; its [`Item::fault_frames`] locate the fault.
     Fault(FaultKind),
@@ -79,8 +94,13 @@ pub(crate) enum FaultKind {
     DivZero,
     /// Signed `MIN / -1`.
     Overflow,
-    /// Two items of a workgroup wait at different barriers (raised by the scheduler).
-    Divergent,
+    /// Items wait at different rendezvous that each needs the other to complete (raised by
+    /// the scheduler); the item reported reached a barrier (`false`) or a wave collective
+    /// (`true`).
+    Divergent {
+        /// The reported item stopped at a wave collective.
+        collective: bool,
+    },
     /// The call depth exceeded the kernel's plan (impossible for a plan-checked kernel).
     Stack,
     /// An instruction the device cannot run or a control transfer outside the code (excluded
@@ -105,7 +125,7 @@ pub(crate) struct Env<'a> {
 #[derive(Debug)]
 pub(crate) struct Item {
     /// The register stack (`plan.stack_cells` cells).
-    stack: Vec<u64>,
+    stack: Box<[u64]>,
     /// Saved caller frames, outermost first.
     frames: Vec<Frame>,
     /// The running function.
@@ -121,11 +141,8 @@ pub(crate) struct Item {
 impl Item {
     /// An item with a stack of `cells` registers; `None` if the memory cannot be had.
     pub(crate) fn new(cells: usize) -> Option<Item> {
-        let mut stack = Vec::new();
-        stack.try_reserve_exact(cells).ok()?;
-        stack.resize(cells, 0);
         Some(Item {
-            stack,
+            stack: alloc_filled(cells, 0)?,
             frames: Vec::new(),
             func: 0,
             pc: 0,
@@ -163,6 +180,15 @@ impl Item {
     /// The running function and pc (after a fault: the faulting instruction).
     pub(crate) fn position(&self) -> (u32, u32) {
         (self.func, self.pc)
+    }
+
+    /// Sets register `r` of the running frame (a collective's result, written while the item
+    /// waits). The interpreter checked `r` against the frame before stopping; a register
+    /// outside the stack is ignored all the same.
+    pub(crate) fn set_reg(&mut self, r: u16, v: u64) {
+        if let Some(x) = self.stack.get_mut(self.base + usize::from(r)) {
+            *x = v;
+        }
     }
 }
 
@@ -305,8 +331,8 @@ pub(crate) fn math1_f32(sel: u16, x: f32) -> f32 {
     }
 }
 
-/// Runs `it` until it finishes, reaches a barrier or faults. On return the item's position is
-/// the instruction after the barrier (to resume) or the faulting instruction.
+/// Runs `it` until it finishes, reaches a rendezvous or faults. On return the item's position is
+/// the instruction after the rendezvous (to resume) or the faulting instruction.
 pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
     let m = env.module;
     let Item {
@@ -766,6 +792,27 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
                     pc: (pc - 1) as u32
                 }
             ),
+            Op::WaveSumU32 | Op::WaveSumF32 => {
+                if a >= regs.len() {
+                    fault!(FaultKind::Internal("register outside the frame"));
+                }
+                let value = regs[b];
+                let op = if ins.op == Op::WaveSumU32 {
+                    WaveOp::SumU32
+                } else {
+                    WaveOp::SumF32
+                };
+                stop!(
+                    pc,
+                    Stop::Collective {
+                        func,
+                        pc: (pc - 1) as u32,
+                        op,
+                        dst: ins.a,
+                        value
+                    }
+                )
+            }
             Op::SharedRef => regs[a] = env.nbuf + b as u64,
             Op::DevGetI8 => ld!(at8, u8, x => x as i8 as i64 as u64),
             Op::DevGetU8 => ld!(at8, u8, x => u64::from(x)),

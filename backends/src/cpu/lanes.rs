@@ -5,14 +5,29 @@
 //! counter (the calling thread is one of them). With `serial` (`CAJETA_XPU_CPU_SERIAL=1`) or one
 //! worker, the calling thread runs `g = 0, 1, …` itself.
 //!
-//! **Items.** Without a reachable `barrier` (see [`Plan`]), a workgroup's items run one after
+//! **Items.** Without a reachable rendezvous (see [`Plan`]), a workgroup's items run one after
 //! another, in increasing linear index `l`, each to completion, reusing one register file.
-//! Otherwise every item has its own [`Item`]; in each *round* every runnable item runs, lowest
-//! `l` first, until it returns or reaches a barrier. The first item to stop at a barrier fixes
-//! the barrier (function and pc) of the round; an item stopping at another barrier is
-//! `XPU-E-DIVERGENT`. When the round ends every live item waits at that barrier (the others have
-//! returned and are no longer members), so all of them resume in the next round, lowest `l`
-//! first.
+//! Otherwise every item has its own [`Item`], and the scheduler always runs the *lowest runnable
+//! `l`* until it returns or stops at a rendezvous (XPU §5.2):
+//!
+//! * a `barrier` is a rendezvous of the workgroup, a wave collective one of the item's wave
+//!   (the items with `l` in `[kW, (k+1)W)`);
+//! * a rendezvous completes when every member that has not returned waits at it (the same
+//!   function and pc); its members then become runnable, so they resume lowest `l` first
+//!   before any item of higher `l` runs. A collective's result is computed over the members
+//!   waiting at it (its *active lanes*) and written to each of them first.
+//!
+//! With only barriers this is the familiar schedule: all items run up to the barrier in
+//! increasing `l`, then all resume in increasing `l`.
+//!
+//! **Divergence.** An item that stops at a rendezvous while an item of its group waits at a
+//! different rendezvous whose group contains the stopping item is `XPU-E-DIVERGENT`: each waits
+//! for the other, so neither rendezvous could complete. Concretely: two different barriers; a
+//! barrier and a collective of the same wave; two different collectives of the same wave. A
+//! collective of one wave while items of another wave wait at a barrier is not divergent: the
+//! collective completes within its wave, and its lanes then go on to the barrier (a portable
+//! kernel, §5.2, never diverges). The checks make a state in which items wait and none can run
+//! unreachable.
 //!
 //! **Faults.** A fault ends its workgroup at once. The reported fault is the first in execution
 //! order of the lowest-numbered faulting workgroup (XPU §7.3): workers stop claiming
@@ -29,6 +44,7 @@ use cajeta_bytecode::{Module, SharedDecl};
 use super::interp::{self, Env, FaultKind, Item, Stop, GEOM_LEN};
 use super::memory::{alloc_words, MemRef};
 use super::plan::Plan;
+use super::wave::{self, WaveOp, MAX_WAVE};
 use crate::{KernelFault, XpuError};
 
 /// Everything a launch's workers share.
@@ -50,6 +66,8 @@ pub(crate) struct Launch<'a> {
     pub frame: &'a [u64],
     /// The buffer arguments, in parameter order (memory-table handles `0..bufs.len()`).
     pub bufs: &'a [MemRef<'a>],
+    /// The wave width `W` (a power of two, 1 to 64).
+    pub wave: u32,
     /// Worker threads to use (at least 1).
     pub workers: usize,
     /// Run workgroups one by one in increasing `g` on the calling thread.
@@ -68,18 +86,49 @@ pub(crate) enum RunError {
 /// Scheduling state of one item inside its workgroup.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Status {
+    /// Runs when it is the lowest runnable item.
     Runnable,
-    Waiting,
+    /// Waits at the workgroup's pending barrier.
+    AtBarrier,
+    /// Waits at its wave's pending collective, contributing this operand cell.
+    AtCollective(u64),
+    /// Returned: no longer a member of any rendezvous.
     Finished,
+}
+
+/// A rendezvous site: the function and pc of the instruction.
+type Site = (u32, u32);
+
+/// The collective a wave's waiting members are at.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+struct Pending {
+    site: Site,
+    op: WaveOp,
+    /// The result register (the same instruction, so the same for every member).
+    dst: u16,
+}
+
+/// The rendezvous state of one wave of the running workgroup.
+#[derive(Copy, Clone, Default, Debug)]
+struct WaveState {
+    /// Members that have not returned.
+    live: usize,
+    /// Members waiting at the workgroup's barrier.
+    at_barrier: usize,
+    /// Members waiting at `collective`.
+    arrived: usize,
+    /// The collective the members wait at, if any.
+    collective: Option<Pending>,
 }
 
 /// The memory one worker reuses for every workgroup it runs.
 struct Worker {
     /// One array per shared declaration of the kernel.
     shared: Vec<Box<[AtomicU64]>>,
-    /// One item (no barrier) or one per item of a workgroup.
+    /// One item (no rendezvous) or one per item of a workgroup.
     items: Vec<Item>,
     status: Vec<Status>,
+    waves: Vec<WaveState>,
 }
 
 impl Worker {
@@ -90,7 +139,7 @@ impl Worker {
             let bytes = d.elem.size() as u64 * u64::from(d.len);
             shared.push(alloc_words(bytes.div_ceil(8), 0)?);
         }
-        let n = if l.plan.has_barrier {
+        let n = if l.plan.has_rendezvous {
             l.block.iter().map(|&b| b as usize).product()
         } else {
             1
@@ -104,6 +153,7 @@ impl Worker {
             shared,
             items,
             status: vec![Status::Runnable; n],
+            waves: Vec::with_capacity(n.div_ceil(l.wave.max(1) as usize)),
         })
     }
 }
@@ -198,6 +248,7 @@ fn work(
         shared,
         items,
         status,
+        waves,
     } = w;
     let decls: &[SharedDecl] = l
         .module
@@ -231,14 +282,19 @@ fn work(
             }
         }
         fresh = false;
-        if let Err(f) = workgroup(l, &env, g, items, status) {
+        let state = Lanes {
+            items,
+            status,
+            waves,
+        };
+        if let Err(f) = workgroup(l, &env, g, state) {
             report(g, f);
         }
     }
 }
 
-/// The `geom` values of item (tx, ty, tz) of workgroup `wg`.
-fn geometry(l: &Launch<'_>, wg: [u32; 3], t: [u32; 3]) -> [u64; GEOM_LEN] {
+/// The `geom` values of item (tx, ty, tz), linear index `lin`, of workgroup `wg`.
+fn geometry(l: &Launch<'_>, wg: [u32; 3], t: [u32; 3], lin: u32) -> [u64; GEOM_LEN] {
     let mut geo = [0u64; GEOM_LEN];
     for axis in 0..3 {
         geo[axis] = u64::from(t[axis]);
@@ -248,17 +304,20 @@ fn geometry(l: &Launch<'_>, wg: [u32; 3], t: [u32; 3]) -> [u64; GEOM_LEN] {
         geo[9 + axis] = u64::from(wg[axis].wrapping_mul(l.block[axis]).wrapping_add(t[axis]));
         geo[12 + axis] = u64::from(l.grid[axis]);
     }
+    geo[15] = u64::from(l.wave);
+    geo[16] = u64::from(lin % l.wave.max(1));
     geo
 }
 
+/// A worker's per-item state, lent to one workgroup.
+struct Lanes<'w> {
+    items: &'w mut [Item],
+    status: &'w mut [Status],
+    waves: &'w mut Vec<WaveState>,
+}
+
 /// Runs workgroup `g`.
-fn workgroup(
-    l: &Launch<'_>,
-    env: &Env<'_>,
-    g: u64,
-    items: &mut [Item],
-    status: &mut [Status],
-) -> Result<(), KernelFault> {
+fn workgroup(l: &Launch<'_>, env: &Env<'_>, g: u64, lanes: Lanes<'_>) -> Result<(), KernelFault> {
     let [gx, gy, _] = l.grid.map(u64::from);
     // Each coordinate is below its grid dimension, a u32.
     let wg = [
@@ -266,84 +325,231 @@ fn workgroup(
         ((g / gx) % gy) as u32,
         (g / (gx * gy)) as u32,
     ];
+    if l.plan.has_rendezvous {
+        return switching(l, env, wg, lanes);
+    }
     let [bx, by, bz] = l.block;
-    if !l.plan.has_barrier {
-        let Some(it) = items.first_mut() else {
-            return Ok(());
-        };
-        // Only the item coordinates (0-2) and global ids (9-11) change from item to item.
-        it.geo = geometry(l, wg, [0, 0, 0]);
-        let first = [0, 1, 2].map(|a| wg[a].wrapping_mul(l.block[a]));
-        for tz in 0..bz {
-            for ty in 0..by {
-                for tx in 0..bx {
-                    it.start(l.kernel, l.frame);
-                    it.geo[0] = u64::from(tx);
-                    it.geo[1] = u64::from(ty);
-                    it.geo[2] = u64::from(tz);
-                    it.geo[9] = u64::from(first[0].wrapping_add(tx));
-                    it.geo[10] = u64::from(first[1].wrapping_add(ty));
-                    it.geo[11] = u64::from(first[2].wrapping_add(tz));
-                    match interp::run(env, it) {
-                        Stop::Done => {}
-                        Stop::Barrier { .. } => {
-                            return Err(describe(
-                                l,
-                                env,
-                                it,
-                                FaultKind::Internal("unplanned barrier"),
-                            ))
-                        }
-                        Stop::Fault(k) => return Err(describe(l, env, it, k)),
+    let Some(it) = lanes.items.first_mut() else {
+        return Ok(());
+    };
+    // Only the item coordinates (0-2), global ids (9-11) and lane id (16) change from item to
+    // item.
+    it.geo = geometry(l, wg, [0, 0, 0], 0);
+    let first = [0, 1, 2].map(|a| wg[a].wrapping_mul(l.block[a]));
+    let w = l.wave.max(1);
+    let mut lane = 0;
+    for tz in 0..bz {
+        for ty in 0..by {
+            for tx in 0..bx {
+                it.start(l.kernel, l.frame);
+                it.geo[0] = u64::from(tx);
+                it.geo[1] = u64::from(ty);
+                it.geo[2] = u64::from(tz);
+                it.geo[9] = u64::from(first[0].wrapping_add(tx));
+                it.geo[10] = u64::from(first[1].wrapping_add(ty));
+                it.geo[11] = u64::from(first[2].wrapping_add(tz));
+                it.geo[16] = u64::from(lane);
+                lane = if lane + 1 == w { 0 } else { lane + 1 };
+                match interp::run(env, it) {
+                    Stop::Done => {}
+                    Stop::Barrier { .. } | Stop::Collective { .. } => {
+                        return Err(describe(
+                            l,
+                            env,
+                            it,
+                            FaultKind::Internal("unplanned rendezvous"),
+                        ))
                     }
+                    Stop::Fault(k) => return Err(describe(l, env, it, k)),
                 }
             }
         }
-        return Ok(());
     }
+    Ok(())
+}
 
+/// Runs the items of workgroup `wg` with their own registers, switching at rendezvous (see the
+/// module docs).
+fn switching(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    wg: [u32; 3],
+    lanes: Lanes<'_>,
+) -> Result<(), KernelFault> {
+    let Lanes {
+        items,
+        status,
+        waves,
+    } = lanes;
+    let [bx, by, _] = l.block;
     let n = items.len().min(status.len());
+    let w = (l.wave as usize).clamp(1, MAX_WAVE);
     for (lin, it) in items.iter_mut().enumerate().take(n) {
         // lin < bx * by * bz <= 1024.
         let lin = lin as u32;
         let t = [lin % bx, (lin / bx) % by, lin / (bx * by)];
         it.start(l.kernel, l.frame);
-        it.geo = geometry(l, wg, t);
+        it.geo = geometry(l, wg, t, lin);
     }
     status[..n].fill(Status::Runnable);
+    waves.clear();
+    waves.extend((0..n.div_ceil(w)).map(|k| WaveState {
+        live: w.min(n - k * w),
+        ..WaveState::default()
+    }));
+
+    // Items that have not returned; barrier waiters and their site.
+    let mut live = n;
+    let mut at_barrier = 0;
+    let mut barrier: Option<Site> = None;
+    // No item below `cur` is runnable.
+    let mut cur = 0;
     loop {
-        let mut site: Option<(u32, u32)> = None;
-        for (it, st) in items.iter_mut().zip(status.iter_mut()).take(n) {
-            if *st != Status::Runnable {
-                continue;
-            }
-            match interp::run(env, it) {
-                Stop::Done => *st = Status::Finished,
-                Stop::Barrier { func, pc } => {
-                    match site {
-                        None => site = Some((func, pc)),
-                        Some(s) if s == (func, pc) => {}
-                        Some(_) => {
-                            let mut f = describe(l, env, it, FaultKind::Divergent);
-                            // Report the barrier itself, not the resume point.
-                            if let Some(top) = f.frames.first_mut() {
-                                *top = (func, pc);
-                            }
-                            return Err(f);
-                        }
-                    }
-                    *st = Status::Waiting;
+        while cur < n && status[cur] != Status::Runnable {
+            cur += 1;
+        }
+        if cur == n {
+            break;
+        }
+        let i = cur;
+        let k = i / w;
+        let it = &mut items[i];
+        match interp::run(env, it) {
+            Stop::Done => {
+                status[i] = Status::Finished;
+                live -= 1;
+                waves[k].live -= 1;
+                // The returned item may be the last member a rendezvous waited for.
+                if waves[k].collective.is_some() && waves[k].arrived == waves[k].live {
+                    complete_collective(items, status, &mut waves[k], k * w, w);
+                    cur = cur.min(k * w);
                 }
-                Stop::Fault(k) => return Err(describe(l, env, it, k)),
+                if barrier.is_some() && at_barrier == live {
+                    release_barrier(status, waves, &mut at_barrier, &mut barrier);
+                    cur = 0;
+                }
             }
-        }
-        if site.is_none() {
-            return Ok(());
-        }
-        for st in status[..n].iter_mut() {
-            if *st == Status::Waiting {
-                *st = Status::Runnable;
+            Stop::Barrier { func, pc } => {
+                let site = (func, pc);
+                if barrier.is_some_and(|b| b != site) || waves[k].collective.is_some() {
+                    return Err(divergent(l, env, it, site, false));
+                }
+                barrier = Some(site);
+                at_barrier += 1;
+                waves[k].at_barrier += 1;
+                status[i] = Status::AtBarrier;
+                if at_barrier == live {
+                    release_barrier(status, waves, &mut at_barrier, &mut barrier);
+                    cur = 0;
+                }
             }
+            Stop::Collective {
+                func,
+                pc,
+                op,
+                dst,
+                value,
+            } => {
+                let p = Pending {
+                    site: (func, pc),
+                    op,
+                    dst,
+                };
+                let ws = &mut waves[k];
+                if ws.at_barrier > 0 || ws.collective.is_some_and(|q| q != p) {
+                    return Err(divergent(l, env, it, p.site, true));
+                }
+                ws.collective = Some(p);
+                ws.arrived += 1;
+                status[i] = Status::AtCollective(value);
+                if ws.arrived == ws.live {
+                    complete_collective(items, status, ws, k * w, w);
+                    cur = cur.min(k * w);
+                }
+            }
+            Stop::Fault(f) => return Err(describe(l, env, it, f)),
+        }
+    }
+    if live > 0 {
+        // Excluded by the divergence checks (module docs); reported rather than ignored.
+        if let Some(it) = items.first() {
+            return Err(describe(
+                l,
+                env,
+                it,
+                FaultKind::Internal("a rendezvous never completed"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `XPU-E-DIVERGENT` fault of item `it`, stopped at the rendezvous at `site`.
+fn divergent(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    it: &Item,
+    site: Site,
+    collective: bool,
+) -> KernelFault {
+    let mut f = describe(l, env, it, FaultKind::Divergent { collective });
+    // Report the rendezvous itself, not the resume point.
+    if let Some(top) = f.frames.first_mut() {
+        *top = site;
+    }
+    f
+}
+
+/// Completes the pending barrier: every waiting item becomes runnable.
+fn release_barrier(
+    status: &mut [Status],
+    waves: &mut [WaveState],
+    at_barrier: &mut usize,
+    barrier: &mut Option<Site>,
+) {
+    for st in status.iter_mut() {
+        if *st == Status::AtBarrier {
+            *st = Status::Runnable;
+        }
+    }
+    for ws in waves.iter_mut() {
+        ws.at_barrier = 0;
+    }
+    *at_barrier = 0;
+    *barrier = None;
+}
+
+/// Completes the collective wave `ws` (lanes `first..first + w`) waits at: computes it over the
+/// waiting members (the active lanes), writes each member's result and makes it runnable.
+fn complete_collective(
+    items: &mut [Item],
+    status: &mut [Status],
+    ws: &mut WaveState,
+    first: usize,
+    w: usize,
+) {
+    let Some(p) = ws.collective.take() else {
+        return;
+    };
+    ws.arrived = 0;
+    let end = (first + w).min(status.len()).min(items.len());
+    let mut lanes = [None; MAX_WAVE];
+    for (slot, st) in lanes.iter_mut().zip(&status[first..end]) {
+        if let Status::AtCollective(v) = *st {
+            *slot = Some(v);
+        }
+    }
+    let mut out = [0u64; MAX_WAVE];
+    // Missing lanes of a partial wave stay inactive (None).
+    wave::reduce(p.op, &lanes[..w], &mut out[..w]);
+    for ((it, st), &v) in items[first..end]
+        .iter_mut()
+        .zip(&mut status[first..end])
+        .zip(&out)
+    {
+        if matches!(st, Status::AtCollective(_)) {
+            it.set_reg(p.dst, v);
+            *st = Status::Runnable;
         }
     }
 }
@@ -396,9 +602,16 @@ fn describe(l: &Launch<'_>, env: &Env<'_>, it: &Item, kind: FaultKind) -> Kernel
             "E-OVERFLOW",
             format!("kernel {k}: integer overflow in division ({at})"),
         ),
-        FaultKind::Divergent => (
+        FaultKind::Divergent { collective } => (
             "XPU-E-DIVERGENT",
-            format!("kernel {k}: divergent barrier ({at})"),
+            format!(
+                "kernel {k}: divergent {} ({at})",
+                if collective {
+                    "wave collective"
+                } else {
+                    "barrier"
+                }
+            ),
         ),
         FaultKind::Stack => (
             "E-STACK",

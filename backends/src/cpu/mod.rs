@@ -5,9 +5,11 @@
 //!
 //! Code map:
 //! - `memory`: storage objects, accounting, typed atomic element views;
-//! - `plan`: the one-scan facts about a kernel (barriers, stack size, recursion check);
+//! - `plan`: the one-scan facts about a kernel (rendezvous, stack size, recursion check);
 //! - `interp`: the interpreter of one work-item;
-//! - `lanes`: workgroups over worker threads, items inside a workgroup, fault selection.
+//! - `lanes`: workgroups over worker threads, items inside a workgroup (barriers and wave
+//!   collectives), fault selection;
+//! - `wave`: the arithmetic of the wave collectives.
 //!
 //! Launches complete before [`Backend::launch`] returns (XPU §3.4 step 6), so streams are
 //! trivial: every stream is already synchronised when the VM could ask.
@@ -16,6 +18,7 @@ mod interp;
 mod lanes;
 mod memory;
 mod plan;
+mod wave;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -314,8 +317,8 @@ impl Backend for CpuBackend {
         };
         let plan = plan::plan(module, kernel).map_err(refuse)?;
         check_dims(&dims, plan.shared_bytes).map_err(refuse)?;
-        // With barriers every item of a workgroup keeps its own registers.
-        let live_items: u64 = if plan.has_barrier {
+        // With rendezvous every item of a workgroup keeps its own registers.
+        let live_items: u64 = if plan.has_rendezvous {
             dims.block.iter().map(|&b| u64::from(b)).product()
         } else {
             1
@@ -414,6 +417,7 @@ impl Backend for CpuBackend {
             block: dims.block,
             frame: &params,
             bufs: &views,
+            wave: WAVE_WIDTH,
             workers: self.workers(),
             serial: self.serial,
         };

@@ -1,8 +1,9 @@
 //! The static facts about a kernel that the lane scheduler needs, computed once per launch by
 //! one scan of the kernel and the device functions it reaches.
 //!
-//! * whether any `barrier` is reachable: without one, a workgroup's items run one after another
-//!   to completion with one register file (no switching);
+//! * whether any rendezvous (a `barrier` or a wave collective, XPU §5.2) is reachable: without
+//!   one, a workgroup's items run one after another to completion with one register file (no
+//!   switching);
 //! * the register stack an item needs at most (`need(f) = max(regs(f), max over calls
 //!   (b + need(callee)))`) and the deepest call chain, so an item's stack is allocated once and
 //!   calls never grow it;
@@ -14,14 +15,17 @@
 
 use cajeta_bytecode::{FnKind, Module, Op};
 
+use super::wave::WaveOp;
+
 /// The most register cells one item may need (8 MiB); larger kernels are refused.
 pub(crate) const MAX_STACK_CELLS: usize = 1 << 20;
 
 /// What the scheduler needs to know about a kernel.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
-    /// A `barrier` is reachable from the kernel.
-    pub has_barrier: bool,
+    /// A `barrier` or a wave collective is reachable from the kernel: its items need their own
+    /// registers and the switching scheduler.
+    pub has_rendezvous: bool,
     /// Register cells an item's stack needs at most.
     pub stack_cells: usize,
     /// The deepest call chain, in frames (the kernel's counts 1).
@@ -52,7 +56,7 @@ pub(crate) fn plan(m: &Module, kernel: u32) -> Result<Plan, String> {
     let mut state = vec![0u8; n];
     let mut need = vec![0usize; n];
     let mut depth = vec![0usize; n];
-    let mut has_barrier = false;
+    let mut has_rendezvous = false;
     // (function, next pc to scan)
     let mut path: Vec<(usize, usize)> = vec![(kernel as usize, 0)];
     state[kernel as usize] = 1;
@@ -72,8 +76,8 @@ pub(crate) fn plan(m: &Module, kernel: u32) -> Result<Plan, String> {
                     func.name
                 ));
             }
-            if i.op == Op::Barrier {
-                has_barrier = true;
+            if i.op == Op::Barrier || WaveOp::of(i.op).is_some() {
+                has_rendezvous = true;
             }
             if i.op == Op::Call {
                 let c = usize::from(i.c);
@@ -124,7 +128,7 @@ pub(crate) fn plan(m: &Module, kernel: u32) -> Result<Plan, String> {
         .map(|d| d.elem.size() as u64 * u64::from(d.len))
         .sum();
     Ok(Plan {
-        has_barrier,
+        has_rendezvous,
         stack_cells,
         max_depth: depth[kernel as usize],
         shared_bytes,

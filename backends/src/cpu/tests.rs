@@ -56,7 +56,7 @@ fn every_device_opcode_is_interpreted() {
         );
         let m = module(vec![f]);
         let p = Plan {
-            has_barrier: false,
+            has_rendezvous: false,
             stack_cells: 3,
             max_depth: 1,
             shared_bytes: 0,
@@ -115,14 +115,46 @@ fn plan_finds_barriers_depth_and_stack_needs() {
     let m = module(vec![k, d1, d2]);
     verify(&m).unwrap();
     let p = plan(&m, 0).unwrap();
-    assert!(p.has_barrier);
+    assert!(p.has_rendezvous);
     assert_eq!((p.stack_cells, p.max_depth), (2 + 1 + 5, 3));
     // Without d1's call, no barrier is reachable.
     let mut m2 = m.clone();
     m2.functions[1].code[0] = Instr::new(Op::Nop, 0, 0, 0);
     let p = plan(&m2, 0).unwrap();
-    assert!(!p.has_barrier);
+    assert!(!p.has_rendezvous);
     assert_eq!((p.stack_cells, p.max_depth), (2 + 3, 2));
+}
+
+#[test]
+fn plan_counts_wave_collectives_as_rendezvous() {
+    let u = Type::Scalar(Scalar::U32);
+    let f = Type::Scalar(Scalar::F32);
+    for (op, t) in [(Op::WaveSumU32, u), (Op::WaveSumF32, f)] {
+        let k = func(
+            "T.k",
+            FnKind::Kernel,
+            0,
+            vec![t; 2],
+            vec![Instr::new(op, 0, 1, 0), Instr::new(Op::RetVoid, 0, 0, 0)],
+        );
+        let m = module(vec![k]);
+        verify(&m).unwrap();
+        assert!(plan(&m, 0).unwrap().has_rendezvous, "{}", op.mnemonic());
+    }
+    // Wave geometry alone needs no switching.
+    let k = func(
+        "T.k",
+        FnKind::Kernel,
+        0,
+        vec![u],
+        vec![
+            Instr::new(Op::Geom, 0, 16, 0),
+            Instr::new(Op::RetVoid, 0, 0, 0),
+        ],
+    );
+    let m = module(vec![k]);
+    verify(&m).unwrap();
+    assert!(!plan(&m, 0).unwrap().has_rendezvous);
 }
 
 #[test]
