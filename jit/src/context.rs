@@ -88,11 +88,11 @@ pub struct TraceEntry {
 pub struct JitContext {
     /// The embedder's VM, opaque to JIT code; hooks receive it through the context.
     pub vm: *mut c_void,
-    /// Start of the register stack (cell 0).
+    /// Start of the register stack (cell 0). JIT code computes window addresses from it at
+    /// each use, so hooks may move the stack (updating this and `stack_len`).
     pub stack_base: *mut u64,
-    /// Length of the register stack in cells. A call whose callee window would end past it
-    /// calls [`RuntimeHooks::grow_stack`] first; JIT code re-derives its window pointer from
-    /// `stack_base` after every call, so the embedder may move the stack there.
+    /// Length of the register stack in cells. Code that needs a window past it calls
+    /// [`RuntimeHooks::grow_stack`] first.
     pub stack_len: u64,
     /// The static fields, one cell each (indexed by `getstatic`/`setstatic`); must not move
     /// while JIT code runs.
@@ -100,12 +100,20 @@ pub struct JitContext {
     /// One cell per constant-pool entry: the bits of a number, or the handle of a string
     /// constant (only string entries are read; numbers are compiled in as immediates).
     pub consts: *const u64,
-    /// Number of active frames (interpreter and JIT), including the running one. A compiled
-    /// function's prologue fails with [`Status::Stack`] if `depth >= max_depth`, then counts
-    /// itself; it restores the value on every exit.
+    /// Number of active frames (interpreter and JIT) when the embedder enters JIT code. A
+    /// compiled function fails with [`Status::Stack`] if the depth it is entered at is
+    /// `>= max_depth`. JIT code passes the depth from frame to frame in machine registers,
+    /// storing it here only before [`RuntimeHooks::call_interp`] (the calling frame's
+    /// depth); the entry restores the embedder's value before it returns.
     pub depth: u64,
     /// The call depth limit.
     pub max_depth: u64,
+    /// Lowest native stack address JIT → JIT calls may use (0: no limit). JIT → JIT calls
+    /// recurse on the native stack; a call made with the stack pointer below this limit
+    /// runs the callee through [`RuntimeHooks::call_interp`] instead, so deep recursion
+    /// continues on the interpreter's heap-allocated frames rather than overflowing the
+    /// thread's stack (see [`JitContext::limit_native_stack`]).
+    pub native_stack_limit: u64,
     /// Remaining fuel (code compiled with [`crate::JitOptions::fuel`] only): each call and each
     /// backward jump uses one unit; at 0 the next one fails with [`Status::Fuel`].
     pub fuel: i64,
@@ -130,11 +138,22 @@ impl JitContext {
             consts: std::ptr::null(),
             depth: 0,
             max_depth,
+            native_stack_limit: 0,
             fuel: i64::MAX,
             ret: 0,
             own: 0,
             trace: Vec::new(),
         }
+    }
+
+    /// Lets JIT → JIT calls use at most about `budget` bytes of native stack below the
+    /// caller of this function (which should be the embedder's entry into JIT code). The
+    /// budget must leave room for the hooks' own stack use (say 256 KiB) below it.
+    #[inline(never)]
+    pub fn limit_native_stack(&mut self, budget: usize) {
+        let here = 0u8;
+        let sp = std::hint::black_box(&here) as *const u8 as usize;
+        self.native_stack_limit = sp.saturating_sub(budget) as u64;
     }
 }
 
@@ -149,6 +168,7 @@ pub(crate) mod off {
     pub const CONSTS: i32 = offset_of!(JitContext, consts) as i32;
     pub const DEPTH: i32 = offset_of!(JitContext, depth) as i32;
     pub const MAX_DEPTH: i32 = offset_of!(JitContext, max_depth) as i32;
+    pub const NATIVE_LIMIT: i32 = offset_of!(JitContext, native_stack_limit) as i32;
     pub const FUEL: i32 = offset_of!(JitContext, fuel) as i32;
     pub const RET: i32 = offset_of!(JitContext, ret) as i32;
     pub const OWN: i32 = offset_of!(JitContext, own) as i32;

@@ -27,43 +27,50 @@
 //!
 //! * **Frames.** A compiled function uses the interpreter's frame layout: its registers are
 //!   the window `regs[0 .. regs.len()]` of the register stack, parameters in `0..params`;
-//!   `call a b c` starts the callee's window at register `b` and puts the result in `r[a]`.
-//!   The embedder enters a function with its window fitting in the stack
-//!   (`regs + regs.len() <= stack_base + stack_len`); compiled code checks room before each
-//!   call it makes and calls [`RuntimeHooks::grow_stack`] when the callee would not fit, and
-//!   re-derives its window pointer from [`JitContext::stack_base`] after every call, so the
-//!   embedder may reallocate the stack in that hook (or in `call_interp`).
+//!   `call a b c` gives the callee the window starting at register `b` and puts the result
+//!   in `r[a]`. The embedder enters a function (through [`CompiledFn::call`]) with its
+//!   arguments in the window and the window inside the stack.
+//! * **Where registers live.** Inside compiled code registers are Cranelift variables: a
+//!   JIT → JIT call passes the non-String arguments in machine registers and gets the result
+//!   back the same way, so a frame that has no `String` register never touches its window
+//!   (callers reserve no room for it). `String` registers always live in the window (so that
+//!   a string collector scanning windows sees every live string); a function that has any
+//!   makes sure its window exists in its prologue, calling [`RuntimeHooks::grow_stack`] if
+//!   needed. A call that goes to the interpreter reserves the callee's window the same way
+//!   and stores the arguments there first. Compiled code computes window addresses from
+//!   [`JitContext::stack_base`] at each use, so the embedder may move the stack in any hook.
+//! * **Agreement with the interpreter** is bit for bit (NaN payloads aside: Rust does not
+//!   specify them either), as long as a program never reads a register before writing it in
+//!   the same frame, nor a caller register at or above a call's window base `b` (other than
+//!   the result `r[a]`) after the call. The compiler never does either; a program that does
+//!   reads some other value, never undefined behaviour: registers are plain bits, and every
+//!   handle goes through a hook.
 //! * **Calls.** JIT → JIT calls are native calls: direct for self-recursion, otherwise through
-//!   this [`Jit`]'s function table (a function compiled later is picked up by callers compiled
-//!   earlier). A callee that is not compiled runs through [`RuntimeHooks::call_interp`].
-//!   Interpreter → JIT calls are [`CompiledFn::call`] with the callee's window.
-//! * **Results.** A function returns [`Status`] as `u32`. On 0 its result cell is in
+//!   this [`Jit`]'s function table, so a function compiled later is picked up by callers
+//!   compiled earlier. A callee that is not compiled runs through
+//!   [`RuntimeHooks::call_interp`] (with [`JitContext::depth`] set to the calling frame's
+//!   depth). So does every callee while the native stack pointer is below
+//!   [`JitContext::native_stack_limit`]: deep recursion then continues on the interpreter's
+//!   heap frames instead of overflowing the thread's stack. (The embedder's `call_interp`
+//!   must not enter JIT code again while below that limit.)
+//! * **Results.** A function returns a [`Status`] as `u32`. On 0 its result cell is in
 //!   [`JitContext::ret`] and the ownership bit (`retown`/`takeown`) in [`JitContext::own`];
-//!   the embedder copies `own` back into its own state after a JIT call returns, and hooks
-//!   that run interpreted code set it before they return.
-//! * **Depth.** [`JitContext::depth`] counts the active frames, interpreter and JIT; each
-//!   compiled function checks it against [`JitContext::max_depth`] in its prologue (failing
-//!   with [`Status::Stack`] at the caller's call site, as the interpreter does) and restores
-//!   it on every exit.
+//!   the embedder copies `own` into its own state after a JIT call returns, and
+//!   `call_interp` sets both before it returns.
+//! * **Depth.** The embedder sets [`JitContext::depth`] to its number of active frames before
+//!   entering JIT code. A compiled function entered at a depth `>= max_depth` fails with
+//!   [`Status::Stack`] before it counts as a frame, so the innermost trace entry is the call
+//!   site, as in the interpreter. JIT code passes the depth along in machine registers.
 //! * **Errors.** A nonzero status unwinds each JIT frame after it pushes one [`TraceEntry`]
 //!   (function and pc: the faulting instruction for the innermost frame, the `call` for the
 //!   others) onto [`JitContext::trace`], innermost first. [`Status::DivZero`],
 //!   [`Status::Overflow`], [`Status::Stack`] and [`Status::Fuel`] are raised by compiled
 //!   code; any other nonzero status comes from a hook, which recorded the details itself.
-//!   The embedder builds the runtime error from that status, the trace entries (through each
+//!   The embedder builds the runtime error from the status, the trace entries (through each
 //!   function's line table) and its own frames, so the text is the interpreter's.
-//! * **Registers the JIT keeps in machine registers.** Only argument registers are written
-//!   to the window before a call; the others live in Cranelift variables. So compiled code
-//!   agrees with the interpreter bit for bit as long as a program does not read a register
-//!   before writing it in the same frame, nor a caller register at or above a call's window
-//!   base `b` (other than the result `r[a]`) after the call — which the compiler never does
-//!   (`docs/notes/jit.md`). A program that does reads some other value, never undefined
-//!   behaviour: registers are plain bits and every handle goes through a hook.
-//! * **Strings** are the exception: String registers always live in the window, so a string
-//!   collector scanning register windows finds every live string. JIT frames are not in the
-//!   embedder's frame list, so while JIT code is active the collector must treat every cell
-//!   of the register stack as a possible root (conservatively; a stale cell only keeps a
-//!   string alive a little longer).
+//! * **Strings and the collector.** JIT frames are not in the embedder's frame list: while
+//!   JIT code is active, a collector must treat every cell of the register stack as a
+//!   possible root (conservatively; a stale cell only keeps a string alive a little longer).
 //! * **No traps, no unwinding.** Compiled code never executes a hardware trap: every runtime
 //!   check branches to a cold exit. Hooks must not unwind (wrap them in [`guard`]); this
 //!   crate's own helpers cannot.
@@ -72,7 +79,8 @@
 //!   [`Status::Fuel`]. The state at that point cannot be resumed: it is an abort.
 //!
 //! Unsupported instructions (the xpu host API: buffers, streams, devices, launches) make
-//! [`Jit::compile`] return an error for that function, which then stays interpreted.
+//! [`Jit::compile`] return an error for that function, which then stays interpreted. The
+//! design, measurements and open questions are in `docs/notes/jit.md`.
 
 #![deny(missing_docs)]
 
@@ -89,12 +97,16 @@ use cajeta_bytecode::{FnKind, Module};
 use cranelift_codegen::ir::{types, AbiParam, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_jit::{ArenaMemoryProvider, JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module as _};
 
 pub use context::{
     decode_elem, encode_elem, guard, JitContext, JitFn, RuntimeHooks, Status, TraceEntry, ELEM_REF,
 };
+
+/// Address space reserved for generated code (virtual: pages are committed as code is
+/// generated). A compile that no longer fits fails cleanly (the function stays interpreted).
+const CODE_RESERVATION: usize = 256 << 20;
 
 /// Compilation options.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -102,6 +114,9 @@ pub struct JitOptions {
     /// Emit fuel accounting (see the crate documentation). Off by default: it costs a
     /// decrement and a branch per call and loop iteration.
     pub fuel: bool,
+    /// Keep a disassembly of each compiled function (see [`Jit::disassembly`]); for
+    /// debugging and `--jit-verbose`-style dumps.
+    pub disasm: bool,
 }
 
 /// Why a function was not compiled (it then runs in the interpreter), or why the JIT could
@@ -182,6 +197,8 @@ pub struct Jit {
     /// One entry point (or 0) per function; compiled code loads callees from here.
     table: Box<[AtomicUsize]>,
     compiled: Vec<Option<CompiledFn>>,
+    /// Disassemblies, when [`JitOptions::disasm`] is on.
+    disasm: Vec<Option<String>>,
     cctx: cranelift_codegen::Context,
     fctx: FunctionBuilderContext,
 }
@@ -225,7 +242,13 @@ impl Jit {
         if isa.pointer_type() != types::I64 {
             return Err(fail("the JIT needs a 64-bit host".into()));
         }
-        let jm = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+        // One contiguous reservation, so that direct calls between compiled functions (which
+        // Cranelift emits as 32-bit pc-relative calls) always reach.
+        let arena = ArenaMemoryProvider::new_with_size(CODE_RESERVATION)
+            .map_err(|e| fail(format!("cannot reserve code memory: {e}")))?;
+        builder.memory_provider(Box::new(arena));
+        let jm = JITModule::new(builder);
         let n = module.functions.len();
         Ok(Jit {
             hooks,
@@ -234,6 +257,7 @@ impl Jit {
             jm: Some(jm),
             table: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             compiled: vec![None; n],
+            disasm: vec![None; n],
             fctx: FunctionBuilderContext::new(),
             module,
         })
@@ -247,6 +271,12 @@ impl Jit {
     /// The function `func`, if it has been compiled.
     pub fn compiled(&self, func: u32) -> Option<CompiledFn> {
         self.compiled.get(func as usize).copied().flatten()
+    }
+
+    /// The machine code of compiled function `func` as text (Cranelift's disassembly), if
+    /// it was compiled with [`JitOptions::disasm`].
+    pub fn disassembly(&self, func: u32) -> Option<&str> {
+        self.disasm.get(func as usize)?.as_deref()
     }
 
     /// Compiles function `func` (once; later calls return the same code) and publishes it in
@@ -297,52 +327,70 @@ impl Jit {
             JitError::new(Some(func), None, format!("code generation failed: {e}"))
         };
 
-        let mut sig = jm.make_signature();
-        sig.params.push(AbiParam::new(types::I64));
-        sig.params.push(AbiParam::new(types::I64));
-        sig.returns.push(AbiParam::new(types::I32));
-        let id = jm
-            .declare_function(&format!("cajeta_fn{func}"), Linkage::Local, &sig)
+        let call_conv = jm.isa().default_call_conv();
+        let internal_sig = translate::internal_signature(f, call_conv);
+        let mut entry_sig = jm.make_signature();
+        entry_sig.params.push(AbiParam::new(types::I64));
+        entry_sig.params.push(AbiParam::new(types::I64));
+        entry_sig.returns.push(AbiParam::new(types::I32));
+        let body_id = jm
+            .declare_function(&format!("cajeta_fn{func}"), Linkage::Local, &internal_sig)
             .map_err(codegen)?;
-        jm.clear_context(&mut self.cctx);
-        self.cctx.func.signature = sig;
-        self.cctx.func.name = UserFuncName::user(0, id.as_u32());
-        let self_ref = jm.declare_func_in_func(id, &mut self.cctx.func);
-        let setup = translate::Setup {
-            module: &module,
-            func,
-            hooks: &self.hooks,
-            table: self.table.as_ptr() as usize,
-            fuel: self.options.fuel,
-            self_ref,
-            call_conv: jm.isa().default_call_conv(),
-            frontend: jm.target_config(),
-        };
-        let built = translate::translate(
-            FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx),
-            &setup,
-        );
-        if let Err(e) = built {
-            // The builder may have stopped half-way: start the next function afresh.
+        let entry_id = jm
+            .declare_function(&format!("cajeta_entry{func}"), Linkage::Local, &entry_sig)
+            .map_err(codegen)?;
+        let mut code_size = 0;
+        for (id, sig, is_body) in [(body_id, internal_sig, true), (entry_id, entry_sig, false)] {
             jm.clear_context(&mut self.cctx);
-            self.fctx = FunctionBuilderContext::new();
-            return Err(e);
+            self.cctx.func.signature = sig;
+            self.cctx.func.name = UserFuncName::user(0, id.as_u32());
+            let self_ref = jm.declare_func_in_func(body_id, &mut self.cctx.func);
+            let setup = translate::Setup {
+                module: &module,
+                func,
+                hooks: &self.hooks,
+                table: self.table.as_ptr() as usize,
+                fuel: self.options.fuel,
+                self_ref,
+                call_conv,
+                frontend: jm.target_config(),
+            };
+            let builder = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
+            let built = if is_body {
+                translate::translate(builder, &setup)
+            } else {
+                translate::entry_wrapper(builder, &setup)
+            };
+            if let Err(e) = built {
+                // The builder may have stopped half-way: start the next function afresh.
+                jm.clear_context(&mut self.cctx);
+                self.fctx = FunctionBuilderContext::new();
+                return Err(e);
+            }
+            self.cctx.set_disasm(self.options.disasm && is_body);
+            let defined = jm.define_function(id, &mut self.cctx);
+            code_size += self
+                .cctx
+                .compiled_code()
+                .map_or(0, |c| c.code_buffer().len());
+            if is_body {
+                if let Some(slot) = self.disasm.get_mut(func as usize) {
+                    *slot = self.cctx.compiled_code().and_then(|c| c.vcode.clone());
+                }
+            }
+            jm.clear_context(&mut self.cctx);
+            defined.map_err(codegen)?;
         }
-        let defined = jm.define_function(id, &mut self.cctx);
-        let code_size = self
-            .cctx
-            .compiled_code()
-            .map_or(0, |c| c.code_buffer().len());
-        jm.clear_context(&mut self.cctx);
-        defined.map_err(codegen)?;
         jm.finalize_definitions().map_err(codegen)?;
-        let ptr = jm.get_finalized_function(id);
+        let body = jm.get_finalized_function(body_id);
+        let ptr = jm.get_finalized_function(entry_id);
         // SAFETY: `ptr` is the finalized code of a function declared with the signature
         // (i64, i64) -> i32 in the host's default C calling convention, which is `JitFn`'s
         // ABI (two pointers in, `u32` out).
         let entry: JitFn = unsafe { std::mem::transmute::<*const u8, JitFn>(ptr) };
         if let Some(slot) = self.table.get(func as usize) {
-            slot.store(ptr as usize, Ordering::Release);
+            // Compiled callers call the internal body (`translate::internal_signature`).
+            slot.store(body as usize, Ordering::Release);
         }
         let c = CompiledFn {
             func,

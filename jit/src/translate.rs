@@ -7,11 +7,16 @@
 //!   as the `i64` cell. `String` registers are the exception: they live in the register
 //!   window in memory (every read loads, every write stores), so that the embedder's string
 //!   collector, which scans register windows, always sees every live string.
-//! * **Memory traffic** happens only where other code can observe registers: a call stores
-//!   its argument registers `r[b .. b + params]` into the window (the callee's frame starts
-//!   there, as in the interpreter) and the caller reads the result from the context. Other
-//!   registers are never written back: the interpreter's callers and callees do not read
-//!   them either (see the crate documentation for the exact contract).
+//! * **Internal calling convention.** Each function is compiled twice over: an *internal*
+//!   body `(ctx, regs, depth, params…) -> (status | own << 32, result cell)` that JIT code
+//!   calls natively, with the non-String parameters in machine registers, the caller's depth
+//!   as an argument and the result, status and ownership bit in return registers; and a
+//!   small *entry* wrapper with the public [`crate::JitFn`] signature that loads the
+//!   parameters from the window and the depth from the context, and stores the result and
+//!   ownership bit back into the context. Only a call that goes to the interpreter stores
+//!   its arguments into the window. Other registers are never written back: the
+//!   interpreter's callers and callees do not read them either (see the crate documentation
+//!   for the exact contract).
 //! * **Blocks**: one Cranelift block per bytecode leader (pc 0, jump targets, the instruction
 //!   after a branch or terminator); instructions that can fail add a fall-through block.
 //! * **Errors** branch to one cold block per function, with the status and the faulting pc as
@@ -58,7 +63,8 @@ pub(crate) struct Setup<'a> {
     pub table: usize,
     /// Emit fuel accounting.
     pub fuel: bool,
-    /// A direct reference to the function itself (self-recursion needs no table load).
+    /// A direct reference to the function's internal body (self-recursion needs no table
+    /// load; the entry wrapper calls it).
     pub self_ref: FuncRef,
     /// The host's C calling convention (hooks, helpers, compiled functions).
     pub call_conv: CallConv,
@@ -150,17 +156,18 @@ struct Tr<'a, 'b> {
     b: FunctionBuilder<'b>,
     kinds: Vec<Kind>,
     vars: Vec<Variable>,
-    /// The window pointer (changes after calls: the embedder may move the stack).
-    regs_var: Variable,
     /// Remaining fuel, when compiled with fuel.
     fuel_var: Option<Variable>,
     ctx: Value,
-    /// `regs - stack_base` in bytes and in cells (entry values; the window's offset in the
-    /// stack never changes while the frame lives).
+    /// The window's offset in the register stack, in bytes and in cells. The offset never
+    /// changes while the frame lives; the stack itself may move (any call or hook may grow
+    /// it), so the window's address is recomputed from `stack_base` at each use.
     regs_off: Value,
     regs_off_cells: Value,
-    /// The depth on entry, restored on every exit.
-    depth0: Value,
+    /// This frame's depth (the caller's plus one), passed on to callees.
+    depth: Value,
+    /// The ownership bit of the last call's result (`takeown`).
+    own_var: Variable,
     statics: Value,
     consts: Value,
     /// The block of each leader pc.
@@ -192,7 +199,6 @@ impl<'a, 'b> Tr<'a, 'b> {
             }
         }
         let uses = |ops: &[Op]| f.code.iter().any(|i| ops.contains(&i.op));
-        let has_calls = uses(&[Op::Call]);
         let uses_statics = uses(&[Op::GetStatic, Op::SetStatic]);
         let uses_consts = f.code.iter().any(|i| {
             i.op == Op::LoadK && matches!(s.module.consts.get(i.bc() as usize), Some(Const::Str(_)))
@@ -201,31 +207,27 @@ impl<'a, 'b> Tr<'a, 'b> {
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
-        let ctx = b.block_params(entry)[0];
-        let regs = b.block_params(entry)[1];
+        let params: Vec<Value> = b.block_params(entry).to_vec();
+        let (ctx, regs_off, caller_depth) = (params[0], params[1], params[2]);
 
-        let depth0 = b.ins().load(I64, MF, ctx, off::DEPTH);
+        // The depth limit: failing here, before this frame counts, puts the caller's call
+        // site on top of the trace, as in the interpreter.
         let max = b.ins().load(I64, MF, ctx, off::MAX_DEPTH);
-        let full = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, depth0, max);
+        let full = b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, caller_depth, max);
         let body = b.create_block();
         let over = b.create_block();
         b.set_cold_block(over);
         b.ins().brif(full, over, &[], body, &[]);
         b.switch_to_block(over);
-        let st = b.ins().iconst(I32, Status::Stack as i64);
-        b.ins().return_(&[st]);
+        let st = b.ins().iconst(I64, Status::Stack as i64);
+        let zero = b.ins().iconst(I64, 0);
+        b.ins().return_(&[st, zero]);
 
         b.switch_to_block(body);
-        let d1 = b.ins().iadd_imm_s(depth0, 1);
-        b.ins().store(MF, d1, ctx, off::DEPTH);
-        let (regs_off, regs_off_cells) = if has_calls {
-            let base = b.ins().load(I64, MF, ctx, off::STACK_BASE);
-            let o = b.ins().isub(regs, base);
-            (o, b.ins().ushr_imm_u(o, 3))
-        } else {
-            let z = b.ins().iconst(I64, 0);
-            (z, z)
-        };
+        let depth = b.ins().iadd_imm_s(caller_depth, 1);
+        let regs_off_cells = b.ins().ushr_imm_u(regs_off, 3);
         let statics = if uses_statics {
             b.ins().load(I64, MF, ctx, off::STATICS)
         } else {
@@ -248,8 +250,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                 })
             })
             .collect();
-        let regs_var = b.declare_var(I64);
-        b.def_var(regs_var, regs);
+        let own_var = b.declare_var(I64);
         let fuel_var = if s.fuel {
             let v = b.declare_var(I64);
             let fuel = b.ins().load(I64, MF, ctx, off::FUEL);
@@ -273,22 +274,31 @@ impl<'a, 'b> Tr<'a, 'b> {
             b,
             kinds,
             vars,
-            regs_var,
             fuel_var,
             ctx,
             regs_off,
             regs_off_cells,
-            depth0,
+            depth,
+            own_var,
             statics,
             consts,
             blocks,
             fault,
             sigs: HashMap::new(),
         };
+        // A frame with String registers uses its window: make sure it exists (callers
+        // reserve nothing for native callees).
+        if tr.kinds.contains(&Kind::Mem) {
+            let n = tr.f.regs.len() as i64;
+            tr.ensure_room(0, n);
+        }
+        // Parameters arrive in machine registers (String ones in the window).
+        let mut next = params[3..].iter();
         for p in 0..f.params {
             if tr.kinds[usize::from(p)] != Kind::Mem {
-                let v = tr.load_reg(p);
-                tr.set(p, v);
+                if let Some(&v) = next.next() {
+                    tr.set(p, v);
+                }
             }
         }
         tr.consume_fuel(0);
@@ -313,13 +323,14 @@ impl<'a, 'b> Tr<'a, 'b> {
             &[ctx, func, pc],
         );
         self.epilogue();
-        self.b.ins().return_(&[st]);
+        let st = self.b.ins().uextend(I64, st);
+        let zero = self.b.ins().iconst(I64, 0);
+        self.b.ins().return_(&[st, zero]);
     }
 
-    /// Restores the depth (and writes the fuel back) before any return.
+    /// Writes the fuel back before any return.
     fn epilogue(&mut self) {
-        let (d, ctx) = (self.depth0, self.ctx);
-        self.b.ins().store(MF, d, ctx, off::DEPTH);
+        let ctx = self.ctx;
         if let Some(v) = self.fuel_var {
             let fuel = self.b.use_var(v);
             self.b.ins().store(MF, fuel, ctx, off::FUEL);
@@ -332,8 +343,29 @@ impl<'a, 'b> Tr<'a, 'b> {
         self.kinds[usize::from(r)]
     }
 
+    /// The window's current address.
     fn regs(&mut self) -> Value {
-        self.b.use_var(self.regs_var)
+        let ctx = self.ctx;
+        let base = self.b.ins().load(I64, MF, ctx, off::STACK_BASE);
+        self.b.ins().iadd(base, self.regs_off)
+    }
+
+    /// Makes the stack at least `regs_off + cells` cells long, through the `grow_stack`
+    /// hook (failing at `pc` if it fails).
+    fn ensure_room(&mut self, pc: u32, cells: i64) {
+        let ctx = self.ctx;
+        let hooks = *self.s.hooks;
+        let need = self.b.ins().iadd_imm_s(self.regs_off_cells, cells);
+        let len = self.b.ins().load(I64, MF, ctx, off::STACK_LEN);
+        let short = self.b.ins().icmp(IntCC::UnsignedGreaterThan, need, len);
+        let grow = self.b.create_block();
+        let room = self.b.create_block();
+        self.b.set_cold_block(grow);
+        self.b.ins().brif(short, grow, &[], room, &[]);
+        self.b.switch_to_block(grow);
+        self.hook(pc, hooks.grow_stack as usize, &[I64], &[need]);
+        self.b.ins().jump(room, &[]);
+        self.b.switch_to_block(room);
     }
 
     /// Register `r` in its variable's type (`i64` for `Mem` registers, loaded).
@@ -361,16 +393,16 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// Register `r` as its canonical 64-bit cell.
     fn get_cell(&mut self, r: u16) -> Value {
         let v = self.get(r);
-        self.to_cell(self.kind(r), v)
+        self.cell_of(self.kind(r), v)
     }
 
     /// Writes the canonical cell `cell` to register `r`.
     fn set_cell(&mut self, r: u16, cell: Value) {
-        let v = self.from_cell(self.kind(r), cell);
+        let v = self.value_of(self.kind(r), cell);
         self.set(r, v);
     }
 
-    fn to_cell(&mut self, k: Kind, v: Value) -> Value {
+    fn cell_of(&mut self, k: Kind, v: Value) -> Value {
         match k {
             Kind::F64 => self.b.ins().bitcast(I64, MemFlagsData::new(), v),
             Kind::F32 => {
@@ -381,7 +413,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         }
     }
 
-    fn from_cell(&mut self, k: Kind, cell: Value) -> Value {
+    fn value_of(&mut self, k: Kind, cell: Value) -> Value {
         match k {
             Kind::F64 => self.b.ins().bitcast(F64, MemFlagsData::new(), cell),
             Kind::F32 => {
@@ -390,13 +422,6 @@ impl<'a, 'b> Tr<'a, 'b> {
             }
             Kind::Int | Kind::Mem => cell,
         }
-    }
-
-    /// Register `r` read from the window, in its variable's type.
-    fn load_reg(&mut self, r: u16) -> Value {
-        let regs = self.regs();
-        let cell = self.b.ins().load(I64, MF, regs, 8 * i32::from(r));
-        self.from_cell(self.kind(r), cell)
     }
 
     /// Stores register `r` into the window (a no-op for `Mem` registers, already there).
@@ -790,32 +815,30 @@ impl<'a, 'b> Tr<'a, 'b> {
             }
             Op::Call => self.call(pc, i)?,
             Op::Ret | Op::RetOwn | Op::RetVoid => {
-                let (ctx, v, own) = match i.op {
+                // (status 0 | own << 32, result cell).
+                let (st, v) = match i.op {
                     Op::RetVoid => {
                         let z = self.b.ins().iconst(I64, 0);
-                        (self.ctx, z, z)
+                        (z, z)
                     }
                     Op::Ret => {
                         let v = self.get_cell(i.a);
-                        (self.ctx, v, self.b.ins().iconst(I64, 0))
+                        (self.b.ins().iconst(I64, 0), v)
                     }
                     _ => {
                         let v = self.get_cell(i.a);
                         let flag = self.get(i.b);
                         let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, flag, 0);
-                        (self.ctx, v, self.bool_of(c))
+                        let own = self.bool_of(c);
+                        (self.b.ins().ishl_imm_u(own, 32), v)
                     }
                 };
-                self.b.ins().store(MF, v, ctx, off::RET);
-                self.b.ins().store(MF, own, ctx, off::OWN);
                 self.epilogue();
-                let ok = self.b.ins().iconst(I32, Status::Ok as i64);
-                self.b.ins().return_(&[ok]);
+                self.b.ins().return_(&[st, v]);
                 return Ok(true);
             }
             Op::TakeOwn => {
-                let ctx = self.ctx;
-                let v = self.b.ins().load(I64, MF, ctx, off::OWN);
+                let v = self.b.use_var(self.own_var);
                 self.set(i.a, v);
             }
             Op::EqStr => {
@@ -1217,9 +1240,11 @@ impl<'a, 'b> Tr<'a, 'b> {
         Ok(())
     }
 
-    /// `call a b c`: arguments into the window, stack room, depth (in the callee), the call
-    /// itself (direct for self-recursion, through the table for compiled callees, through
-    /// the `call_interp` hook otherwise), then the result from the context.
+    /// `call a b c`: stack room for the callee's window, then a native call of its internal
+    /// body (direct for self-recursion, through the table otherwise) with the arguments in
+    /// machine registers — or, when the callee is not compiled or the native stack is
+    /// short, the `call_interp` hook with the arguments stored in the window. Then the status
+    /// check, the ownership bit and the result.
     fn call(&mut self, pc: u32, i: Instr) -> Result<(), JitError> {
         let module = self.s.module;
         let callee_idx = u32::from(i.c);
@@ -1227,92 +1252,173 @@ impl<'a, 'b> Tr<'a, 'b> {
             .functions
             .get(usize::from(i.c))
             .ok_or_else(|| self.err(pc, format!("function {callee_idx} out of range")))?;
-        for p in 0..callee.params {
-            let r =
-                i.b.checked_add(p)
-                    .ok_or_else(|| self.err(pc, "argument register out of range".into()))?;
-            self.spill(r);
-        }
         let ctx = self.ctx;
         let hooks = *self.s.hooks;
-
-        // Stack room: the callee's window ends at cell regs_off + b + nregs.
-        let need = self.b.ins().iadd_imm_s(
-            self.regs_off_cells,
-            i64::from(i.b) + callee.regs.len() as i64,
-        );
-        let len = self.b.ins().load(I64, MF, ctx, off::STACK_LEN);
-        let short = self.b.ins().icmp(IntCC::UnsignedGreaterThan, need, len);
-        let grow = self.b.create_block();
-        let room = self.b.create_block();
-        self.b.set_cold_block(grow);
-        self.b.ins().brif(short, grow, &[], room, &[]);
-        self.b.switch_to_block(grow);
-        self.hook(pc, hooks.grow_stack as usize, &[I64], &[need]);
-        self.b.ins().jump(room, &[]);
-        self.b.switch_to_block(room);
-        self.reload_regs();
 
         if let Some(v) = self.fuel_var {
             let fuel = self.b.use_var(v);
             self.b.ins().store(MF, fuel, ctx, off::FUEL);
         }
-        let regs = self.regs();
-        let callee_regs = self.b.ins().iadd_imm_s(regs, 8 * i64::from(i.b));
-        let status = if callee_idx == self.s.func {
-            let call = self.b.ins().call(self.s.self_ref, &[ctx, callee_regs]);
-            self.b.inst_results(call)[0]
+        let callee_off = self.b.ins().iadd_imm_s(self.regs_off, 8 * i64::from(i.b));
+        let mut args = vec![ctx, callee_off, self.depth];
+        let mut arg_regs = Vec::new();
+        for p in 0..callee.params {
+            let r =
+                i.b.checked_add(p)
+                    .ok_or_else(|| self.err(pc, "argument register out of range".into()))?;
+            arg_regs.push(r);
+            if self.kind(r) != Kind::Mem {
+                args.push(self.get(r));
+            }
+        }
+
+        // A native call needs native stack: below the embedder's limit the callee runs in
+        // the interpreter instead (whose frames are on the heap).
+        let sp = self.b.ins().get_stack_pointer(I64);
+        let limit = self.b.ins().load(I64, MF, ctx, off::NATIVE_LIMIT);
+        let low = self.b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
+        let jit = self.b.create_block();
+        let interp = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.append_block_param(join, I64);
+        self.b.append_block_param(join, I64);
+        let check = self.b.create_block();
+        self.b.ins().brif(low, interp, &[], check, &[]);
+        self.b.switch_to_block(check);
+        let entry = if callee_idx == self.s.func {
+            self.b.ins().jump(jit, &[]);
+            None
         } else {
             let slot = self.s.table + 8 * callee_idx as usize;
             let slot = self.b.ins().iconst(I64, slot as i64);
             let entry = self.b.ins().load(I64, MF, slot, 0);
-            let jit = self.b.create_block();
-            let interp = self.b.create_block();
-            let join = self.b.create_block();
-            self.b.append_block_param(join, I32);
             self.b.ins().brif(entry, jit, &[], interp, &[]);
-
-            self.b.switch_to_block(jit);
-            let sig = self.sig(&[I64, I64], &[I32]);
-            let call = self.b.ins().call_indirect(sig, entry, &[ctx, callee_regs]);
-            let st = self.b.inst_results(call)[0];
-            self.b.ins().jump(join, &[BlockArg::Value(st)]);
-
-            self.b.switch_to_block(interp);
-            let fi = self.i32c(callee_idx);
-            let st = self
-                .call_addr(
-                    hooks.call_interp as usize,
-                    &[I64, I32, I64],
-                    &[I32],
-                    &[ctx, fi, callee_regs],
-                )
-                .unwrap_or_else(|| unreachable!("hooks return a status"));
-            self.b.ins().jump(join, &[BlockArg::Value(st)]);
-
-            self.b.switch_to_block(join);
-            self.b.block_params(join)[0]
+            Some(entry)
         };
-        self.fail_if(status, status, pc);
-        self.reload_regs();
-        if let Some(v) = self.fuel_var {
+
+        self.b.switch_to_block(jit);
+        let call = match entry {
+            None => self.b.ins().call(self.s.self_ref, &args),
+            Some(entry) => {
+                let sig = internal_signature(callee, self.s.call_conv);
+                let params: Vec<types::Type> = sig.params.iter().map(|p| p.value_type).collect();
+                let sig = self.sig(&params, &[I64, I64]);
+                self.b.ins().call_indirect(sig, entry, &args)
+            }
+        };
+        let (st, v) = (self.b.inst_results(call)[0], self.b.inst_results(call)[1]);
+        self.b
+            .ins()
+            .jump(join, &[BlockArg::Value(st), BlockArg::Value(v)]);
+
+        // The interpreter needs the callee's window (which holds the arguments, in the
+        // caller's window): reserve it, then store the arguments.
+        self.b.switch_to_block(interp);
+        self.ensure_room(pc, i64::from(i.b) + callee.regs.len() as i64);
+        for &r in &arg_regs {
+            self.spill(r);
+        }
+        let regs = self.regs();
+        let callee_regs = self.b.ins().iadd_imm_s(regs, 8 * i64::from(i.b));
+        let depth = self.depth;
+        self.b.ins().store(MF, depth, ctx, off::DEPTH);
+        let fi = self.i32c(callee_idx);
+        let st = self
+            .call_addr(
+                hooks.call_interp as usize,
+                &[I64, I32, I64],
+                &[I32],
+                &[ctx, fi, callee_regs],
+            )
+            .unwrap_or_else(|| unreachable!("hooks return a status"));
+        let st = self.b.ins().uextend(I64, st);
+        let own = self.b.ins().load(I64, MF, ctx, off::OWN);
+        let own = self.b.ins().ishl_imm_u(own, 32);
+        let st = self.b.ins().bor(st, own);
+        let v = self.ret_cell();
+        self.b
+            .ins()
+            .jump(join, &[BlockArg::Value(st), BlockArg::Value(v)]);
+
+        self.b.switch_to_block(join);
+        let (st_own, v) = (self.b.block_params(join)[0], self.b.block_params(join)[1]);
+        let st = self.b.ins().ireduce(I32, st_own);
+        self.fail_if(st, st, pc);
+        let own = self.b.ins().ushr_imm_u(st_own, 32);
+        self.b.def_var(self.own_var, own);
+        if let Some(fv) = self.fuel_var {
             let fuel = self.b.ins().load(I64, MF, ctx, off::FUEL);
-            self.b.def_var(v, fuel);
+            self.b.def_var(fv, fuel);
         }
         if callee.ret.is_some() {
-            let r = self.ret_cell();
-            self.set_cell(i.a, r);
+            self.set_cell(i.a, v);
         }
         Ok(())
     }
+}
 
-    /// Re-derives the window pointer from the (possibly moved) stack.
-    fn reload_regs(&mut self) {
-        let ctx = self.ctx;
-        let base = self.b.ins().load(I64, MF, ctx, off::STACK_BASE);
-        let regs = self.b.ins().iadd(base, self.regs_off);
-        self.b.def_var(self.regs_var, regs);
+/// The internal body's signature: `(ctx, window offset in bytes, caller's depth,
+/// non-String parameters…)` returning
+/// `(status | own << 32, result cell)`.
+pub(crate) fn internal_signature(f: &Function, call_conv: CallConv) -> Signature {
+    let mut sig = Signature::new(call_conv);
+    sig.params.extend([AbiParam::new(I64); 3]);
+    for &t in f.regs.iter().take(usize::from(f.params)) {
+        match kind_of(t) {
+            Kind::Int => sig.params.push(AbiParam::new(I64)),
+            Kind::F32 => sig.params.push(AbiParam::new(F32)),
+            Kind::F64 => sig.params.push(AbiParam::new(F64)),
+            Kind::Mem => {}
+        }
     }
+    sig.returns.extend([AbiParam::new(I64); 2]);
+    sig
+}
+
+/// Builds the public entry of function `s.func`: [`crate::JitFn`]'s `(ctx, regs) -> status`,
+/// calling the internal body (`s.self_ref`) with the parameters loaded from the window and
+/// the depth from the context, then storing the result cell and ownership bit into the
+/// context.
+pub(crate) fn entry_wrapper(mut b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<(), JitError> {
+    let f = s
+        .module
+        .functions
+        .get(s.func as usize)
+        .ok_or_else(|| JitError::new(Some(s.func), None, "no such function".into()))?;
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let (ctx, regs) = (b.block_params(entry)[0], b.block_params(entry)[1]);
+    let depth = b.ins().load(I64, MF, ctx, off::DEPTH);
+    let base = b.ins().load(I64, MF, ctx, off::STACK_BASE);
+    let regs_off = b.ins().isub(regs, base);
+    let mut args = vec![ctx, regs_off, depth];
+    for (p, &t) in f.regs.iter().take(usize::from(f.params)).enumerate() {
+        let k = kind_of(t);
+        if k == Kind::Mem {
+            continue;
+        }
+        let cell = b.ins().load(I64, MF, regs, 8 * p as i32);
+        args.push(match k {
+            Kind::F64 => b.ins().bitcast(F64, MemFlagsData::new(), cell),
+            Kind::F32 => {
+                let bits = b.ins().ireduce(I32, cell);
+                b.ins().bitcast(F32, MemFlagsData::new(), bits)
+            }
+            _ => cell,
+        });
+    }
+    let call = b.ins().call(s.self_ref, &args);
+    let (st_own, v) = (b.inst_results(call)[0], b.inst_results(call)[1]);
+    b.ins().store(MF, v, ctx, off::RET);
+    let own = b.ins().ushr_imm_u(st_own, 32);
+    b.ins().store(MF, own, ctx, off::OWN);
+    b.ins().store(MF, depth, ctx, off::DEPTH);
+    let st = b.ins().ireduce(I32, st_own);
+    b.ins().return_(&[st]);
+    b.seal_all_blocks();
+    b.finalize(s.frontend);
+    Ok(())
 }
 
 #[cfg(test)]

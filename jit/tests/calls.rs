@@ -3,12 +3,13 @@
 
 mod common;
 
-use cajeta_bytecode::{Op, Type};
+use cajeta_bytecode::{Const, Op, Type};
 use cajeta_jit::{JitOptions, Status, TraceEntry};
 use common::*;
 
 const I64: Type = Type::I64;
 const BOOL: Type = Type::BOOL;
+const STR: Type = Type::Str;
 
 /// `int64 fib(int64 n) { if (n < 2) return n; return fib(n - 1) + fib(n - 2); }` as the
 /// compiler emits it (function index `idx`).
@@ -57,14 +58,46 @@ fn recursion() {
 }
 
 #[test]
-fn the_stack_grows_and_moves_under_running_code() {
-    // A 6-cell stack: every level of recursion needs 3 more cells, so the hook reallocates
-    // (moving the stack) many times while frames below are live.
+fn scalar_frames_need_no_window_and_string_frames_grow_the_stack() {
+    // fib keeps everything in machine registers: a 6-cell stack is enough for any depth.
     let m = module(vec![fib(0)]);
     let mut jit = make_jit(&m, JitOptions::default());
     let mut vm = TestVm::new(m, 6);
     assert_eq!(run(&mut jit, &mut vm, 0, &[18]), Ok((fib_ref(18), 0)));
+    assert_eq!(vm.grows, 0);
+
+    // g(n) = { s := "x" ++ "x"; n == 0 ? 0 : g(n - 1) + (s == s) }: every frame has a String
+    // register, so its window must exist; the stack grows (and moves) under live frames, and
+    // each frame's string is still in its window after its callee returns.
+    let g = func(
+        "T.g",
+        1,
+        Some(I64),
+        vec![I64, STR, STR, BOOL, I64, I64],
+        vec![
+            ibc(Op::LoadK, 1, 0),
+            i(Op::Concat, 2, 1, 1),
+            ibc(Op::LoadI, 4, 0),
+            i(Op::EqI64, 3, 0, 4),
+            ibc(Op::JmpIfNot, 3, 6),
+            i(Op::Ret, 4, 0, 0),
+            i(Op::AddImmI64, 5, 0, (-1i16) as u16), // 6
+            i(Op::Call, 4, 5, 0),
+            i(Op::EqStr, 3, 2, 2),
+            i(Op::WrapI64, 5, 3, 0),
+            i(Op::AddI64, 4, 4, 5),
+            i(Op::Ret, 4, 0, 0),
+        ],
+    );
+    let m = module_with(vec![g], vec![Const::Str("x".into())], vec![], vec![]);
+    let mut jit = make_jit(&m, JitOptions::default());
+    let mut vm = TestVm::new(m, 6);
+    assert_eq!(run(&mut jit, &mut vm, 0, &[40]), Ok((40, 0)));
     assert!(vm.grows >= 3, "grew {} times", vm.grows);
+    // Frame k's window starts at cell 5k; its r2 holds "xx".
+    for k in 0..40 {
+        assert_eq!(vm.str(vm.stack[5 * k + 2]), Some("xx"), "frame {k}");
+    }
 }
 
 #[test]
@@ -222,8 +255,6 @@ fn the_depth_limit_fails_at_the_call_site() {
     // 50 frames fit; each of them is on the trace at its call (pc 1), as in the interpreter.
     assert_eq!(e.trace.len(), 50);
     assert!(e.trace.iter().all(|t| *t == TraceEntry { func: 0, pc: 1 }));
-    // Frame n holds argument n: the 50th frame's window starts at cell 49.
-    assert_eq!(vm.stack[49], 49);
 }
 
 /// `s = 0; for (i = 0; i < n; i++) s += i * i;` with the test at the top and one back edge.
@@ -261,7 +292,13 @@ fn loops() {
 #[test]
 fn fuel_counts_calls_and_back_edges() {
     let m = module(vec![loop_fn()]);
-    let mut jit = make_jit(&m, JitOptions { fuel: true });
+    let mut jit = make_jit(
+        &m,
+        JitOptions {
+            fuel: true,
+            ..JitOptions::default()
+        },
+    );
     let mut vm = TestVm::new(m, 64);
     // n iterations: one unit for the call and one per back edge.
     let n = 10;
@@ -282,7 +319,13 @@ fn fuel_counts_calls_and_back_edges() {
 
     // Recursion: fib(5) makes 15 calls.
     let m = module(vec![fib(0)]);
-    let mut jf = make_jit(&m, JitOptions { fuel: true });
+    let mut jf = make_jit(
+        &m,
+        JitOptions {
+            fuel: true,
+            ..JitOptions::default()
+        },
+    );
     let mut vm = TestVm::new(m, 64);
     assert_eq!(
         run_with(&mut jf, &mut vm, 0, &[5], 0, 100, Some(15)),
@@ -321,7 +364,13 @@ fn void_calls_and_conditional_backward_branches() {
     );
     let m = module_with(vec![f0, f1], vec![], vec![I64], vec![]);
     for fuel in [false, true] {
-        let mut jit = make_jit(&m, JitOptions { fuel });
+        let mut jit = make_jit(
+            &m,
+            JitOptions {
+                fuel,
+                ..JitOptions::default()
+            },
+        );
         jit.compile(1).unwrap();
         let mut vm = TestVm::new(m.clone(), 64);
         assert_eq!(run(&mut jit, &mut vm, 0, &[5]), Ok((0, 0)));
@@ -330,4 +379,117 @@ fn void_calls_and_conditional_backward_branches() {
         assert_eq!(run(&mut jit, &mut vm, 0, &[1]), Ok((0, 0)));
         assert_eq!(vm.statics[0], 0);
     }
+}
+
+#[test]
+fn deep_recursion_continues_in_the_interpreter_when_native_stack_runs_short() {
+    // f(n) = n == 0 ? 0 : f(n - 1) + 1, entered with n = 100 000 under a native budget that
+    // holds far fewer frames: the call that finds the stack short goes to `call_interp`
+    // (here a stub returning 1000) with its argument in the window, and the frames above it
+    // finish natively.
+    let f = func(
+        "T.f",
+        1,
+        Some(I64),
+        vec![I64, BOOL, I64, I64],
+        vec![
+            ibc(Op::LoadI, 2, 0),
+            i(Op::EqI64, 1, 0, 2),
+            ibc(Op::JmpIfNot, 1, 4),
+            i(Op::Ret, 0, 0, 0),
+            i(Op::AddImmI64, 3, 0, (-1i16) as u16),
+            i(Op::Call, 2, 3, 0),
+            i(Op::AddImmI64, 2, 2, 1),
+            i(Op::Ret, 2, 0, 0),
+        ],
+    );
+    let m = module(vec![f]);
+    let mut jit = make_jit(&m, JitOptions::default());
+    let mut vm = TestVm::new(m, 64);
+    vm.interp_result = 1000;
+    let n = 100_000u64;
+    let out = run_with_native_budget(&mut jit, &mut vm, 0, &[n], 64 << 10);
+    assert_eq!(
+        vm.interp_calls.len(),
+        1,
+        "one fallback, then the interpreter's job"
+    );
+    let (callee, args) = &vm.interp_calls[0];
+    assert_eq!(*callee, 0);
+    let native_frames = n - args[0];
+    assert!(
+        native_frames > 10 && native_frames < 5000,
+        "{native_frames} native frames"
+    );
+    assert_eq!(out, Ok((1000 + native_frames, 0)));
+}
+
+#[test]
+fn mixed_parameters_cross_native_calls() {
+    // mix(s: String, x: float64, y: float32, k: int8, t: String) -> float64: x * y + k, and
+    // prints s ++ t; called natively from main with its arguments in registers (the
+    // Strings through the window), and through the interpreter hook before it is compiled.
+    let f32t = Type::Scalar(cajeta_bytecode::Scalar::F32);
+    let i8t = Type::Scalar(cajeta_bytecode::Scalar::I8);
+    let mix = func(
+        "T.mix",
+        5,
+        Some(Type::F64),
+        vec![STR, Type::F64, f32t, i8t, STR, Type::F64, Type::F64, STR],
+        vec![
+            i(Op::F32ToF64, 5, 2, 0),
+            i(Op::MulF64, 5, 1, 5),
+            i(Op::SToF64, 6, 3, 0),
+            i(Op::AddF64, 5, 5, 6),
+            i(Op::Concat, 7, 0, 4),
+            i(Op::Print, 7, 2, 0),
+            i(Op::Ret, 5, 0, 0),
+        ],
+    );
+    let main = func(
+        "T.main",
+        3,
+        Some(Type::F64),
+        vec![
+            Type::F64,
+            f32t,
+            i8t,
+            Type::F64,
+            STR,
+            Type::F64,
+            f32t,
+            i8t,
+            STR,
+        ],
+        vec![
+            ibc(Op::LoadK, 4, 0),
+            i(Op::Mov, 5, 0, 0),
+            i(Op::Mov, 6, 1, 0),
+            i(Op::Mov, 7, 2, 0),
+            ibc(Op::LoadK, 8, 1),
+            i(Op::Call, 3, 4, 1),
+            i(Op::Ret, 3, 0, 0),
+        ],
+    );
+    let m = module_with(
+        vec![main, mix],
+        vec![Const::Str("a".into()), Const::Str("b".into())],
+        vec![],
+        vec![],
+    );
+    let x = 1.5f64.to_bits();
+    let y = (-2.0f32).to_bits() as u64;
+    let k = (-3i64) as u64;
+    let want = (1.5f64 * (-2.0f32) as f64 + -3.0).to_bits();
+    let mut jit = make_jit(&m, JitOptions::default());
+    let mut vm = TestVm::new(m, 64);
+    assert_eq!(run(&mut jit, &mut vm, 0, &[x, y, k]), Ok((0, 0)));
+    assert_eq!(vm.interp_calls.len(), 1);
+    let args = &vm.interp_calls[0].1;
+    assert_eq!(vm.str(args[0]), Some("a"));
+    assert_eq!(&args[1..4], &[x, y, k]);
+    assert_eq!(vm.str(args[4]), Some("b"));
+    jit.compile(1).unwrap();
+    assert_eq!(run(&mut jit, &mut vm, 0, &[x, y, k]), Ok((want, 0)));
+    assert_eq!(vm.out, "ab\n");
 }

@@ -323,13 +323,17 @@ fn pure_ops() -> Vec<Op> {
                 && !op.is_host_only()
                 && !op.is_terminator()
                 && !matches!(op, Op::Mov | Op::LoadI | Op::LoadK | Op::TakeOwn | Op::Nop)
-                && op.operands().iter().all(|o| match o {
-                    Operand::N | Operand::Imm16 | Operand::MathFn => true,
-                    Operand::Dst(RegClass::Is(Type::Scalar(_))) => true,
-                    Operand::Src(RegClass::Is(Type::Scalar(_)))
-                    | Operand::Src(RegClass::Int)
-                    | Operand::Src(RegClass::IntLike) => true,
-                    _ => false,
+                && op.operands().iter().all(|o| {
+                    matches!(
+                        o,
+                        Operand::N
+                            | Operand::Imm16
+                            | Operand::MathFn
+                            | Operand::Dst(RegClass::Is(Type::Scalar(_)))
+                            | Operand::Src(RegClass::Is(Type::Scalar(_)))
+                            | Operand::Src(RegClass::Int)
+                            | Operand::Src(RegClass::IntLike)
+                    )
                 })
         })
         .collect()

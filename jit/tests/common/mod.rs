@@ -384,6 +384,32 @@ pub fn run_with(
     max_depth: u64,
     fuel: Option<i64>,
 ) -> Outcome {
+    run_full(jit, vm, func, args, base, max_depth, fuel, None)
+}
+
+/// [`run`] with JIT → JIT calls limited to `budget` bytes of native stack.
+pub fn run_with_native_budget(
+    jit: &mut Jit,
+    vm: &mut TestVm,
+    func: u32,
+    args: &[u64],
+    budget: usize,
+) -> Outcome {
+    run_full(jit, vm, func, args, 0, 1 << 20, None, Some(budget))
+}
+
+/// Runs compiled function `func`: the general form of the helpers above.
+#[allow(clippy::too_many_arguments)]
+pub fn run_full(
+    jit: &mut Jit,
+    vm: &mut TestVm,
+    func: u32,
+    args: &[u64],
+    base: usize,
+    max_depth: u64,
+    fuel: Option<i64>,
+    native_budget: Option<usize>,
+) -> Outcome {
     let f = jit.compile(func).expect("compiles");
     let nregs = vm.module.functions[func as usize].regs.len();
     assert!(base + nregs <= vm.stack.len(), "window fits");
@@ -399,6 +425,9 @@ pub fn run_with(
     }
     if let Some(n) = fuel {
         ctx.fuel = n;
+    }
+    if let Some(budget) = native_budget {
+        ctx.limit_native_stack(budget);
     }
     let regs = ctx.stack_base.wrapping_add(base);
     // SAFETY: the context points at the TestVm's live storage, the window fits (asserted)
