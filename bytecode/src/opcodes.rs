@@ -565,6 +565,10 @@ macro_rules! for_each_opcode {
         Format             "str.format"         [Dst(T_STR), Src(T_STR), Special] "r[a] := format string r[b] applied to the arguments in r[c] (String[]: each one's string conversion) and r[c+1] (float64[]: its value for {:.N}, NaN if not numeric); E-NULL";
         WaveSumU32         "wave.sum.u32"       [Dst(T_U32), Src(T_U32), N] "r[a] := wrapping sum of r[b] over the wave's active lanes, the same in every lane (Wave.reduceSum; a wave collective: rendezvous of the wave; XPU-E-DIVERGENT; device only)";
         WaveSumF32         "wave.sum.f32"       [Dst(T_F32), Src(T_F32), N] "r[a] := butterfly sum of r[b] over the wave (XPU §5.3: inactive lanes count +0.0; for d = 1, 2, 4, … W/2 every lane adds lane j xor d), the same in every lane (Wave.reduceSumF32; a wave collective; device only)";
+        SysExit            "sys.exit"           [Src(T_I32), N, N] "System.exit(r[a]): flush output and end the program at once with status r[a] & 0xFF (no drops)";
+        SysTime            "sys.time"           [Dst(T_I64), Imm16, N] "r[a] := System.currentTimeMillis() (b = 0) or System.nanoTime() (b = 1, monotonic)";
+        StrCount           "str.count"          [Dst(T_I64), Src(T_STR), N] "r[a] := number of code points of r[b]; E-NULL";
+        StrSize            "str.size"           [Dst(T_I64), Src(T_STR), N] "r[a] := number of UTF-8 bytes of r[b]; E-NULL";
         }
     };
 }
@@ -653,6 +657,10 @@ impl Op {
                     | Op::ArrSetRef
                     | Op::ParseInt
                     | Op::Format
+                    | Op::SysExit
+                    | Op::SysTime
+                    | Op::StrCount
+                    | Op::StrSize
             )
             || m.starts_with("aget.")
             || m.starts_with("aset.")

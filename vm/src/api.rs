@@ -477,6 +477,11 @@ pub fn run_program_in(vm: &mut Vm, entry: u32, args: &[String]) -> i32 {
                 0
             }
         },
+        // System.exit: flush and end at once with the status (LANGUAGE §5.8 step 5).
+        Err(e) if e.code == crate::error::ErrorCode::Exit.code() => {
+            vm.flush();
+            return e.message.parse().unwrap_or(0);
+        }
         Err(e) => {
             vm.out.write(true, &e.to_string(), true);
             return 70;

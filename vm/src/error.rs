@@ -62,6 +62,9 @@ error_codes! {
     /// (Ours) `Cajeta.parseInt` of text that is not a decimal int64; message
     /// `invalid integer '<text>'`.
     Format = ("E-FORMAT", "text is not a decimal integer"),
+    /// (VM only) `System.exit(code)`: not an error; the program ends with the status in the
+    /// message. Never printed.
+    Exit = ("EXIT", "System.exit was called"),
     /// Call depth limit; message `call depth limit exceeded`.
     Stack = ("E-STACK", "call depth limit exceeded"),
     /// (VM only) The embedding API was misused: unknown function, wrong argument count or

@@ -425,15 +425,7 @@ impl FnBuilder<'_> {
                 let d = self.def(Op::ParseInt, Type::I64, r, 0);
                 Val::reg(Ty::Prim(Scalar::I64), d)
             }
-            LibClass::System => {
-                let _ = self.eval_args(args);
-                self.error(
-                    code::NOT_IMPLEMENTED,
-                    name.span,
-                    format!("System.{} is not implemented yet", name.name),
-                );
-                Val::error()
-            }
+            LibClass::System => self.system_call(name, args, span),
             _ => {
                 let _ = self.eval_args(args);
                 self.error(
@@ -659,5 +651,87 @@ fn math1(t: Scalar) -> Op {
         Op::Math1F32
     } else {
         Op::Math1F64
+    }
+}
+
+impl FnBuilder<'_> {
+    /// `System.exit(int32)`, `System.currentTimeMillis()`, `System.nanoTime()` (T2).
+    fn system_call(&mut self, name: &Ident, args: &[Arg], span: Span) -> Val {
+        let vals = self.eval_args(args);
+        if vals.iter().any(|v| v.ty == Ty::Error) || !self.host_only("System", span) {
+            return Val::error();
+        }
+        let n = name.name.as_str();
+        match (n, vals.len()) {
+            ("exit", 1) => {
+                let Some(r) =
+                    self.coerce(vals[0].clone(), &Ty::Prim(Scalar::I32), args[0].value.span)
+                else {
+                    return Val::error();
+                };
+                self.set_pos(span);
+                self.emit(Op::SysExit, r, 0, 0);
+                Val {
+                    ty: Ty::Void,
+                    loc: Loc::None,
+                    untyped: false,
+                    own: Own::No,
+                }
+            }
+            ("currentTimeMillis" | "nanoTime", 0) => {
+                let d = self.def(Op::SysTime, Type::I64, (n == "nanoTime") as u16, 0);
+                Val::reg(Ty::Prim(Scalar::I64), d)
+            }
+            _ => {
+                self.error(
+                    code::UNRESOLVED_METHOD,
+                    name.span,
+                    format!(
+                        "System has no method '{n}' taking {} argument(s)",
+                        vals.len()
+                    ),
+                );
+                Val::error()
+            }
+        }
+    }
+
+    /// String methods (T2): `count()` (code points), `size()` (UTF-8 bytes), `equals(String)`.
+    pub fn string_method(&mut self, recv: &Val, name: &Ident, args: &[Arg], span: Span) -> Val {
+        let vals = self.eval_args(args);
+        let Some(r) = self.materialize(recv) else {
+            return Val::error();
+        };
+        match (name.name.as_str(), vals.as_slice()) {
+            (m @ ("count" | "size"), []) => {
+                self.set_pos(span);
+                let op = if m == "count" {
+                    Op::StrCount
+                } else {
+                    Op::StrSize
+                };
+                let d = self.def(op, Type::I64, r, 0);
+                Val::reg(Ty::Prim(Scalar::I64), d)
+            }
+            ("equals", [other]) => {
+                let Some(o) = self.coerce(other.clone(), &Ty::Str, args[0].value.span) else {
+                    return Val::error();
+                };
+                let d = self.def(Op::EqStr, Type::BOOL, r, o);
+                Val::reg(Ty::BOOL, d)
+            }
+            _ => {
+                self.error(
+                    code::UNRESOLVED_METHOD,
+                    name.span,
+                    format!(
+                        "String has no method '{}' taking {} argument(s)",
+                        name.name,
+                        vals.len()
+                    ),
+                );
+                Val::error()
+            }
+        }
     }
 }

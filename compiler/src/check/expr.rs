@@ -2117,6 +2117,12 @@ impl FnBuilder<'_> {
         if let Some(v) = self.xpu_method(&recv, name, args, span) {
             return v;
         }
+        if recv.ty == Ty::Str {
+            if !self.host_only("a String", span) {
+                return Val::error();
+            }
+            return self.string_method(&recv, name, args, span);
+        }
         match recv.ty.clone() {
             Ty::Error => {
                 let _ = self.eval_args(args);

@@ -684,6 +684,19 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                 alloc_op!(vm.format_dyn(rd!(ins.b()), rd!(ins.c()), vals))
             }
             XOp::ParseInt => alloc_op!(vm.parse_int(rd!(ins.b()))),
+            XOp::SysExit => fault!(Fault::Exit((rd!(ins.a()) as i32) & 0xFF)),
+            XOp::SysTime => wr!(ins.a(), crate::interp::slow::clock(ins.b()) as u64),
+            XOp::StrCount | XOp::StrSize => {
+                let h = rd!(ins.b());
+                let bytes = ins.op() == XOp::StrSize;
+                match vm.heap.str(h) {
+                    Some(s) => wr!(
+                        ins.a(),
+                        if bytes { s.len() } else { s.chars().count() } as u64
+                    ),
+                    None => fault!(Fault::NullString),
+                }
+            }
             XOp::Print => vm.print(rd!(ins.a()), ins.b()),
 
             // Arrays.

@@ -29,6 +29,10 @@ pub(crate) enum Fault {
     Size(i64),
     /// The object table is full.
     TableFull,
+    /// `System.exit(status)`.
+    Exit(i32),
+    /// `count()`/`size()` of a null String.
+    NullString,
     /// `Cajeta.parseInt` of the string `handle` (0: null) that is not a decimal int64.
     ParseInt { handle: u64 },
     /// A device-only instruction in a host frame (excluded by V-SIDE; only an unverified
@@ -127,6 +131,11 @@ impl Vm {
                 format!("index {index} out of bounds for length {len}"),
             ),
             Fault::Size(n) => (ErrorCode::Size, format!("invalid array length {n}")),
+            Fault::Exit(status) => (ErrorCode::Exit, status.to_string()),
+            Fault::NullString => (
+                ErrorCode::Null,
+                "null reference: method call on a null String".into(),
+            ),
             Fault::ParseInt { handle } => match self.heap.str(handle) {
                 Some(text) => (ErrorCode::Format, format!("invalid integer '{text}'")),
                 None => (
@@ -383,5 +392,21 @@ impl Vm {
         self.heap
             .alloc(Obj::Instance(Instance { class, fields }))
             .map_err(|_| Fault::TableFull)
+    }
+}
+
+/// `System.currentTimeMillis()` (selector 0) or `System.nanoTime()` (1, monotonic from the
+/// first call in the process).
+#[inline(never)]
+pub(crate) fn clock(selector: u16) -> i64 {
+    use std::sync::OnceLock;
+    use std::time::{Instant, SystemTime, UNIX_EPOCH};
+    static START: OnceLock<Instant> = OnceLock::new();
+    if selector == 0 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64)
+    } else {
+        START.get_or_init(Instant::now).elapsed().as_nanos() as i64
     }
 }
