@@ -319,7 +319,6 @@ impl<'a, 'b> Tr<'a, 'b> {
         self.call_addr(
             helpers::trace_push as *const () as usize,
             &[I64, I32, I32],
-            &[],
             &[ctx, func, pc],
         );
         self.epilogue();
@@ -532,18 +531,27 @@ impl<'a, 'b> Tr<'a, 'b> {
         r
     }
 
-    /// Calls the native function at `addr` (compiled in as an immediate).
-    fn call_addr(
+    /// Calls the native function at `addr` (compiled in as an immediate) that returns
+    /// nothing.
+    fn call_addr(&mut self, addr: usize, params: &[types::Type], args: &[Value]) {
+        let sig = self.sig(params, &[]);
+        let callee = self.b.ins().iconst(I64, addr as i64);
+        self.b.ins().call_indirect(sig, callee, args);
+    }
+
+    /// Calls the native function at `addr` that returns one value of type `ret`.
+    fn call1(
         &mut self,
         addr: usize,
         params: &[types::Type],
-        rets: &[types::Type],
+        ret: types::Type,
         args: &[Value],
-    ) -> Option<Value> {
-        let sig = self.sig(params, rets);
+    ) -> Value {
+        let sig = self.sig(params, &[ret]);
         let callee = self.b.ins().iconst(I64, addr as i64);
         let call = self.b.ins().call_indirect(sig, callee, args);
-        self.b.inst_results(call).first().copied()
+        // The signature has exactly one result.
+        self.b.inst_results(call)[0]
     }
 
     /// Calls a hook `(ctx, args…) -> status` and leaves through the error exit on a nonzero
@@ -553,9 +561,8 @@ impl<'a, 'b> Tr<'a, 'b> {
         p.extend_from_slice(params);
         let mut a = vec![self.ctx];
         a.extend_from_slice(args);
-        if let Some(st) = self.call_addr(addr, &p, &[I32], &a) {
-            self.fail_if(st, st, pc);
-        }
+        let st = self.call1(addr, &p, I32, &a);
+        self.fail_if(st, st, pc);
     }
 
     /// The result cell a hook left in the context.
@@ -570,14 +577,12 @@ impl<'a, 'b> Tr<'a, 'b> {
 
     fn f64_helper(&mut self, addr: usize, args: &[Value]) -> Value {
         let params = vec![F64; args.len()];
-        self.call_addr(addr, &params, &[F64], args)
-            .unwrap_or_else(|| unreachable!("helper signatures have one result"))
+        self.call1(addr, &params, F64, args)
     }
 
     fn f32_helper(&mut self, addr: usize, args: &[Value]) -> Value {
         let params = vec![F32; args.len()];
-        self.call_addr(addr, &params, &[F32], args)
-            .unwrap_or_else(|| unreachable!("helper signatures have one result"))
+        self.call1(addr, &params, F32, args)
     }
 
     // ---- integer helpers ----------------------------------------------------------------
@@ -743,12 +748,11 @@ impl<'a, 'b> Tr<'a, 'b> {
                 let sel = self.i32c(u32::from(sel));
                 if s == Scalar::F64 {
                     let addr = helpers::math1_f64 as *const () as usize;
-                    self.call_addr(addr, &[I32, F64], &[F64], &[sel, x])
+                    self.call1(addr, &[I32, F64], F64, &[sel, x])
                 } else {
                     let addr = helpers::math1_f32 as *const () as usize;
-                    self.call_addr(addr, &[I32, F32], &[F32], &[sel, x])
+                    self.call1(addr, &[I32, F32], F32, &[sel, x])
                 }
-                .unwrap_or_else(|| unreachable!("math helpers have one result"))
             }
         })
     }
@@ -1323,14 +1327,12 @@ impl<'a, 'b> Tr<'a, 'b> {
         let depth = self.depth;
         self.b.ins().store(MF, depth, ctx, off::DEPTH);
         let fi = self.i32c(callee_idx);
-        let st = self
-            .call_addr(
-                hooks.call_interp as usize,
-                &[I64, I32, I64],
-                &[I32],
-                &[ctx, fi, callee_regs],
-            )
-            .unwrap_or_else(|| unreachable!("hooks return a status"));
+        let st = self.call1(
+            hooks.call_interp as usize,
+            &[I64, I32, I64],
+            I32,
+            &[ctx, fi, callee_regs],
+        );
         let st = self.b.ins().uextend(I64, st);
         let own = self.b.ins().load(I64, MF, ctx, off::OWN);
         let own = self.b.ins().ishl_imm_u(own, 32);
