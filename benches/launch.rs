@@ -42,7 +42,11 @@ fn bench(c: &mut Criterion) {
             bch.iter(|| {
                 vm.call(
                     go,
-                    &[cajeta_vm::Value::I32(1), cajeta_vm::Value::U32(groups), cajeta_vm::Value::U32(items)],
+                    &[
+                        cajeta_vm::Value::I32(1),
+                        cajeta_vm::Value::U32(groups),
+                        cajeta_vm::Value::U32(items),
+                    ],
                 )
                 .expect("launch")
             })
