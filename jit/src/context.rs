@@ -51,6 +51,9 @@ pub enum Status {
     Error = 5,
     /// A hook panicked (caught by [`guard`]); an embedder bug, never a program error.
     Panic = 6,
+    /// `System.exit` (`sys.exit`): the program ends at once with the status in
+    /// [`JitContext::ret`] (0..=255). Not an error; the trace entries can be ignored.
+    Exit = 7,
 }
 
 impl Status {
@@ -64,6 +67,7 @@ impl Status {
             4 => Status::Fuel,
             5 => Status::Error,
             6 => Status::Panic,
+            7 => Status::Exit,
             _ => return None,
         })
     }
@@ -227,6 +231,12 @@ pub struct RuntimeHooks {
     pub format: unsafe extern "C" fn(ctx: *mut JitContext, fmt: u64, strs: u64, vals: u64) -> u32,
     /// `str.parseint`: the int64 in string `s`.
     pub parse_int: unsafe extern "C" fn(ctx: *mut JitContext, s: u64) -> u32,
+    /// `str.count` (`bytes` = 0: code points) / `str.size` (`bytes` = 1: UTF-8 bytes) of
+    /// string `s`.
+    pub str_len: unsafe extern "C" fn(ctx: *mut JitContext, s: u64, bytes: u32) -> u32,
+    /// `sys.time`: `System.currentTimeMillis()` (`selector` 0) or `System.nanoTime()` (1), as
+    /// the interpreter computes them (the same clock origin).
+    pub clock: unsafe extern "C" fn(ctx: *mut JitContext, selector: u32) -> u32,
     /// `eq.str`: 1 if the contents are equal (null equals only null), else 0.
     pub str_eq: unsafe extern "C" fn(ctx: *mut JitContext, x: u64, y: u64) -> u32,
     /// `print`: string `s` with the instruction's `flags` (bit 0 stderr, bit 1 newline).
@@ -299,10 +309,10 @@ mod tests {
 
     #[test]
     fn status_codes_round_trip() {
-        for v in 0..7 {
+        for v in 0..8 {
             assert_eq!(Status::from_u32(v).map(|s| s as u32), Some(v));
         }
-        assert_eq!(Status::from_u32(7), None);
+        assert_eq!(Status::from_u32(8), None);
     }
 
     #[test]

@@ -66,6 +66,8 @@
 //!   others) onto [`JitContext::trace`], innermost first. [`Status::DivZero`],
 //!   [`Status::Overflow`], [`Status::Stack`] and [`Status::Fuel`] are raised by compiled
 //!   code; any other nonzero status comes from a hook, which recorded the details itself.
+//!   `System.exit` unwinds the same way with [`Status::Exit`] and the exit status in
+//!   [`JitContext::ret`].
 //!   The embedder builds the runtime error from the status, the trace entries (through each
 //!   function's line table) and its own frames, so the text is the interpreter's.
 //! * **Strings and the collector.** JIT frames are not in the embedder's frame list: while

@@ -129,8 +129,7 @@ pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<(), Jit
             }
             tr.b.switch_to_block(blk);
         } else if terminated {
-            // Unreachable and not a leader: never happens (the instruction after every
-            // terminator is a leader), but skipping is the safe reading.
+            // Unreachable and not a leader (code after `sys.exit`): nothing to translate.
             continue;
         }
         terminated = tr.instr(pc as u32, ins)?;
@@ -323,8 +322,11 @@ impl<'a, 'b> Tr<'a, 'b> {
         );
         self.epilogue();
         let st = self.b.ins().uextend(I64, st);
-        let zero = self.b.ins().iconst(I64, 0);
-        self.b.ins().return_(&[st, zero]);
+        // The result cell is meaningless after an error, except `sys.exit`'s status, which
+        // is in `ret` already: hand it back unchanged (the entry wrapper stores it again).
+        let ctx = self.ctx;
+        let ret = self.b.ins().load(I64, MF, ctx, off::RET);
+        self.b.ins().return_(&[st, ret]);
     }
 
     /// Writes the fuel back before any return.
@@ -947,6 +949,33 @@ impl<'a, 'b> Tr<'a, 'b> {
                 let r = self.ret_cell();
                 self.set(i.a, r);
             }
+            Op::StrCount | Op::StrSize => {
+                let x = self.get(i.b);
+                let bytes = self.i32c(u32::from(i.op == Op::StrSize));
+                self.hook(pc, hooks.str_len as usize, &[I64, I32], &[x, bytes]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::SysTime => {
+                let sel = self.i32c(u32::from(i.b));
+                self.hook(pc, hooks.clock as usize, &[I32], &[sel]);
+                let r = self.ret_cell();
+                self.set(i.a, r);
+            }
+            Op::SysExit => {
+                // The program ends: the exit status (r[a] & 0xFF) in `ret`, then the same exit
+                // as an error (the embedder ignores the trace).
+                let v = self.get(i.a);
+                let code = self.b.ins().band_imm_s(v, 0xff);
+                let ctx = self.ctx;
+                self.b.ins().store(MF, code, ctx, off::RET);
+                let st = self.b.ins().iconst(I32, Status::Exit as i64);
+                let pcv = self.b.ins().iconst(I32, i64::from(pc));
+                self.b
+                    .ins()
+                    .jump(self.fault, &[BlockArg::Value(st), BlockArg::Value(pcv)]);
+                return Ok(true);
+            }
             Op::Print => {
                 let x = self.get(i.a);
                 let flags = self.i32c(u32::from(i.b));
@@ -1461,6 +1490,10 @@ mod tests {
                     | Op::Format
                     | Op::ParseInt
                     | Op::Print
+                    | Op::StrCount
+                    | Op::StrSize
+                    | Op::SysTime
+                    | Op::SysExit
                     | Op::NewArr
                     | Op::ArrLen
                     | Op::NewObj

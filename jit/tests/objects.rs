@@ -366,3 +366,58 @@ fn unsupported_instructions_fail_compilation_only() {
     assert!(c.code_size > 0);
     assert_eq!(jit.compile(99).unwrap_err().func, Some(99));
 }
+
+#[test]
+fn string_lengths_clock_and_exit() {
+    // r2 := count(s); r3 := size(s); r4 := nanoTime; r5 := nanoTime; exit(r2 * 1000 + r3)
+    // when the clock did not go backwards, else return.
+    let f = func(
+        "T.f",
+        1,
+        Some(I64),
+        vec![STR, BOOL, I64, I64, I64, I64, I32, I64],
+        vec![
+            i(Op::StrCount, 2, 0, 0),
+            i(Op::StrSize, 3, 0, 0),
+            i(Op::SysTime, 4, 1, 0),
+            i(Op::SysTime, 5, 1, 0),
+            i(Op::LeI64, 1, 4, 5),
+            ibc(Op::JmpIfNot, 1, 13),
+            ibc(Op::LoadI, 7, 1000),
+            i(Op::MulI64, 7, 2, 7),
+            i(Op::AddI64, 7, 7, 3),
+            i(Op::WrapI32, 6, 7, 0),
+            i(Op::SysExit, 6, 0, 0), // 10
+            i(Op::Print, 0, 0, 0),   // unreachable
+            i(Op::Ret, 2, 0, 0),
+            i(Op::Ret, 4, 0, 0), // 13
+        ],
+    );
+    let m = module(vec![f]);
+    let mut jit = make_jit(&m, JitOptions::default());
+    let mut vm = TestVm::new(m, 64);
+    let s = vm.alloc(Obj::Str("h\u{e9}!".into()));
+    let e = run(&mut jit, &mut vm, 0, &[s]).unwrap_err();
+    assert_eq!(e.status, Status::Exit);
+    assert_eq!(e.trace, vec![TraceEntry { func: 0, pc: 10 }]);
+    assert!(vm.out.is_empty());
+    // The exit status is (3 * 1000 + 4) & 0xFF, in `ret`.
+    assert_eq!(vm.last_ret, (3 * 1000 + 4) & 0xff);
+    let e = run(&mut jit, &mut vm, 0, &[0]).unwrap_err();
+    assert_eq!(e.trace, vec![TraceEntry { func: 0, pc: 0 }]);
+    assert_eq!(e.error.unwrap().code, "E-NULL");
+
+    // currentTimeMillis is after 2020.
+    let g = func(
+        "T.g",
+        0,
+        Some(I64),
+        vec![I64],
+        vec![i(Op::SysTime, 0, 0, 0), i(Op::Ret, 0, 0, 0)],
+    );
+    let m = module(vec![g]);
+    let mut jit = make_jit(&m, JitOptions::default());
+    let mut vm = TestVm::new(m, 64);
+    let (ms, _) = run(&mut jit, &mut vm, 0, &[]).unwrap();
+    assert!(ms > 1_577_836_800_000, "{ms}");
+}

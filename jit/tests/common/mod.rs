@@ -48,6 +48,10 @@ pub struct TestVm {
     pub interp_result: u64,
     pub grows: usize,
     pub released: Vec<u64>,
+    /// The origin of `System.nanoTime()`.
+    pub start: std::time::Instant,
+    /// `JitContext::ret` after the last run (the status of `System.exit`).
+    pub last_ret: u64,
 }
 
 impl TestVm {
@@ -65,6 +69,8 @@ impl TestVm {
             interp_result: 0,
             grows: 0,
             released: vec![],
+            start: std::time::Instant::now(),
+            last_ret: 0,
             module: Arc::clone(&module),
         };
         vm.consts = module
@@ -209,6 +215,26 @@ hook!(h_parse_int(s: u64) |c, vm| {
     }
 });
 
+hook!(h_str_len(s: u64, bytes: u32) |c, vm| {
+    match vm.str(s) {
+        Some(t) => {
+            c.ret = if bytes != 0 { t.len() } else { t.chars().count() } as u64;
+            0
+        }
+        None => vm.fail("E-NULL", "null reference: count() of null String".into()),
+    }
+});
+
+hook!(h_clock(selector: u32) |c, vm| {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    c.ret = if selector == 0 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    } else {
+        vm.start.elapsed().as_nanos() as u64
+    };
+    0
+});
+
 hook!(h_str_eq(x: u64, y: u64) |c, vm| {
     c.ret = (x == y || matches!((vm.str(x), vm.str(y)), (Some(a), Some(b)) if a == b)) as u64;
     0
@@ -340,6 +366,8 @@ pub fn hooks() -> RuntimeHooks {
         fmt_fixed: h_fmt_fixed,
         format: h_format,
         parse_int: h_parse_int,
+        str_len: h_str_len,
+        clock: h_clock,
         str_eq: h_str_eq,
         print: h_print,
         new_array: h_new_array,
@@ -436,6 +464,7 @@ pub fn run_full(
     assert_eq!(ctx.depth, 0, "depth restored");
     // SAFETY: the call has returned; no other pointer into the VM is in use.
     let vm = unsafe { &mut *vmp };
+    vm.last_ret = ctx.ret;
     match Status::from_u32(st) {
         Some(Status::Ok) => {
             assert!(ctx.trace.is_empty());
