@@ -8,10 +8,10 @@
 //!   window in memory (every read loads, every write stores), so that the embedder's string
 //!   collector, which scans register windows, always sees every live string.
 //! * **Internal calling convention.** Each function is compiled twice over: an *internal*
-//!   body `(ctx, regs, depth, params…) -> (status | own << 32, result cell)` that JIT code
-//!   calls natively, with the non-String parameters in machine registers, the caller's depth
-//!   as an argument and the result, status and ownership bit in return registers; and a
-//!   small *entry* wrapper with the public [`crate::JitFn`] signature that loads the
+//!   body `(ctx, window offset, depth, params…) -> (status | own << 32, result cell)` that
+//!   JIT code calls natively, with the non-String parameters in machine registers, the
+//!   caller's depth as an argument and the result, status and ownership bit in return
+//!   registers; and a small *entry* wrapper with the public [`crate::JitFn`] signature that loads the
 //!   parameters from the window and the depth from the context, and stores the result and
 //!   ownership bit back into the context. Only a call that goes to the interpreter stores
 //!   its arguments into the window. Other registers are never written back: the
@@ -20,8 +20,8 @@
 //! * **Blocks**: one Cranelift block per bytecode leader (pc 0, jump targets, the instruction
 //!   after a branch or terminator); instructions that can fail add a fall-through block.
 //! * **Errors** branch to one cold block per function, with the status and the faulting pc as
-//!   block parameters; it pushes the trace entry, restores the depth (and fuel) and returns
-//!   the status. No instruction can trap in hardware: divisions are guarded before they run
+//!   block parameters; it pushes the trace entry, writes the fuel back and returns the
+//!   status. No instruction can trap in hardware: divisions are guarded before they run
 //!   (Cranelift installs no trap handler).
 
 use std::collections::HashMap;
@@ -95,8 +95,9 @@ fn kind_of(t: Type) -> Kind {
 }
 
 /// True for opcodes this JIT does not compile (the function then stays interpreted): the
-/// xpu host API, which has no runtime in the VM yet, and device-only operations, which never
-/// occur in host code.
+/// xpu host API (buffers, streams, devices, launches: its runtime lives in the VM, and such
+/// code is bound by transfers and launches, not by dispatch), and device-only operations,
+/// which never occur in host code.
 pub(crate) fn unsupported(op: Op) -> bool {
     let m = op.mnemonic();
     op.is_device_only()
