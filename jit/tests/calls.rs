@@ -493,3 +493,31 @@ fn mixed_parameters_cross_native_calls() {
     assert_eq!(run(&mut jit, &mut vm, 0, &[x, y, k]), Ok((want, 0)));
     assert_eq!(vm.out, "ab\n");
 }
+
+#[test]
+fn calls_through_the_interpreter_hook_can_reenter_compiled_code() {
+    // With the native limit above every stack pointer, each call takes the `call_interp`
+    // path; the stub hook re-enters the callee's public entry, as the VM's interpreter would
+    // call compiled code. Results, depth and traces must be as for native calls.
+    let m = module(vec![fib(0)]);
+    let mut jit = make_jit(&m, JitOptions::default());
+    let entry = jit.compile(0).unwrap().entry();
+    let mut vm = TestVm::new(m, 4096);
+    vm.reenter = vec![Some(entry)];
+    let budget = Some(usize::MAX);
+    assert_eq!(
+        run_full(&mut jit, &mut vm, 0, &[15], 0, 1000, None, budget),
+        Ok((fib_ref(15), 0))
+    );
+    // fib(12) recurses 12 frames deep: a limit of 8 fails at the 8th frame's call (pc 5),
+    // with one trace entry per frame, exactly as natively.
+    let hooked = run_full(&mut jit, &mut vm, 0, &[12], 0, 8, None, budget).unwrap_err();
+    let native = run_full(&mut jit, &mut vm, 0, &[12], 0, 8, None, None).unwrap_err();
+    assert_eq!(hooked.status, Status::Stack);
+    assert_eq!(hooked.trace, native.trace);
+    assert_eq!(hooked.trace.len(), 8);
+    assert!(hooked
+        .trace
+        .iter()
+        .all(|t| *t == TraceEntry { func: 0, pc: 5 }));
+}

@@ -8,7 +8,8 @@
 //! The only tolerance: when both sides produce a NaN, its payload and sign are not compared
 //! (Rust does not specify them for arithmetic results; see `docs/notes/jit.md`).
 //!
-//! `CAJETA_JIT_PROP_CASES` (default 300) and `CAJETA_JIT_PROP_SEED` choose the run.
+//! `CAJETA_JIT_PROP_CASES` (default 300, 3000 in release builds) and `CAJETA_JIT_PROP_SEED`
+//! choose the run.
 
 mod common;
 
@@ -628,7 +629,8 @@ fn jit_agrees_with_the_reference_on_random_programs() {
     let cases: usize = std::env::var("CAJETA_JIT_PROP_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+        // CI runs the release build, where cases are cheap.
+        .unwrap_or(if cfg!(debug_assertions) { 300 } else { 3000 });
     let seed: u64 = std::env::var("CAJETA_JIT_PROP_SEED")
         .ok()
         .and_then(|v| v.parse().ok())

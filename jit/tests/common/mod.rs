@@ -46,6 +46,8 @@ pub struct TestVm {
     pub interp_calls: Vec<(u32, Vec<u64>)>,
     /// What `call_interp` returns in `ret`.
     pub interp_result: u64,
+    /// Entries `call_interp` re-enters instead of recording the call (by function).
+    pub reenter: Vec<Option<cajeta_jit::JitFn>>,
     pub grows: usize,
     pub released: Vec<u64>,
     /// The origin of `System.nanoTime()`.
@@ -67,6 +69,7 @@ impl TestVm {
             error: None,
             interp_calls: vec![],
             interp_result: 0,
+            reenter: vec![],
             grows: 0,
             released: vec![],
             start: std::time::Instant::now(),
@@ -146,6 +149,12 @@ macro_rules! hook {
 }
 
 hook!(h_call_interp(func: u32, regs: *mut u64) |c, vm| {
+    if let Some(&Some(entry)) = vm.reenter.get(func as usize) {
+        // Play the interpreter calling compiled code: enter the callee's public entry with
+        // the window the JIT prepared (its arguments are there) at the depth it stored.
+        // SAFETY: the context and window are live; nothing else uses them during the call.
+        return unsafe { entry(c, regs) };
+    }
     let f = &vm.module.functions[func as usize];
     let args = (0..f.params as usize)
         // SAFETY: the JIT passes the callee's window, which holds its parameters.
@@ -454,8 +463,10 @@ pub fn run_full(
     if let Some(n) = fuel {
         ctx.fuel = n;
     }
-    if let Some(budget) = native_budget {
-        ctx.limit_native_stack(budget);
+    match native_budget {
+        Some(usize::MAX) => ctx.native_stack_limit = u64::MAX,
+        Some(budget) => ctx.limit_native_stack(budget),
+        None => {}
     }
     let regs = ctx.stack_base.wrapping_add(base);
     // SAFETY: the context points at the TestVm's live storage, the window fits (asserted)
