@@ -535,11 +535,11 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                             access: Access::of(&f.modifiers),
                         });
                     } else {
-                        if !matches!(ty, Ty::Prim(_) | Ty::Error) {
+                        if matches!(ty, Ty::Shared(_) | Ty::Stream) {
                             errors.push(Diag::error(
                                 code::NOT_IMPLEMENTED,
                                 f.ty.span,
-                                "instance fields of reference type are not implemented (T2)",
+                                "instance fields of this type are not implemented",
                             ));
                         }
                         fields.push(FieldInfo {
@@ -598,12 +598,6 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                     };
                     if kind != FnKind::Host {
                         errors.extend(device_signature_errors(&p, md, kind, &params, &ret));
-                    } else if !md.modifiers.is_static {
-                        errors.push(Diag::error(
-                            code::NOT_IMPLEMENTED,
-                            md.name.span,
-                            "instance methods are not implemented yet (T2)",
-                        ));
                     }
                     // Two kernels, or a kernel and a method, may not share a name (XPU §3.2).
                     if methods.iter().any(|o| {

@@ -2002,7 +2002,9 @@ impl FnBuilder<'_> {
                     );
                     return Val::error();
                 }
-                self.static_call(self.class, &methods, args, span)
+                // In an instance context a bare call may name an instance method of `this`.
+                let recv = self.this;
+                self.method_call(self.class, &methods, recv, args, span)
             }
             Some(t) => {
                 if let Some(cls) = self.class_path(t) {
@@ -2024,7 +2026,7 @@ impl FnBuilder<'_> {
                                 );
                                 return Val::error();
                             }
-                            self.static_call(c, &methods, args, span)
+                            self.method_call(c, &methods, None, args, span)
                         }
                         ClassRef::Lib(lib) => {
                             match self.xpu_static_call(lib, t, name, args, span) {
@@ -2043,7 +2045,16 @@ impl FnBuilder<'_> {
         }
     }
 
-    fn static_call(&mut self, class: u32, methods: &[MethodSig], args: &[Arg], span: Span) -> Val {
+    /// A call of one of `methods` (same name, of class `class`); `recv` is the receiver for an
+    /// instance method (`obj.m()`, or `this` for a bare call in an instance context).
+    fn method_call(
+        &mut self,
+        class: u32,
+        methods: &[MethodSig],
+        recv: Option<Reg>,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
         let vals = self.eval_args(args);
         let Some(mut sig) = self.resolve_overload(methods, args, &vals, span, false) else {
             return Val::error();
@@ -2094,12 +2105,18 @@ impl FnBuilder<'_> {
             _ => {}
         }
         if !sig.is_static {
-            self.error(
-                code::UNRESOLVED_METHOD,
-                span,
-                "instance method called from a static context",
-            );
-            return Val::error();
+            let Some(obj) = recv else {
+                self.error(
+                    code::UNRESOLVED_METHOD,
+                    span,
+                    format!(
+                        "instance method '{}' called from a static context",
+                        sig.name
+                    ),
+                );
+                return Val::error();
+            };
+            return self.emit_call(&sig, Some((obj, class)), vals, args, span);
         }
         if let Some(body) = self.inlinable_body(&sig) {
             return self.inline_call(&sig, &body, vals, args, span);
@@ -2116,6 +2133,22 @@ impl FnBuilder<'_> {
     ) -> Val {
         if let Some(v) = self.xpu_method(&recv, name, args, span) {
             return v;
+        }
+        if let Ty::Class(c) = recv.ty {
+            let methods: Vec<MethodSig> = self.p.classes[c as usize]
+                .methods
+                .iter()
+                .filter(|m| m.name == name.name)
+                .cloned()
+                .collect();
+            if !methods.is_empty() {
+                let Some(obj) = self.materialize(&recv) else {
+                    return Val::error();
+                };
+                let v = self.method_call(c, &methods, Some(obj), args, span);
+                self.drop_unstored(&recv);
+                return v;
+            }
         }
         if recv.ty == Ty::Str {
             if !self.host_only("a String", span) {

@@ -278,7 +278,11 @@ impl<'a> FnBuilder<'a> {
         let job = self.job.clone();
         let sig = job.sig.clone();
         // Parameters: `this` (constructors), declared parameters, then owns-flags.
-        if matches!(job.kind, JobKind::Ctor(_)) {
+        // Constructors and instance methods receive `this` first.
+        let instance = matches!(job.kind, JobKind::Ctor(_))
+            || (matches!(job.kind, JobKind::Method(..))
+                && sig.as_ref().is_some_and(|s| !s.is_static));
+        if instance {
             let r = self.new_reg(Type::Object(self.class));
             self.this = Some(r);
         }
