@@ -62,6 +62,9 @@ pub struct ClassInfo {
     pub ctors: Vec<MethodSig>,
     /// Access of the class (`public` or package).
     pub public: bool,
+    /// The hidden drop function (`pkg.Class.~Class`): runs the destructor, then drops what the
+    /// fields own, last field first. Only for classes with a destructor or owning fields.
+    pub drop_fn: Option<u32>,
 }
 
 /// What one bytecode function's body is made from.
@@ -73,6 +76,8 @@ pub enum JobKind {
     Ctor(Option<(usize, usize, usize)>),
     /// The class's static initialiser.
     Clinit,
+    /// The class's drop function: the destructor body (if any), then the owned fields' drops.
+    Drop(Option<(usize, usize, usize)>),
 }
 
 /// A function body to lower.
@@ -449,6 +454,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                 methods: vec![],
                 ctors: vec![],
                 public: c.modifiers.public,
+                drop_fn: None,
             });
         }
         for imp in &unit.imports {
@@ -552,7 +558,52 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                 }
             }
         }
+        // Each field of an owned kind carries a hidden owns-flag (LANGUAGE §6.2: a slot owns or
+        // borrows), named so no source field can clash.
+        let flags: Vec<FieldInfo> = fields
+            .iter()
+            .filter(|f| f.ty.is_owned_kind())
+            .map(|f| FieldInfo {
+                name: format!("$own.{}", f.name),
+                ty: Ty::BOOL,
+                is_final: false,
+                access: Access::Private,
+            })
+            .collect();
+        let owns_fields = !flags.is_empty();
+        fields.extend(flags);
         p.classes[ci].fields = fields;
+        let dtor = decl.members.iter().enumerate().find_map(|(mi, m)| match m {
+            Member::Destructor(d) => Some((mi, d)),
+            _ => None,
+        });
+        if let Some((_, d)) = dtor {
+            if d.name.name != decl.name.name {
+                errors.push(Diag::error(
+                    code::SYNTAX,
+                    d.name.span,
+                    format!(
+                        "destructor name '~{}' does not match class '{}'",
+                        d.name.name, decl.name.name
+                    ),
+                ));
+            }
+        }
+        if dtor.is_some() || owns_fields {
+            let f = p.functions.len() as u32;
+            p.functions.push(shell(
+                format!("{qual}.~{}", decl.name.name),
+                FnKind::Host,
+                file,
+            ));
+            p.jobs.push(Job {
+                func: f,
+                class: ci as u32,
+                kind: JobKind::Drop(dtor.map(|(mi, _)| (ui, idx, mi))),
+                sig: None,
+            });
+            p.classes[ci].drop_fn = Some(f);
+        }
         p.classes[ci].statics = statics;
         if decl
             .members
@@ -739,11 +790,8 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                     });
                     ctors.push(sig);
                 }
-                Member::Destructor(d) => errors.push(Diag::error(
-                    code::NOT_IMPLEMENTED,
-                    d.span,
-                    "destructors are not implemented yet (T2)",
-                )),
+                // The destructor runs from the class's drop function (above).
+                Member::Destructor(_) => {}
                 // Static blocks run in `<clinit>`, in textual order with the initialisers.
                 Member::StaticInit(_) => {}
                 Member::Field(_) => {}

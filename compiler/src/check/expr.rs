@@ -568,7 +568,7 @@ impl FnBuilder<'_> {
         if let Some(f) = l.flag {
             // Drop the old object after the right side is evaluated, before the store.
             if !init {
-                self.emit(Op::Drop, l.reg, f, 0);
+                self.emit_drop(l.reg, f, &l.ty);
             }
             self.move_into(l.reg, r);
             match own {
@@ -1538,11 +1538,12 @@ impl FnBuilder<'_> {
                 Val::reg(ty, r)
             }
             Place::Field { obj, field, .. } => {
+                let own = v.own;
                 let Some(r) = self.coerce(v, &ty, value.span) else {
                     return Val::error();
                 };
                 self.set_pos(span);
-                self.emit(Op::SetField, obj, field, r);
+                self.store_field(obj, field, r, own);
                 Val::reg(ty, r)
             }
             Place::Dev { base, idx, elem } => {

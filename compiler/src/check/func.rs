@@ -279,7 +279,7 @@ impl<'a> FnBuilder<'a> {
         let sig = job.sig.clone();
         // Parameters: `this` (constructors), declared parameters, then owns-flags.
         // Constructors and instance methods receive `this` first.
-        let instance = matches!(job.kind, JobKind::Ctor(_))
+        let instance = matches!(job.kind, JobKind::Ctor(_) | JobKind::Drop(_))
             || (matches!(job.kind, JobKind::Method(..))
                 && sig.as_ref().is_some_and(|s| !s.is_static));
         if instance {
@@ -343,6 +343,7 @@ impl<'a> FnBuilder<'a> {
         self.nparams = self.regs.len() as u16;
         match job.kind.clone() {
             JobKind::Clinit => self.lower_clinit(),
+            JobKind::Drop(dtor) => self.lower_drop_fn(dtor),
             JobKind::Ctor(None) => {
                 self.lower_field_inits();
                 self.emit(Op::RetVoid, 0, 0, 0);
@@ -471,9 +472,10 @@ impl<'a> FnBuilder<'a> {
                     };
                     let ty = c.fields[fi].ty.clone();
                     self.set_pos(init.span);
-                    let v = self.expr(init);
+                    let v = self.expr_for(init, &ty);
+                    let own = v.own;
                     if let Some(r) = self.coerce(v, &ty, init.span) {
-                        self.emit(Op::SetField, this, fi as u16, r);
+                        self.store_field(this, fi as u16, r, own);
                     }
                     self.end_statement();
                 }
@@ -746,8 +748,96 @@ impl<'a> FnBuilder<'a> {
     pub fn drop_local(&mut self, li: usize) {
         if let Some(f) = self.locals[li].flag {
             let r = self.locals[li].reg;
-            self.emit(Op::Drop, r, f, 0);
+            let ty = self.locals[li].ty.clone();
+            self.emit_drop(r, f, &ty);
         }
+    }
+
+    /// Drops the object in `r` if the owns-flag `f` is set (LANGUAGE §6.5): an instance of a
+    /// class with a destructor or owning fields first runs the class's drop function.
+    pub fn emit_drop(&mut self, r: Reg, f: Reg, ty: &Ty) {
+        let drop_fn = match ty {
+            Ty::Class(c) => self.p.classes[*c as usize].drop_fn.map(|d| (d, *c)),
+            _ => None,
+        };
+        let Some((func, class)) = drop_fn else {
+            self.emit(Op::Drop, r, f, 0);
+            return;
+        };
+        let skip = self.emit_bc(Op::JmpIfNot, f, 0);
+        let window = self.window(&[Type::Object(class)]);
+        self.emit(Op::Mov, window, r, 0);
+        self.emit(Op::Call, 0, window, func as u16);
+        self.emit(Op::Drop, r, f, 0);
+        let merge = self.pc();
+        self.patch(skip, merge);
+        self.region(RegionKind::If, skip as u32, 0, merge);
+    }
+
+    /// `obj.field = r` with ownership: a field of an owned kind has a hidden owns-flag; the
+    /// object it owned before is dropped after the value is computed, before the store.
+    pub fn store_field(&mut self, obj: Reg, field: u16, r: Reg, own: Own) {
+        let Type::Object(c) = self.regs[obj as usize] else {
+            self.emit(Op::SetField, obj, field, r);
+            return;
+        };
+        let fields = &self.p.classes[c as usize].fields;
+        let f = &fields[field as usize];
+        let flag_index = fields
+            .iter()
+            .position(|x| x.name == format!("$own.{}", f.name));
+        let Some(flag_index) = flag_index else {
+            self.emit(Op::SetField, obj, field, r);
+            return;
+        };
+        let ty = f.ty.clone();
+        let (old, old_flag) = (self.temp(ty.reg()), self.temp(Type::BOOL));
+        self.emit(Op::GetField, old, obj, field);
+        self.emit(Op::GetField, old_flag, obj, flag_index as u16);
+        self.emit_drop(old, old_flag, &ty);
+        self.emit(Op::SetField, obj, field, r);
+        let flag = match own {
+            Own::No => self.load_bool(false),
+            Own::Yes => self.load_bool(true),
+            Own::Dyn(d) => d,
+        };
+        self.emit(Op::SetField, obj, flag_index as u16, flag);
+    }
+
+    /// The body of `pkg.Class.~Class`: the destructor's statements, then the drops of what the
+    /// fields own, last field first.
+    fn lower_drop_fn(&mut self, dtor: Option<(usize, usize, usize)>) {
+        if let Some((u, c, m)) = dtor {
+            if let crate::ast::Member::Destructor(d) = &self.units[u].classes[c].members[m] {
+                let body = d.body.clone();
+                self.push_scope();
+                self.block_stmts(&body.stmts);
+                if self.reachable {
+                    self.pop_scope();
+                } else {
+                    self.scopes.pop();
+                }
+                self.reachable = true;
+            }
+        }
+        let this = self.this.unwrap_or(0);
+        let fields = self.p.classes[self.class as usize].fields.clone();
+        for (fi, f) in fields.iter().enumerate().rev() {
+            let Some(flag_index) = fields
+                .iter()
+                .position(|x| x.name == format!("$own.{}", f.name))
+            else {
+                continue;
+            };
+            let v = self.temp(f.ty.reg());
+            let flag = self.temp(Type::BOOL);
+            self.emit(Op::GetField, v, this, fi as u16);
+            self.emit(Op::GetField, flag, this, flag_index as u16);
+            self.emit_drop(v, flag, &f.ty);
+            self.end_statement();
+        }
+        self.emit(Op::RetVoid, 0, 0, 0);
+        self.reachable = false;
     }
 
     /// The current source line.

@@ -142,10 +142,10 @@ impl FnBuilder<'_> {
             Own::No => {}
             Own::Yes => {
                 let t = self.load_bool(true);
-                self.emit(Op::Drop, r, t, 0);
+                self.emit_drop(r, t, &v.ty);
             }
             Own::Dyn(f) => {
-                self.emit(Op::Drop, r, f, 0);
+                self.emit_drop(r, f, &v.ty);
             }
         }
     }
