@@ -96,12 +96,16 @@ pub fn always_visible(name: &str) -> Option<LibClass> {
 
 /// The `cajeta.xpu` package and its `cajeta.xpu.core` alias.
 pub fn is_library_package(p: &str) -> bool {
-    matches!(p, "cajeta.xpu" | "cajeta.xpu.core")
+    matches!(p, "cajeta.xpu" | "cajeta.xpu.core" | "cajeta.lang")
 }
 
 /// Resolves a fully qualified library class name (XPU §1, with the `core` aliases).
 pub fn library_class(q: &str) -> Option<LibClass> {
     let (pkg, name) = q.rsplit_once('.')?;
+    // The always-visible names live in `cajeta.lang` upstream; importing them is harmless.
+    if pkg == "cajeta.lang" {
+        return always_visible(name).filter(|c| !matches!(c, LibClass::Shared | LibClass::Barrier));
+    }
     let core = pkg == "cajeta.xpu.core";
     if pkg != "cajeta.xpu" && !core {
         return None;
