@@ -104,6 +104,8 @@ impl FnBuilder<'_> {
             if r == src && pc + 1 == self.code.len() {
                 self.code[pc].a = dst;
                 self.last_def = None;
+                // A retargeted write bypasses `emit`'s bookkeeping.
+                self.forget_index(dst);
                 return;
             }
         }
@@ -1572,8 +1574,11 @@ impl FnBuilder<'_> {
     // ----- arrays and objects -----
 
     /// Lowers an index expression to an int64 register.
-    fn index_reg(&mut self, index: &Expr) -> Option<Reg> {
+    pub(super) fn index_reg(&mut self, index: &Expr) -> Option<Reg> {
         let iv = self.expr(index);
+        if let Some(r) = self.local_index(index, &iv) {
+            return Some(r);
+        }
         match iv.ty.scalar() {
             Some(s) if s.is_int() => self.coerce(iv, &Ty::Prim(Scalar::I64), index.span),
             _ if iv.ty == Ty::Error => None,
@@ -1749,6 +1754,18 @@ impl FnBuilder<'_> {
     }
 
     /// Binds arguments to a candidate's parameters: for each parameter, the argument index.
+    /// An index that is an integer local (not int64): its cached int64 copy.
+    pub(super) fn local_index(&mut self, index: &Expr, v: &Val) -> Option<Reg> {
+        let (ExprKind::Name(id), Loc::Reg(r)) = (&index.kind, &v.loc) else {
+            return None;
+        };
+        let li = self.lookup_local(&id.name)?;
+        let l = &self.locals[li];
+        let s = l.ty.scalar().filter(|s| s.is_int() && *s != Scalar::I64)?;
+        let _ = s;
+        (l.reg == *r).then(|| self.index_of_local(*r))
+    }
+
     pub(super) fn bind_args(sig: &MethodSig, args: &[Arg]) -> Result<Vec<usize>, String> {
         let n = sig.params.len();
         let mut slots: Vec<Option<usize>> = vec![None; n];

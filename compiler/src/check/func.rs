@@ -12,7 +12,7 @@ use super::ConstPool;
 use crate::ast::Unit;
 use crate::diag::{code, Diag, Severity, SourceMap, Span};
 use cajeta_bytecode::{
-    Function, Instr, LineEntry, LocalName, Op, Region, RegionKind, Scalar, Type,
+    Function, Instr, LineEntry, LocalName, Op, Operand, Region, RegionKind, Scalar, Type,
 };
 use std::collections::HashMap;
 
@@ -214,6 +214,13 @@ pub struct FnBuilder<'a> {
     pub(super) synced: bool,
     /// Shared-memory declarations of a kernel, by `shared.ref` slot.
     pub(super) shared: Vec<cajeta_bytecode::SharedDecl>,
+    /// int64 copies of integer locals used as indices, valid in straight-line code:
+    /// (local register, int64 register, pc of the conversion). See [`FnBuilder::index_of_local`].
+    pub(super) index_cache: Vec<(Reg, Reg, u32)>,
+    /// The last pc that may be a jump target or follows a branch: cache entries made before it
+    /// are stale. Updated by [`FnBuilder::pc`] (every captured pc may become a target) and by
+    /// every branch emitted.
+    pub(super) cache_barrier: std::cell::Cell<u32>,
     /// The last instruction, if it defined a single-use temporary (see `move_into`).
     pub(super) last_def: Option<(usize, Reg)>,
 }
@@ -263,6 +270,8 @@ impl<'a> FnBuilder<'a> {
             device,
             overflowed: false,
             last_def: None,
+            index_cache: vec![],
+            cache_barrier: std::cell::Cell::new(0),
             shared: vec![],
             launch_statement: false,
             param_locals: 0,
@@ -582,6 +591,11 @@ impl<'a> FnBuilder<'a> {
         self.sources.file(span.file).line_col(span.start)
     }
 
+    /// Forgets cached conversions of `local` (it is being written).
+    pub fn forget_index(&mut self, local: Reg) {
+        self.index_cache.retain(|(l, _, _)| *l != local);
+    }
+
     /// Appends an instruction.
     pub fn emit(&mut self, op: Op, a: Reg, b: u16, c: u16) -> usize {
         let pc = self.code.len() as u32;
@@ -601,6 +615,15 @@ impl<'a> FnBuilder<'a> {
         }
         self.code.push(Instr::new(op, a, b, c));
         self.last_def = None;
+        if op.is_branch() || op.is_terminator() {
+            self.cache_barrier.set(self.code.len() as u32);
+        }
+        // Any write to a cached local's register invalidates its copies.
+        if !self.index_cache.is_empty() {
+            if let [Operand::Dst(_), ..] = op.operands() {
+                self.forget_index(a);
+            }
+        }
         pc as usize
     }
 
@@ -613,7 +636,29 @@ impl<'a> FnBuilder<'a> {
 
     /// The pc of the next instruction.
     pub fn pc(&self) -> u32 {
+        // Any captured pc may become a jump target: cached values computed before it are not
+        // known to hold there.
+        self.cache_barrier.set(self.code.len() as u32);
         self.code.len() as u32
+    }
+
+    /// An int64 register holding the value of integer local register `local` (for indexing),
+    /// reusing the conversion made earlier in the same straight-line code.
+    pub fn index_of_local(&mut self, local: Reg) -> Reg {
+        let barrier = self.cache_barrier.get();
+        if let Some(&(_, r, _)) = self
+            .index_cache
+            .iter()
+            .find(|(l, _, at)| *l == local && *at >= barrier)
+        {
+            return r;
+        }
+        let r = self.new_reg(Type::I64);
+        let at = self.code.len() as u32;
+        self.emit(Op::WrapI64, r, local, 0);
+        self.index_cache.retain(|(l, _, _)| *l != local);
+        self.index_cache.push((local, r, at));
+        r
     }
 
     /// Patches a jump to target `to`.

@@ -21,6 +21,7 @@ struct Snapshot {
     reachable: bool,
     locals: usize,
     shared: usize,
+    index_cache: Vec<(Reg, Reg, u32)>,
 }
 
 impl FnBuilder<'_> {
@@ -34,6 +35,7 @@ impl FnBuilder<'_> {
             reachable: self.reachable,
             locals: self.locals.len(),
             shared: self.shared.len(),
+            index_cache: self.index_cache.clone(),
         }
     }
 
@@ -47,6 +49,9 @@ impl FnBuilder<'_> {
         self.locals.truncate(s.locals);
         self.shared.truncate(s.shared);
         self.last_def = None;
+        self.index_cache = s.index_cache;
+        // Code emitted by the probe is gone: nothing cached from it may survive.
+        self.cache_barrier.set(s.code as u32);
     }
 
     /// The type (and untyped-ness) of `e`, without emitting anything.

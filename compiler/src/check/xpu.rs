@@ -872,8 +872,7 @@ impl FnBuilder<'_> {
 
     /// `buf[i]` / `shared[i]` read in device code.
     pub fn device_elem_get(&mut self, base: Reg, elem: Scalar, index: &Expr, span: Span) -> Val {
-        let iv = self.expr(index);
-        let Some(idx) = self.device_index(&iv, index.span) else {
+        let Some(idx) = self.device_elem_index(index) else {
             return Val::error();
         };
         self.set_pos(span);
@@ -889,6 +888,9 @@ impl FnBuilder<'_> {
     /// The index register of a device element store target.
     pub fn device_elem_index(&mut self, index: &Expr) -> Option<Reg> {
         let iv = self.expr(index);
+        if let Some(r) = self.local_index(index, &iv) {
+            return Some(r);
+        }
         self.device_index(&iv, index.span)
     }
 
