@@ -343,7 +343,7 @@ impl FnBuilder<'_> {
             let r = self.load_str(&lit);
             pieces.push(r);
         }
-        let _ = span;
+        self.set_pos(span);
         let mut acc = pieces[0];
         for &p in &pieces[1..] {
             acc = self.def(Op::Concat, Type::Str, acc, p);

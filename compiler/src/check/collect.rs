@@ -474,7 +474,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         p.envs.push(env);
     }
     // Imports must name something that exists.
-    for (ui, unit) in units.iter().enumerate() {
+    for unit in units {
         for imp in &unit.imports {
             let q = imp.path.joined();
             let ok = if imp.wildcard {
@@ -490,7 +490,6 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                 ));
             }
         }
-        let _ = ui;
     }
     // Pass 2: members.
     for ci in 0..p.classes.len() {

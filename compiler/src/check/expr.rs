@@ -461,7 +461,7 @@ impl FnBuilder<'_> {
                     );
                     return Val::error();
                 }
-                ClassRef::Lib(lib) => return self.lib_field(lib, name, span),
+                ClassRef::Lib(lib) => return self.lib_field(lib, name),
             }
         }
         let obj = self.expr(target);
@@ -1026,10 +1026,7 @@ impl FnBuilder<'_> {
                 Some(result(self, d))
             }
             (Ty::Prim(a), Ty::Prim(b)) if a.is_numeric() && b.is_numeric() => None,
-            _ => {
-                let _ = span;
-                Some(self.mismatch(op, l, r, span))
-            }
+            _ => Some(self.mismatch(op, l, r, span)),
         }
     }
 
@@ -1667,7 +1664,7 @@ impl FnBuilder<'_> {
             }
         };
         let len = self.expr(&dims[0]);
-        let Some(s) = len.ty.scalar().filter(|s| s.is_int()) else {
+        if !len.ty.is_int() {
             if len.ty != Ty::Error {
                 let n = self.ty_name(&len.ty);
                 self.error(
@@ -1677,8 +1674,7 @@ impl FnBuilder<'_> {
                 );
             }
             return Val::error();
-        };
-        let _ = s;
+        }
         let Some(lr) = self.coerce(len, &Ty::Prim(Scalar::I64), dims[0].span) else {
             return Val::error();
         };
@@ -1761,8 +1757,7 @@ impl FnBuilder<'_> {
         };
         let li = self.lookup_local(&id.name)?;
         let l = &self.locals[li];
-        let s = l.ty.scalar().filter(|s| s.is_int() && *s != Scalar::I64)?;
-        let _ = s;
+        l.ty.scalar().filter(|s| s.is_int() && *s != Scalar::I64)?;
         (l.reg == *r).then(|| self.index_of_local(*r))
     }
 
@@ -2230,7 +2225,7 @@ impl FnBuilder<'_> {
     }
 
     /// Library fields: enum constants.
-    fn lib_field(&mut self, lib: LibClass, name: &crate::ast::Ident, span: Span) -> Val {
+    fn lib_field(&mut self, lib: LibClass, name: &crate::ast::Ident) -> Val {
         let e = match lib {
             LibClass::MemoryKind => Some(ty::EnumTy::MemoryKind),
             LibClass::MemoryOrder => Some(ty::EnumTy::MemoryOrder),
@@ -2257,7 +2252,6 @@ impl FnBuilder<'_> {
             );
             return Val::error();
         }
-        let _ = span;
         self.error(
             code::VARIABLE_NOT_FOUND,
             name.span,

@@ -252,9 +252,7 @@ impl FnBuilder<'_> {
             let pc = self.pc();
             self.patch(jf, pc);
             self.da = before.clone();
-            let r = self.reachable;
             self.reachable = true;
-            let _ = r;
             self.merge_flow(then_da, then_reach);
         }
         let merge = self.pc();

@@ -946,14 +946,12 @@ impl FnBuilder<'_> {
     pub fn launch(&mut self, callee: &Expr, args: &[Arg], span: Span) -> Val {
         let ExprKind::Call {
             target: Some(kref),
-            name,
             args: opts,
             ..
         } = &callee.kind
         else {
             unreachable!("caller checked the launch shape")
         };
-        let _ = name;
         if self.device {
             self.error(
                 code::XPU_N01,
