@@ -30,6 +30,7 @@ Options:
   --backend cpu|vulkan|cuda|auto
                              device backend (default: auto; also CAJETA_XPU_BACKEND)
   --jit off|auto|eager       host JIT mode (default: auto; also CAJETA_JIT)
+  --jit-verbose              print each JIT decision (compiled in N ms, or why interpreted)
   --xpu-checks on|off        device bounds checks (default: on)
   --mem-stats                print device memory statistics on stderr at exit
   --verbose                  print what the VM decides (tiering, backend)
@@ -48,6 +49,7 @@ struct Options {
     entry: Option<String>,
     backend: Option<String>,
     jit: Option<String>,
+    jit_verbose: bool,
     xpu_checks: Option<String>,
     mem_stats: bool,
     verbose: bool,
@@ -124,6 +126,7 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
             }
             "--mem-stats" => o.mem_stats = true,
             "--verbose" => o.verbose = true,
+            "--jit-verbose" => o.jit_verbose = true,
             "-o" | "--output" => o.output = Some(PathBuf::from(value(&mut i, name, inline)?)),
             _ if name.starts_with('-') && name.len() > 1 => {
                 return Err(format!("unknown option '{w}'"))
@@ -295,9 +298,18 @@ fn cmd_run(opts: Options) -> ExitCode {
         Ok(f) => f,
         Err(c) => return c,
     };
+    // `--jit` wins over `CAJETA_JIT`; both were validated (an invalid `CAJETA_JIT` is unset).
+    let jit = opts
+        .jit
+        .as_deref()
+        .and_then(cajeta_vm::JitMode::parse)
+        .or_else(cajeta_vm::JitMode::from_env)
+        .unwrap_or_default();
     let run = cajeta_vm::RunOptions {
         backend: opts.backend.clone(),
         mem_stats: opts.mem_stats,
+        jit,
+        jit_verbose: opts.jit_verbose || opts.verbose,
     };
     let status = cajeta_vm::run_program_with(Arc::new(module), f, &opts.args, &run);
     ExitCode::from((status & 0xFF) as u8)

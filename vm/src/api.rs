@@ -2,6 +2,7 @@
 //!
 //! **API Boundary.** The CLI, the REPL and embedders use only these items.
 
+use std::cell::Cell;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use crate::error::{ErrorCode, RuntimeError};
 use crate::format;
 use crate::heap::{ArrData, Array, Heap, HeapStats, Obj, NULL};
 use crate::interp::{self, Frame, XInstr};
+use crate::jit::{JitMode, JitState, TIER_INTERP};
 use crate::output::Output;
 use crate::xpu::XpuState;
 
@@ -90,6 +92,10 @@ pub(crate) struct FnInfo {
     pub(crate) nregs: u32,
     /// Registers of type String: the collector's roots in this function's frames.
     pub(crate) str_regs: Box<[u16]>,
+    /// `jit::TIER_INTERP`: calls go straight to the interpreter; anything else: the call
+    /// takes the JIT's cold path (`Vm::jit_call`), which counts, compiles or enters native
+    /// code. One byte next to `nregs`, so the interpreter's call pays one load and branch.
+    pub(crate) tier: Cell<u8>,
 }
 
 /// One program instance: the module, its statics, the register stack, the object table and
@@ -133,6 +139,15 @@ pub struct Vm {
     pub(crate) max_depth: usize,
     /// The device runtime's state (backend, selection, default stream).
     pub(crate) xpu: XpuState,
+    /// The JIT and its tiering state (`None`: [`JitMode::Off`]).
+    pub(crate) jit: Option<Box<JitState>>,
+    /// The first frame of the running interpreter activation: an error's trace lists
+    /// `frames[frames_floor..]`; the frames below belong to activations that entered compiled
+    /// code, which add their own lines (see `jit`).
+    pub(crate) frames_floor: usize,
+    /// Active frames not in `frames[frames_floor..]`'s count toward the depth limit (JIT frames
+    /// and outer activations); `max_depth` is lowered by as much while they exist.
+    pub(crate) hidden_frames: usize,
 }
 
 impl Vm {
@@ -166,6 +181,7 @@ impl Vm {
             .map(|f| {
                 let lowered = interp::lower(f, &mut kvals);
                 FnInfo {
+                    tier: Cell::new(TIER_INTERP),
                     lowered,
                     nregs: f.regs.len() as u32,
                     str_regs: f
@@ -211,6 +227,9 @@ impl Vm {
             own: false,
             max_depth: DEFAULT_MAX_DEPTH,
             xpu: XpuState::default(),
+            jit: None,
+            frames_floor: 0,
+            hidden_frames: 0,
             module,
         }
     }
@@ -223,6 +242,11 @@ impl Vm {
     /// Sets the call depth limit (frames; at least 1). The default is [`DEFAULT_MAX_DEPTH`].
     pub fn set_max_depth(&mut self, frames: usize) {
         self.max_depth = frames.max(1);
+    }
+
+    /// The JIT mode this VM runs with ([`Vm::set_jit`]).
+    pub fn jit_mode(&self) -> JitMode {
+        self.jit.as_ref().map_or(JitMode::Off, |j| j.mode)
     }
 
     /// Object table counters (live strings and objects, allocations, collections).
@@ -275,6 +299,8 @@ impl Vm {
             ));
         }
         self.frames.clear();
+        self.frames_floor = 0;
+        self.hidden_frames = 0;
         if self.stack.len() < f.regs.len() {
             self.stack.resize(f.regs.len(), 0);
         }
@@ -297,12 +323,18 @@ impl Vm {
                 }
             }
         }
-        self.frames.push(Frame {
-            func,
-            base: 0,
-            ip: self.fns[func as usize].lowered.as_ptr(),
-        });
-        match interp::run(self, 0) {
+        let result = match self.jit_entry(func) {
+            Some(entry) => self.jit_enter(entry, 0),
+            None => {
+                self.frames.push(Frame {
+                    func,
+                    base: 0,
+                    ip: self.fns[func as usize].lowered.as_ptr(),
+                });
+                interp::run(self, 0)
+            }
+        };
+        match result {
             Ok(cell) => Ok(f.ret.map(|t| self.cell_value(cell, t))),
             Err(e) => {
                 self.frames.clear();
@@ -395,6 +427,12 @@ pub struct RunOptions {
     pub backend: Option<String>,
     /// Print `mem-stats: live=<bytes> peak=<bytes> allocs=<n> frees=<n>` on stderr at exit.
     pub mem_stats: bool,
+    /// When host functions are compiled to native code (the CLI's `--jit`, else
+    /// `CAJETA_JIT`); [`JitMode::Auto`] by default.
+    pub jit: JitMode,
+    /// Print one line per function on stderr when the JIT compiles or refuses it (the CLI's
+    /// `--jit-verbose`).
+    pub jit_verbose: bool,
 }
 
 /// Runs a whole program per LANGUAGE §5.8 and returns the process exit status.
@@ -421,6 +459,7 @@ pub fn run_program_with(
 ) -> i32 {
     let mut vm = Vm::new(module);
     vm.set_backend_choice(opts.backend.clone());
+    vm.set_jit(opts.jit, opts.jit_verbose);
     let status = run_program_in(&mut vm, entry, args);
     if opts.mem_stats {
         vm.print_mem_stats();

@@ -13,6 +13,8 @@
 //! * [`heap`] — the handle table (strings, arrays, instances) and the string collector;
 //! * [`mod@format`] — `%g`, `%.Nf` and the other string conversions;
 //! * [`error`] — the error-code table and [`RuntimeError`];
+//! * `jit` — tiering: when host functions run as native code (`cajeta-jit`), the calls
+//!   between the tiers and the runtime hooks compiled code uses;
 //! * `output` — the stdout/stderr sinks and [`Capture`];
 //! * `xpu` — the host side of the device runtime: backend selection, buffers, streams and
 //!   launches (the `buf.*`, `stream.*`, `device.*` and `launch` instructions).
@@ -26,6 +28,7 @@ pub mod error;
 pub mod format;
 pub mod heap;
 mod interp;
+mod jit;
 mod output;
 mod xpu;
 
@@ -35,5 +38,6 @@ pub use api::{
 pub use cajeta_backends::MemStats;
 pub use error::{ErrorCode, RuntimeError, TraceFrame};
 pub use heap::HeapStats;
+pub use jit::{JitMode, AUTO_CALLS, NATIVE_STACK_BUDGET};
 pub use output::Capture;
 pub use xpu::BACKEND_NAMES;

@@ -37,15 +37,16 @@ mod slow;
 pub(crate) use frame::Frame;
 use frame::Word;
 pub(crate) use lower::{lower, XInstr, XOp};
+pub(crate) use slow::{clock, Access, Fault};
 
 use cajeta_bytecode::Scalar;
 
 use crate::api::{FnInfo, Vm};
 use crate::error::RuntimeError;
 use crate::heap::{ArrData, Array, Obj};
+use crate::jit::TIER_INTERP;
 use frame::CHECKED;
 use ops::*;
-use slow::{Access, Fault};
 
 /// Runs the frame on top of `vm.frames` until a return leaves `stop` frames on the stack,
 /// and returns the returned cell (0 after `retvoid`).
@@ -416,6 +417,23 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                 }
                 if vm.frames.len() >= vm.max_depth {
                     fault!(Fault::Stack);
+                }
+                if cinfo.tier.get() != TIER_INTERP {
+                    // Compiled (or about to be): the cold path runs it natively and writes the
+                    // result; `Ok(false)` means "interpret this call".
+                    match vm.jit_call(callee as u32, new_base, base + ins.a() as usize) {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            // Hooks may have moved the stack: re-derive the window pointer.
+                            // SAFETY: the caller's window still fits (the stack only grows).
+                            regs = unsafe { vm.stack.as_mut_ptr().add(base) };
+                            continue;
+                        }
+                        Err(mut e) => {
+                            e.trace.extend(vm.host_trace(ip));
+                            return Err(e);
+                        }
+                    }
                 }
                 // SAFETY: `run` always has at least one frame (the running one).
                 unsafe { vm.frames.last_mut().unwrap_unchecked() }.ip = ip;

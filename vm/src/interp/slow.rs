@@ -63,7 +63,7 @@ impl Vm {
     #[cold]
     #[inline(never)]
     pub(crate) fn fault(&mut self, ip: *const XInstr, fault: Fault) -> RuntimeError {
-        let (code, message) = self.describe(fault);
+        let (code, message) = self.describe(fault, None);
         RuntimeError {
             code: code.code(),
             message,
@@ -74,8 +74,9 @@ impl Vm {
     /// The trace of every host frame, innermost first, the running one at the instruction
     /// before `ip`.
     pub(crate) fn host_trace(&self, ip: *const XInstr) -> Vec<TraceFrame> {
-        let mut trace = Vec::with_capacity(self.frames.len());
-        for (depth, frame) in self.frames.iter().rev().enumerate() {
+        let frames = self.frames.get(self.frames_floor..).unwrap_or(&[]);
+        let mut trace = Vec::with_capacity(frames.len());
+        for (depth, frame) in frames.iter().rev().enumerate() {
             // The running frame's saved `ip` is stale; the others resume after their call.
             let resume = if depth == 0 { ip } else { frame.ip };
             trace.push(self.trace_frame(frame.func, resume));
@@ -119,9 +120,9 @@ impl Vm {
         }
     }
 
-    /// The code and message of `fault`, naming classes and fields from the running
-    /// function's register types.
-    fn describe(&self, fault: Fault) -> (ErrorCode, String) {
+    /// The code and message of `fault`, naming classes and fields from the register types of
+    /// function `func` (`None`: the running interpreter frame's function).
+    pub(crate) fn describe(&self, fault: Fault, func: Option<u32>) -> (ErrorCode, String) {
         match fault {
             Fault::DivZero => (ErrorCode::DivZero, "integer division by zero".into()),
             Fault::Overflow => (ErrorCode::Overflow, "integer overflow in division".into()),
@@ -156,7 +157,14 @@ impl Vm {
                 handle,
                 access,
             } => {
-                let ty = self.current_reg_type(reg);
+                let ty = match func {
+                    Some(f) => self
+                        .module
+                        .functions
+                        .get(f as usize)
+                        .and_then(|f| f.regs.get(reg as usize).copied()),
+                    None => self.current_reg_type(reg),
+                };
                 if handle == NULL {
                     let msg = match access {
                         Access::Index => "null reference: index into null array".to_string(),
@@ -238,6 +246,7 @@ impl Vm {
     #[cold]
     #[inline(never)]
     pub(crate) fn collect_strings(&mut self) {
+        let scan_all = self.jit_active();
         let Vm {
             heap,
             frames,
@@ -250,6 +259,14 @@ impl Vm {
         } = self;
         let cells = stack.as_slice();
         heap.collect(class_str_fields, |m| {
+            if scan_all {
+                // Compiled frames are not in `frames` and their String registers are wherever
+                // their windows are: every cell is a possible root (a stale one only keeps a
+                // string alive a little longer).
+                for &cell in cells {
+                    m.mark(cell);
+                }
+            }
             for frame in frames.iter() {
                 for &r in fns[frame.func as usize].str_regs.iter() {
                     if let Some(&cell) = cells.get(frame.base + r as usize) {

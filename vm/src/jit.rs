@@ -1,0 +1,729 @@
+//! Tiering: when host functions leave the interpreter for native code (`cajeta-jit`), how the
+//! two tiers call each other, and the [`RuntimeHooks`] through which compiled code reaches the
+//! VM's objects, strings and output.
+//!
+//! # Policy ([`JitMode`])
+//!
+//! * `off`: everything is interpreted;
+//! * `auto` (the default of [`crate::RunOptions`]): a function containing a loop (a backward
+//!   jump) is compiled before its first run, any other host function once it has been called
+//!   [`AUTO_CALLS`] times (its next call runs compiled);
+//! * `eager`: every host function is compiled before its first call.
+//!
+//! A function the JIT refuses (the xpu host API, say) stays interpreted for good; with
+//! `jit_verbose` each decision is one line on stderr.
+//!
+//! # Calls between the tiers
+//!
+//! Both tiers use the interpreter's register windows. A function whose tier byte
+//! (`FnInfo::tier`) is nonzero makes the interpreter's `call` take the cold path
+//! [`Vm::jit_call`], which counts, compiles, and enters compiled code with the callee's window
+//! (`Vm::jit_enter`). Compiled code calls an interpreted function through the
+//! `call_interp` hook, which pushes an interpreter frame at the window and runs the
+//! interpreter (a nested `interp::run`) until that frame returns.
+//!
+//! * **Depth.** JIT frames are not in `Vm::frames`. While a nested interpreter activation
+//!   runs, `Vm::hidden_frames` counts the JIT (and outer) frames it cannot see and
+//!   `Vm::max_depth` is lowered by as much, so the interpreter's own one-compare depth check
+//!   stays exact.
+//! * **Traces.** A nested activation's error trace covers only its own frames
+//!   (`Vm::frames_floor` and up); the hook parks the error in `JitState::pending`, compiled
+//!   code unwinds pushing one entry per JIT frame, and the code that entered the JIT appends
+//!   those and then its own interpreter frames. The result is the interpreter's trace.
+//! * **Native stack.** Compiled code recurses on the thread's stack. The outermost entry
+//!   allows JIT → JIT calls [`NATIVE_STACK_BUDGET`] bytes; beneath that, calls go to the
+//!   interpreter and the interpreter does not enter compiled code again.
+//! * **Strings.** While compiled code is active the string collector treats every cell of the
+//!   register stack as a possible root (see `Vm::collect_strings`).
+
+use std::ffi::c_void;
+use std::fmt;
+use std::sync::Arc;
+
+use cajeta_bytecode::{FnKind, Function, Scalar};
+use cajeta_jit::{
+    decode_elem, guard, Jit, JitContext, JitFn, JitOptions, RuntimeHooks, Status, ELEM_REF,
+};
+
+use crate::api::Vm;
+use crate::error::{ErrorCode, RuntimeError};
+use crate::heap::{ArrData, Array, Obj};
+use crate::interp::{self, Access, Fault, Frame};
+
+/// In `auto` mode, the number of interpreted calls of a loop-free function before it is
+/// compiled (its next call runs compiled). Small: compiling costs about a millisecond, and
+/// a function called twice is likely to be called again.
+pub const AUTO_CALLS: u32 = 2;
+
+/// Native stack that JIT → JIT calls may use below the outermost entry into compiled code.
+/// Deeper recursion continues in the interpreter. It leaves room for the hooks (and nested
+/// interpreter activations) on an 8 MiB main thread or a 2 MiB test thread.
+pub const NATIVE_STACK_BUDGET: usize = 1 << 20;
+
+/// `FnInfo::tier`: interpreted, the call goes straight to the interpreter.
+pub(crate) const TIER_INTERP: u8 = 0;
+/// `FnInfo::tier`: the JIT is interested in this function (counting or compiled): calls take
+/// the cold path [`Vm::jit_call`].
+pub(crate) const TIER_JIT: u8 = 1;
+
+/// When host functions are compiled to native code.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum JitMode {
+    /// Never: everything runs in the interpreter.
+    Off,
+    /// Functions with a loop before their first run, others after [`AUTO_CALLS`] calls.
+    #[default]
+    Auto,
+    /// Every host function before its first call.
+    Eager,
+}
+
+impl JitMode {
+    /// Parses `off`, `auto` or `eager` (the `--jit` and `CAJETA_JIT` values).
+    pub fn parse(s: &str) -> Option<JitMode> {
+        match s {
+            "off" => Some(JitMode::Off),
+            "auto" => Some(JitMode::Auto),
+            "eager" => Some(JitMode::Eager),
+            _ => None,
+        }
+    }
+
+    /// The mode named by the environment variable `CAJETA_JIT`, if it is set to a valid
+    /// name (an empty or unknown value counts as unset).
+    pub fn from_env() -> Option<JitMode> {
+        std::env::var("CAJETA_JIT")
+            .ok()
+            .and_then(|v| JitMode::parse(v.trim()))
+    }
+}
+
+impl fmt::Display for JitMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            JitMode::Off => "off",
+            JitMode::Auto => "auto",
+            JitMode::Eager => "eager",
+        })
+    }
+}
+
+/// Where a function stands with the JIT.
+#[derive(Copy, Clone, Debug)]
+enum Slot {
+    /// Interpreted for now: compiled on the call that finds `calls >= threshold`.
+    Counting { calls: u32, threshold: u32 },
+    /// Compiled: calls enter here.
+    Compiled(JitFn),
+    /// Refused or not a host function: always interpreted.
+    Interpreted,
+}
+
+/// An error a hook recorded while compiled code runs, turned into a [`RuntimeError`] once the
+/// JIT frames have unwound.
+pub(crate) enum Pending {
+    /// A fault whose message needs the faulting function (the innermost JIT frame).
+    Fault(Fault),
+    /// A complete error from a nested interpreter activation (its frames already traced).
+    Error(RuntimeError),
+}
+
+/// The VM's JIT: the compiler, the context compiled code runs with, and the tiering state.
+pub(crate) struct JitState {
+    jit: Jit,
+    /// Owned (from `Box::into_raw`, freed in `Drop`); kept outside `Vm` so that compiled code
+    /// and hooks can use it while the VM itself is borrowed.
+    ctx: *mut JitContext,
+    slots: Vec<Slot>,
+    pub(crate) mode: JitMode,
+    verbose: bool,
+    /// Entries into compiled code currently on the native stack.
+    pub(crate) active: u32,
+    /// The error being unwound through JIT frames.
+    pub(crate) pending: Option<Pending>,
+}
+
+impl Drop for JitState {
+    fn drop(&mut self) {
+        // SAFETY: `ctx` came from `Box::into_raw` in `Vm::set_jit` and is freed only here;
+        // no compiled code runs once the VM is being dropped.
+        drop(unsafe { Box::from_raw(self.ctx) });
+    }
+}
+
+/// True when function `f` contains a backward jump (a loop).
+fn has_loop(f: &Function) -> bool {
+    f.code
+        .iter()
+        .enumerate()
+        .any(|(pc, i)| i.op.is_branch() && i.bc() as usize <= pc)
+}
+
+impl Vm {
+    /// Chooses when host functions are compiled to native code ([`JitMode`]); with
+    /// `verbose`, prints one line per function on stderr when it is compiled or refused.
+    /// Call it before running code; the default of a new `Vm` is [`JitMode::Off`].
+    pub fn set_jit(&mut self, mode: JitMode, verbose: bool) {
+        self.jit = None;
+        for info in &self.fns {
+            info.tier.set(TIER_INTERP);
+        }
+        if mode == JitMode::Off {
+            return;
+        }
+        let jit = match Jit::new(Arc::clone(&self.module), hooks(), JitOptions::default()) {
+            Ok(j) => j,
+            Err(e) => {
+                if verbose {
+                    self.out
+                        .write(true, &format!("jit: disabled: {}", e.message), true);
+                }
+                return;
+            }
+        };
+        let slots = self
+            .module
+            .functions
+            .iter()
+            .zip(&self.fns)
+            .map(|(f, info)| {
+                if f.kind != FnKind::Host || f.code.is_empty() {
+                    return Slot::Interpreted;
+                }
+                info.tier.set(TIER_JIT);
+                let threshold = match mode {
+                    JitMode::Auto if !has_loop(f) => AUTO_CALLS,
+                    _ => 0,
+                };
+                Slot::Counting {
+                    calls: 0,
+                    threshold,
+                }
+            })
+            .collect();
+        let ctx = Box::into_raw(Box::new(JitContext::new(
+            std::ptr::null_mut(),
+            self.max_depth as u64,
+        )));
+        self.jit = Some(Box::new(JitState {
+            jit,
+            ctx,
+            slots,
+            mode,
+            verbose,
+            active: 0,
+            pending: None,
+        }));
+    }
+
+    /// True while compiled code is on the native stack (the collector then scans every
+    /// register cell).
+    pub(crate) fn jit_active(&self) -> bool {
+        self.jit.as_ref().is_some_and(|j| j.active > 0)
+    }
+
+    /// The compiled entry of `func` if it should run compiled now: counts the call and
+    /// compiles when the threshold is reached. `None`: interpret this call.
+    pub(crate) fn jit_entry(&mut self, func: u32) -> Option<JitFn> {
+        let st = self.jit.as_mut()?;
+        let slot = st.slots.get_mut(func as usize)?;
+        match *slot {
+            Slot::Compiled(entry) => {
+                if st.active > 0 && below_native_limit(st.ctx) {
+                    return None;
+                }
+                Some(entry)
+            }
+            Slot::Interpreted => None,
+            Slot::Counting { calls, threshold } => {
+                if calls < threshold {
+                    *slot = Slot::Counting {
+                        calls: calls + 1,
+                        threshold,
+                    };
+                    return None;
+                }
+                let verbose = st.verbose;
+                let line = match st.jit.compile(func) {
+                    Ok(c) => {
+                        st.slots[func as usize] = Slot::Compiled(c.entry());
+                        format!(
+                            "jit: compiled {} in {:.2} ms ({} bytes)",
+                            self.module.functions[func as usize].name,
+                            c.compile_time.as_secs_f64() * 1e3,
+                            c.code_size
+                        )
+                    }
+                    Err(e) => {
+                        st.slots[func as usize] = Slot::Interpreted;
+                        self.fns[func as usize].tier.set(TIER_INTERP);
+                        let at = e.pc.map(|pc| format!(" (pc {pc})")).unwrap_or_default();
+                        format!(
+                            "jit: interpreting {}: {}{at}",
+                            self.module.functions[func as usize].name, e.message
+                        )
+                    }
+                };
+                if verbose {
+                    self.out.write(true, &line, true);
+                }
+                self.jit_entry(func)
+            }
+        }
+    }
+
+    /// The interpreter's `call` of a function with a nonzero tier byte: runs it compiled if it
+    /// is (or now gets) compiled, writing the result into stack cell `dst` (for a non-void
+    /// callee). `Ok(false)`: interpret the call as usual. On an error the trace holds the
+    /// frames above the caller; the caller appends its own.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn jit_call(
+        &mut self,
+        func: u32,
+        base: usize,
+        dst: usize,
+    ) -> Result<bool, RuntimeError> {
+        let Some(entry) = self.jit_entry(func) else {
+            return Ok(false);
+        };
+        let v = self.jit_enter(entry, base)?;
+        if self.module.functions[func as usize].ret.is_some() {
+            if let Some(cell) = self.stack.get_mut(dst) {
+                *cell = v;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Runs compiled `entry` with its window at stack cell `base` (the window fits, the
+    /// arguments are there) and returns its result cell; sets the ownership bit.
+    pub(crate) fn jit_enter(&mut self, entry: JitFn, base: usize) -> Result<u64, RuntimeError> {
+        let depth = (self.frames.len() + self.hidden_frames) as u64;
+        let max_depth = (self.max_depth + self.hidden_frames) as u64;
+        let Some(st) = self.jit.as_mut() else {
+            return Err(RuntimeError::new(ErrorCode::Call, "no JIT"));
+        };
+        let ctxp = st.ctx;
+        let outermost = st.active == 0;
+        st.active += 1;
+        let vm: *mut Vm = self;
+        // SAFETY: `ctxp` is the live context owned by the JIT state (see `JitState::ctx`);
+        // nothing else holds a reference to it here.
+        let ctx = unsafe { &mut *ctxp };
+        let saved_vm = ctx.vm;
+        ctx.vm = vm.cast::<c_void>();
+        ctx.stack_base = self.stack.as_mut_ptr();
+        ctx.stack_len = self.stack.len() as u64;
+        ctx.statics = self.statics.as_mut_ptr();
+        ctx.consts = self.kvals.as_ptr();
+        ctx.depth = depth;
+        ctx.max_depth = max_depth;
+        if outermost {
+            ctx.trace.clear();
+            ctx.limit_native_stack(NATIVE_STACK_BUDGET);
+        }
+        // SAFETY: `base` is inside the stack (the caller made the window fit).
+        let regs = unsafe { ctx.stack_base.add(base) };
+        // SAFETY: the context's pointers are valid (set just above from the VM's own storage,
+        // which hooks keep up to date when they move it); the window fits in the stack; the
+        // JIT that compiled `entry` lives in `self.jit`, which is not replaced while code runs
+        // (hooks never call `set_jit`); hooks reach the VM only through `ctx.vm`, derived from
+        // `self`, which is not used until the call returns.
+        let status = unsafe { entry(ctxp, regs) };
+        // SAFETY: as above; the call has returned, so this is again the only reference.
+        let ctx = unsafe { &mut *ctxp };
+        ctx.vm = saved_vm;
+        let (ret, own) = (ctx.ret, ctx.own);
+        if let Some(st) = self.jit.as_mut() {
+            st.active -= 1;
+        }
+        self.own = own != 0;
+        if status == Status::Ok as u32 {
+            Ok(ret)
+        } else {
+            Err(self.jit_error(status, ret))
+        }
+    }
+
+    /// The runtime error for a nonzero status of compiled code: what the hook recorded (or
+    /// the status itself), with the JIT frames' trace entries.
+    #[cold]
+    fn jit_error(&mut self, status: u32, ret: u64) -> RuntimeError {
+        let (entries, pending) = match self.jit.as_mut() {
+            // SAFETY: the context is live and no compiled code runs now.
+            Some(st) => (
+                std::mem::take(unsafe { &mut (*st.ctx).trace }),
+                st.pending.take(),
+            ),
+            None => (Vec::new(), None),
+        };
+        let innermost = entries.first().map(|e| e.func);
+        let fault = match Status::from_u32(status) {
+            Some(Status::Exit) => Some(Fault::Exit((ret & 0xFF) as i32)),
+            Some(Status::DivZero) => Some(Fault::DivZero),
+            Some(Status::Overflow) => Some(Fault::Overflow),
+            Some(Status::Stack) => Some(Fault::Stack),
+            _ => None,
+        };
+        let mut err = match (fault, pending) {
+            (Some(f), _) | (None, Some(Pending::Fault(f))) => {
+                let (code, message) = self.describe(f, innermost);
+                RuntimeError {
+                    code: code.code(),
+                    message,
+                    trace: Vec::new(),
+                }
+            }
+            (None, Some(Pending::Error(e))) => e,
+            (None, None) => RuntimeError::new(
+                ErrorCode::Call,
+                format!("internal error: compiled code failed with status {status}"),
+            ),
+        };
+        err.trace
+            .extend(entries.iter().map(|e| self.frame_at(e.func, e.pc)));
+        err
+    }
+}
+
+/// True when the native stack pointer is below the limit compiled code may use.
+fn below_native_limit(ctx: *mut JitContext) -> bool {
+    let here = 0u8;
+    let sp = std::hint::black_box(&here) as *const u8 as u64;
+    // SAFETY: the context is live (owned by the JIT state); a plain field read.
+    let limit = unsafe { (*ctx).native_stack_limit };
+    sp < limit
+}
+
+/// The context and the VM behind it.
+///
+/// # Safety
+///
+/// `ctx` is the live context of a running entry (`Vm::jit_enter`), whose `vm` points to the
+/// VM that entered; the hook holds no other reference to either.
+unsafe fn vm_of<'a>(ctx: *mut JitContext) -> &'a mut Vm {
+    // SAFETY: the caller's contract.
+    unsafe { &mut *((*ctx).vm as *mut Vm) }
+}
+
+/// Records `fault` for the unwinding and returns [`Status::Error`].
+fn fail(vm: &mut Vm, fault: Fault) -> u32 {
+    if let Some(st) = vm.jit.as_mut() {
+        st.pending = Some(Pending::Fault(fault));
+    }
+    Status::Error as u32
+}
+
+/// Stores a hook's result (or records its fault).
+fn done(vm: &mut Vm, ctx: *mut JitContext, r: Result<u64, Fault>) -> u32 {
+    match r {
+        Ok(v) => {
+            // SAFETY: `ctx` is live (hook contract); a plain field write.
+            unsafe { (*ctx).ret = v };
+            0
+        }
+        Err(f) => fail(vm, f),
+    }
+}
+
+/// Defines an `extern "C"` hook whose body gets the VM (`$vm`) and the raw context (`$c`),
+/// and runs under [`guard`] so that it never unwinds into compiled code.
+macro_rules! hook {
+    ($name:ident($($arg:ident: $t:ty),*) |$c:ident, $vm:ident| $body:block) => {
+        unsafe extern "C" fn $name($c: *mut JitContext, $($arg: $t),*) -> u32 {
+            guard(|| {
+                // SAFETY: hooks are called only by compiled code entered through
+                // `Vm::jit_enter`, with its live context.
+                let $vm = unsafe { vm_of($c) };
+                $body
+            })
+        }
+    };
+}
+
+hook!(h_call_interp(func: u32, regs: *mut u64) |c, vm| {
+    // SAFETY: plain reads of the live context (hook contract).
+    let (depth, stack_base) = unsafe { ((*c).depth as usize, (*c).stack_base) };
+    let limit = vm.max_depth + vm.hidden_frames;
+    if depth >= limit {
+        return fail(vm, Fault::Stack);
+    }
+    let Some(info) = vm.fns.get(func as usize) else {
+        return fail(vm, Fault::DeviceOnly);
+    };
+    let (nregs, ip) = (info.nregs as usize, info.lowered.as_ptr());
+    let base = (regs as usize).wrapping_sub(stack_base as usize) / 8;
+    if base + nregs > vm.stack.len() {
+        vm.grow_stack(base + nregs);
+    }
+    let saved = (vm.frames_floor, vm.hidden_frames, vm.max_depth);
+    let floor = vm.frames.len();
+    let hidden = depth.saturating_sub(floor);
+    vm.frames_floor = floor;
+    vm.hidden_frames = hidden;
+    vm.max_depth = limit.saturating_sub(hidden).max(1);
+    vm.frames.push(Frame { func, base, ip });
+    let r = interp::run(vm, floor);
+    vm.frames.truncate(floor);
+    (vm.frames_floor, vm.hidden_frames, vm.max_depth) = saved;
+    // SAFETY: plain writes to the live context: the interpreter may have moved the stack.
+    unsafe {
+        (*c).stack_base = vm.stack.as_mut_ptr();
+        (*c).stack_len = vm.stack.len() as u64;
+    }
+    match r {
+        Ok(v) => {
+            // SAFETY: as above.
+            unsafe {
+                (*c).ret = v;
+                (*c).own = vm.own as u64;
+            }
+            0
+        }
+        Err(e) => {
+            if let Some(st) = vm.jit.as_mut() {
+                st.pending = Some(Pending::Error(e));
+            }
+            Status::Error as u32
+        }
+    }
+});
+
+hook!(h_grow(cells: u64) |c, vm| {
+    vm.grow_stack(cells as usize);
+    // SAFETY: plain writes to the live context.
+    unsafe {
+        (*c).stack_base = vm.stack.as_mut_ptr();
+        (*c).stack_len = vm.stack.len() as u64;
+    }
+    0
+});
+
+hook!(h_to_string(scalar: u32, bits: u64) |c, vm| {
+    let s = Scalar::from_u8(scalar as u8).unwrap_or(Scalar::I64);
+    let r = vm.convert_to_string(s, bits);
+    done(vm, c, r)
+});
+
+hook!(h_concat(x: u64, y: u64) |c, vm| {
+    let r = vm.concat(x, y);
+    done(vm, c, r)
+});
+
+hook!(h_fmt_fixed(bits: u64, decimals: u32) |c, vm| {
+    let r = vm.fmt_fixed(bits, decimals as u16);
+    done(vm, c, r)
+});
+
+hook!(h_format(fmt: u64, strs: u64, vals: u64) |c, vm| {
+    let r = vm.format_dyn(fmt, strs, vals);
+    done(vm, c, r)
+});
+
+hook!(h_parse_int(s: u64) |c, vm| {
+    let r = vm.parse_int(s);
+    done(vm, c, r)
+});
+
+hook!(h_str_len(s: u64, bytes: u32) |c, vm| {
+    let r = match vm.heap.str(s) {
+        Some(t) => Ok(if bytes != 0 { t.len() } else { t.chars().count() } as u64),
+        None => Err(Fault::NullString),
+    };
+    done(vm, c, r)
+});
+
+hook!(h_clock(selector: u32) |c, vm| {
+    done(vm, c, Ok(interp::clock(selector as u16) as u64))
+});
+
+hook!(h_str_eq(x: u64, y: u64) |c, vm| {
+    let r = vm.str_eq(x, y) as u64;
+    done(vm, c, Ok(r))
+});
+
+hook!(h_print(s: u64, flags: u32) |c, vm| {
+    vm.print(s, flags as u16);
+    0
+});
+
+hook!(h_new_array(elem: u64, len: u64) |c, vm| {
+    let n = len as i64;
+    let r = match decode_elem(elem) {
+        Some(e) if n >= 0 => ArrData::zeroed(e, n as usize)
+            .ok_or(Fault::Size(n))
+            .and_then(|data| {
+                vm.heap
+                    .alloc(Obj::Array(Array { elem: e, data }))
+                    .map_err(|_| Fault::TableFull)
+            }),
+        _ => Err(Fault::Size(n)),
+    };
+    done(vm, c, r)
+});
+
+hook!(h_array_len(arr: u64, reg: u32) |c, vm| {
+    let r = match vm.heap.get(arr) {
+        Some(Obj::Array(a)) => Ok(a.data.len() as u64),
+        _ => Err(Fault::BadRef { reg: reg as u16, handle: arr, access: Access::Count }),
+    };
+    done(vm, c, r)
+});
+
+/// Element `i` of `data` as a canonical cell, if `elem` (a [`Scalar`] code or [`ELEM_REF`])
+/// is the storage's kind (the interpreter's `aget` arms). `Err(len)`: out of bounds.
+fn element(data: &ArrData, elem: u32, i: u64) -> Option<Result<u64, usize>> {
+    macro_rules! get {
+        ($v:expr, $x:ident => $e:expr) => {
+            Some($v.get(i as usize).map(|&$x| $e).ok_or($v.len()))
+        };
+    }
+    match (elem, data) {
+        (ELEM_REF, ArrData::Ref(v)) => get!(v, x => x),
+        (e, d) => match (Scalar::from_u8(e as u8)?, d) {
+            (Scalar::Bool, ArrData::Bool(v)) => get!(v, x => x as u64),
+            (Scalar::Char, ArrData::Char(v)) => get!(v, x => x as u64),
+            (Scalar::I8, ArrData::I8(v)) => get!(v, x => x as i64 as u64),
+            (Scalar::U8, ArrData::U8(v)) => get!(v, x => x as u64),
+            (Scalar::I16, ArrData::I16(v)) => get!(v, x => x as i64 as u64),
+            (Scalar::U16, ArrData::U16(v)) => get!(v, x => x as u64),
+            (Scalar::I32, ArrData::I32(v)) => get!(v, x => x as i64 as u64),
+            (Scalar::U32, ArrData::U32(v)) => get!(v, x => x as u64),
+            (Scalar::I64, ArrData::I64(v)) => get!(v, x => x as u64),
+            (Scalar::U64, ArrData::U64(v)) => get!(v, x => x),
+            (Scalar::F32, ArrData::F32(v)) => get!(v, x => x.to_bits() as u64),
+            (Scalar::F64, ArrData::F64(v)) => get!(v, x => x.to_bits()),
+            _ => None,
+        },
+    }
+}
+
+/// Stores cell `x` at `i` of `data` (the interpreter's `aset` arms); `None`: wrong kind,
+/// `Some(Err(len))`: out of bounds.
+fn set_element(data: &mut ArrData, elem: u32, i: u64, x: u64) -> Option<Result<(), usize>> {
+    macro_rules! set {
+        ($v:expr, $e:expr) => {{
+            let len = $v.len();
+            Some(match $v.get_mut(i as usize) {
+                Some(slot) => {
+                    *slot = $e;
+                    Ok(())
+                }
+                None => Err(len),
+            })
+        }};
+    }
+    match (elem, data) {
+        (ELEM_REF, ArrData::Ref(v)) => set!(v, x),
+        (e, d) => match (Scalar::from_u8(e as u8)?, d) {
+            (Scalar::Bool, ArrData::Bool(v)) => set!(v, (x != 0) as u8),
+            (Scalar::Char, ArrData::Char(v)) => set!(v, x as u32),
+            (Scalar::I8, ArrData::I8(v)) => set!(v, x as i8),
+            (Scalar::U8, ArrData::U8(v)) => set!(v, x as u8),
+            (Scalar::I16, ArrData::I16(v)) => set!(v, x as i16),
+            (Scalar::U16, ArrData::U16(v)) => set!(v, x as u16),
+            (Scalar::I32, ArrData::I32(v)) => set!(v, x as i32),
+            (Scalar::U32, ArrData::U32(v)) => set!(v, x as u32),
+            (Scalar::I64, ArrData::I64(v)) => set!(v, x as i64),
+            (Scalar::U64, ArrData::U64(v)) => set!(v, x),
+            (Scalar::F32, ArrData::F32(v)) => set!(v, f32::from_bits(x as u32)),
+            (Scalar::F64, ArrData::F64(v)) => set!(v, f64::from_bits(x)),
+            _ => None,
+        },
+    }
+}
+
+hook!(h_array_get(elem: u32, arr: u64, index: u64, reg: u32) |c, vm| {
+    let got = match vm.heap.get(arr) {
+        Some(Obj::Array(a)) => element(&a.data, elem, index),
+        _ => None,
+    };
+    let r = match got {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(len)) => Err(Fault::Bounds { index: index as i64, len }),
+        None => Err(Fault::BadRef { reg: reg as u16, handle: arr, access: Access::Index }),
+    };
+    done(vm, c, r)
+});
+
+hook!(h_array_set(elem: u32, arr: u64, index: u64, value: u64, reg: u32) |c, vm| {
+    let got = match vm.heap.get_mut(arr) {
+        Some(Obj::Array(a)) => set_element(&mut a.data, elem, index, value),
+        _ => None,
+    };
+    let r = match got {
+        Some(Ok(())) => Ok(0),
+        Some(Err(len)) => Err(Fault::Bounds { index: index as i64, len }),
+        None => Err(Fault::BadRef { reg: reg as u16, handle: arr, access: Access::Index }),
+    };
+    match r {
+        Ok(_) => 0,
+        Err(f) => fail(vm, f),
+    }
+});
+
+hook!(h_new_object(class: u32) |c, vm| {
+    let r = vm.new_instance(class);
+    done(vm, c, r)
+});
+
+hook!(h_get_field(obj: u64, field: u32, reg: u32) |c, vm| {
+    let got = match vm.heap.get(obj) {
+        Some(Obj::Instance(o)) => o.fields.get(field as usize).copied(),
+        _ => None,
+    };
+    let r = got.ok_or(Fault::BadRef {
+        reg: reg as u16,
+        handle: obj,
+        access: Access::Field(field as u16),
+    });
+    done(vm, c, r)
+});
+
+hook!(h_set_field(obj: u64, field: u32, value: u64, reg: u32) |c, vm| {
+    let slot = match vm.heap.get_mut(obj) {
+        Some(Obj::Instance(o)) => o.fields.get_mut(field as usize),
+        _ => None,
+    };
+    match slot {
+        Some(slot) => {
+            *slot = value;
+            0
+        }
+        None => fail(
+            vm,
+            Fault::BadRef { reg: reg as u16, handle: obj, access: Access::Field(field as u16) },
+        ),
+    }
+});
+
+hook!(h_release(obj: u64) |c, vm| {
+    vm.heap.release(obj);
+    0
+});
+
+/// The hooks over [`Vm`].
+fn hooks() -> RuntimeHooks {
+    RuntimeHooks {
+        call_interp: h_call_interp,
+        grow_stack: h_grow,
+        to_string: h_to_string,
+        concat: h_concat,
+        fmt_fixed: h_fmt_fixed,
+        format: h_format,
+        parse_int: h_parse_int,
+        str_len: h_str_len,
+        clock: h_clock,
+        str_eq: h_str_eq,
+        print: h_print,
+        new_array: h_new_array,
+        array_len: h_array_len,
+        array_get: h_array_get,
+        array_set: h_array_set,
+        new_object: h_new_object,
+        get_field: h_get_field,
+        set_field: h_set_field,
+        release: h_release,
+    }
+}
