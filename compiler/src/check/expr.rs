@@ -2081,41 +2081,25 @@ impl FnBuilder<'_> {
                 ..sig
             };
         }
-        match (sig.kind, self.device) {
-            (cajeta_bytecode::FnKind::Kernel, _) => {
-                self.error(
-                    code::XPU_N02,
-                    span,
-                    format!(
-                        "kernel '{}' cannot be called like a method: launch it with .launch(...)",
-                        sig.name
-                    ),
-                );
-                return Val::error();
-            }
-            (cajeta_bytecode::FnKind::Device, false) => {
-                self.error(
-                    code::XPU_K04,
-                    span,
-                    format!(
-                        "'{}' is a @Device function: it can only be called from device code",
-                        sig.name
-                    ),
-                );
-                return Val::error();
-            }
-            (cajeta_bytecode::FnKind::Host, true) => {
-                self.error(
-                    code::XPU_N01,
-                    span,
-                    format!(
-                        "'{}' is not a @Device function: it cannot be called from device code",
-                        sig.name
-                    ),
-                );
-                return Val::error();
-            }
-            _ => {}
+        use cajeta_bytecode::FnKind;
+        let side_error = match (sig.kind, self.device) {
+            (FnKind::Kernel, _) => Some((
+                code::XPU_N02,
+                "is a kernel: launch it with .launch(...), never call it",
+            )),
+            (FnKind::Device, false) => Some((
+                code::XPU_K04,
+                "is a @Device function: it can only be called from device code",
+            )),
+            (FnKind::Host, true) => Some((
+                code::XPU_N01,
+                "is not a @Device function: it cannot be called from device code",
+            )),
+            _ => None,
+        };
+        if let Some((c, why)) = side_error {
+            self.error(c, span, format!("'{}' {why}", sig.name));
+            return Val::error();
         }
         if !sig.is_static {
             let Some(obj) = recv else {
