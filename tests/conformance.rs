@@ -54,7 +54,7 @@
 //!
 //! * `CAJETA_CONFORMANCE_FILTER=substring`: only programs whose name (`lang/hello.cajeta`,
 //!   `multi/twopkg/`, `cpu/xpu/saxpy_canonical.cajeta`) contains it;
-//! * `CAJETA_CONFORMANCE_CAPS=t2,…`: available capabilities;
+//! * `CAJETA_CONFORMANCE_CAPS=t2,…`: available capabilities (default `t2`);
 //! * `CAJETA_CONFORMANCE_BACKENDS=cpu,vulkan,cuda`: the backends the xpu programs run under
 //!   (default `cpu`; `none` skips every xpu program);
 //! * `CAJETA_CONFORMANCE_JOBS=N`: programs run in parallel (default 2);
@@ -440,7 +440,12 @@ impl Settings {
         let mode = |m: &str| modes.is_empty() || modes.iter().any(|x| x == m);
         Settings {
             filter: var("CAJETA_CONFORMANCE_FILTER"),
-            caps: list("CAJETA_CONFORMANCE_CAPS"),
+            // The implementation supports T2 language features: `t2` is available unless the
+            // variable says otherwise. Programs needing a feature still missing name it.
+            caps: match var("CAJETA_CONFORMANCE_CAPS") {
+                Some(_) => list("CAJETA_CONFORMANCE_CAPS"),
+                None => vec!["t2".to_string()],
+            },
             jobs: var("CAJETA_CONFORMANCE_JOBS")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(2)
