@@ -48,7 +48,7 @@ use cajeta_jit::{
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError};
 use crate::heap::{ArrData, Array, Obj};
-use crate::interp::{self, Access, Fault, Frame};
+use crate::interp::{self, Access, Fault, Frame, XInstr};
 
 /// In `auto` mode, the number of interpreted calls of a loop-free function before it is
 /// compiled (its next call runs compiled). Small: compiling costs about a millisecond, and
@@ -272,28 +272,38 @@ impl Vm {
         }
     }
 
-    /// The interpreter's `call` of a function with a nonzero tier byte: runs it compiled if it
-    /// is (or now gets) compiled, writing the result into stack cell `dst` (for a non-void
-    /// callee). `Ok(false)`: interpret the call as usual. On an error the trace holds the
-    /// frames above the caller; the caller appends its own.
+    /// The interpreter's `call a b c` (the instruction before `ip`, in the running frame
+    /// whose window starts at `base`) of a function with a nonzero tier byte: runs it
+    /// compiled if it is (or now gets) compiled, writing the result into `r[a]` (for a
+    /// non-void callee). `Ok(false)`: interpret the call as usual. An error's trace ends with
+    /// the interpreter's frames, as if the interpreter had raised it.
     #[cold]
     #[inline(never)]
     pub(crate) fn jit_call(
         &mut self,
-        func: u32,
         base: usize,
-        dst: usize,
+        ip: *const XInstr,
     ) -> Result<bool, RuntimeError> {
+        // SAFETY: `ip` is one past the `call` being executed, inside the running code.
+        let call = unsafe { *ip.sub(1) };
+        let func = u32::from(call.c);
         let Some(entry) = self.jit_entry(func) else {
             return Ok(false);
         };
-        let v = self.jit_enter(entry, base)?;
-        if self.module.functions[func as usize].ret.is_some() {
-            if let Some(cell) = self.stack.get_mut(dst) {
-                *cell = v;
+        match self.jit_enter(entry, base + usize::from(call.b)) {
+            Ok(v) => {
+                if self.module.functions[func as usize].ret.is_some() {
+                    if let Some(cell) = self.stack.get_mut(base + usize::from(call.a)) {
+                        *cell = v;
+                    }
+                }
+                Ok(true)
+            }
+            Err(mut e) => {
+                e.trace.extend(self.host_trace(ip));
+                Err(e)
             }
         }
-        Ok(true)
     }
 
     /// Runs compiled `entry` with its window at stack cell `base` (the window fits, the

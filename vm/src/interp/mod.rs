@@ -418,22 +418,14 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                 if vm.frames.len() >= vm.max_depth {
                     fault!(Fault::Stack);
                 }
-                if cinfo.tier.get() != TIER_INTERP {
-                    // Compiled (or about to be): the cold path runs it natively and writes the
-                    // result; `Ok(false)` means "interpret this call".
-                    match vm.jit_call(callee as u32, new_base, base + ins.a() as usize) {
-                        Ok(false) => {}
-                        Ok(true) => {
-                            // Hooks may have moved the stack: re-derive the window pointer.
-                            // SAFETY: the caller's window still fits (the stack only grows).
-                            regs = unsafe { vm.stack.as_mut_ptr().add(base) };
-                            continue;
-                        }
-                        Err(mut e) => {
-                            e.trace.extend(vm.host_trace(ip));
-                            return Err(e);
-                        }
-                    }
+                // Compiled (or about to be): the cold `jit_call` runs it natively and writes
+                // the result (`true`), or leaves the call to the interpreter (`false`). Two
+                // arguments only, like `xpu::exec`: more cost every instruction's code.
+                if cinfo.tier.get() != TIER_INTERP && vm.jit_call(base, ip)? {
+                    // Hooks may have moved the stack: re-derive the window pointer.
+                    // SAFETY: the caller's window still fits (the stack only grows).
+                    regs = unsafe { vm.stack.as_mut_ptr().add(base) };
+                    continue;
                 }
                 // SAFETY: `run` always has at least one frame (the running one).
                 unsafe { vm.frames.last_mut().unwrap_unchecked() }.ip = ip;
