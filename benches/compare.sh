@@ -19,7 +19,10 @@
 # Knobs (environment):
 #   BENCH_DIR=/work/shared/bench   where SPEC.md, expected.tsv, lua/, py/ and rust/ live
 #   BENCHES="fib saxpy ..."        subset of the group's benchmarks
-#   PEERS="lua5.4 luajit-joff python"            host peers (ours always runs)
+#   PEERS="cajeta-off rust luajit lua5.4 luajit-joff python"  host peers (ours always runs):
+#                                  cajeta-off is ours with --jit off (the interpreter), rust the
+#                                  native peer, luajit LuaJIT with its JIT on
+#   JIT=auto                       ours' --jit mode (off, auto, eager); cajeta-off is always off
 #   XPU_PEERS="numpy numba numba-par rust rust-par"  kernel peers (ours always runs)
 #   RUNS=5 WARMUP=1                runs per case (hyperfine --runs / --warmup)
 #   SLOW_S=10                      a case whose checksum run took longer than this is timed
@@ -40,7 +43,8 @@ BENCH_DIR=${BENCH_DIR:-/work/shared/bench}
 OUT=${OUT:-/tmp/cajeta-compare}
 HOST_BENCHES="fib loop nbody mandelbrot spectral"
 XPU_BENCHES="saxpy reduce matmul stencil"
-PEERS=${PEERS:-lua5.4 luajit-joff python}
+PEERS=${PEERS:-cajeta-off rust luajit lua5.4 luajit-joff python}
+JIT=${JIT:-auto}
 XPU_PEERS=${XPU_PEERS:-numpy numba numba-par rust rust-par}
 SLOW_S=${SLOW_S:-10}
 
@@ -208,7 +212,7 @@ if ((HAS_XPU)) && [[ -n $PY ]]; then
     "$PY" -c 'import numba' 2>/dev/null && HAVE_NUMBA=1
   fi
 fi
-if ((HAS_XPU)) && [[ " $XPU_PEERS " == *" rust"* ]]; then
+if { ((HAS_XPU)) && [[ " $XPU_PEERS " == *" rust"* ]]; } || { ((HAS_HOST)) && [[ " $PEERS " == *" rust "* ]]; }; then
   if command -v rustc >/dev/null; then
     echo "building $OUT/peers-rs (rustc -C opt-level=3 -C target-cpu=native)" >&2
     if rustc -C opt-level=3 -C target-cpu=native -o "$OUT/peers-rs" "$BENCH_DIR/rust/main.rs" >>"$LOG" 2>&1; then
@@ -228,9 +232,11 @@ cmd_for() {
       if [[ $(group_of "$b") == xpu ]]; then
         echo "$OURS run --backend cpu $ROOT/benches/xpu/$b.cajeta -- $n"
       else
-        echo "$OURS run $ROOT/benches/host/$b.cajeta -- $n"
+        echo "$OURS run --jit $JIT $ROOT/benches/host/$b.cajeta -- $n"
       fi
       ;;
+    cajeta-off) echo "$OURS run --jit off $ROOT/benches/host/$b.cajeta -- $n" ;;
+    luajit) command -v luajit >/dev/null && echo "luajit $BENCH_DIR/lua/bench.lua $b $n" ;;
     lua5.4) command -v lua5.4 >/dev/null && echo "lua5.4 $BENCH_DIR/lua/bench.lua $b $n" ;;
     luajit-joff) command -v luajit >/dev/null && echo "luajit -joff $BENCH_DIR/lua/bench.lua $b $n" ;;
     python) [[ -n $PY ]] && echo "$PY $BENCH_DIR/py/pure.py $b $n" ;;

@@ -453,6 +453,14 @@ macro_rules! hook {
 }
 
 hook!(h_call_interp(func: u32, regs: *mut u64) |c, vm| {
+    // Compiled code calls here when the callee has no code yet (or the native stack is
+    // short): count the call, compile if it is due, and enter the code if there is some. The
+    // window holds the arguments and the context the caller's depth, as an entry expects.
+    if let Some(entry) = vm.jit_entry(func) {
+        // SAFETY: the context is live and set up (we are inside `Vm::jit_enter`); the window
+        // was reserved by the caller; `vm` is not used after this call.
+        return unsafe { entry(c, regs) };
+    }
     // SAFETY: plain reads of the live context (hook contract).
     let (depth, stack_base) = unsafe { ((*c).depth as usize, (*c).stack_base) };
     let limit = vm.max_depth + vm.hidden_frames;
