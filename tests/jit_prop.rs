@@ -1,0 +1,188 @@
+//! VM-level property test of the JIT: random well-typed Cajeta programs (integer arithmetic
+//! at every width, divisions, shifts, float64 accumulation, branches, counted loops, calls
+//! between functions of different types) are compiled from source and run in-process under
+//! `JitMode::Off`, `Eager` and `Auto`; stdout, stderr and the exit status must be identical.
+//! (`jit/tests/prop.rs` checks the JIT alone against a reference evaluator, instruction by
+//! instruction; this one checks the whole path: compiler output, tiering, calls between the
+//! tiers, printing, runtime errors such as `MIN / -1`.)
+//!
+//! `CAJETA_JIT_VM_PROP_CASES` (default 40) and `CAJETA_JIT_VM_PROP_SEED` change the run.
+
+use std::sync::Arc;
+
+use cajeta_compiler::driver::compile_sources;
+use cajeta_vm::{run_program_in, Capture, JitMode, Vm};
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+        xs[self.below(xs.len())]
+    }
+}
+
+const INT_TYPES: &[&str] = &[
+    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+];
+const VARS: &[&str] = &["x", "y", "z", "a", "b"];
+
+/// An expression of the function's integer type `t`.
+fn expr(rng: &mut XorShift, t: &str, depth: u32) -> String {
+    if depth == 0 || rng.below(4) == 0 {
+        return match rng.below(4) {
+            0 => rng.below(100).to_string(),
+            1 => format!("(({t}) i)"),
+            _ => rng.pick(VARS).to_string(),
+        };
+    }
+    let l = expr(rng, t, depth - 1);
+    let r = expr(rng, t, depth - 1);
+    match rng.below(11) {
+        0 => format!("({l} + {r})"),
+        1 => format!("({l} - {r})"),
+        2 => format!("({l} * {r})"),
+        3 => format!("({l} & {r})"),
+        4 => format!("({l} | {r})"),
+        5 => format!("({l} ^ {r})"),
+        6 => format!("({l} / ({r} | 1))"),
+        7 => format!("({l} % ({r} | 3))"),
+        8 => format!("({l} << ({r} & 7))"),
+        9 => format!("({l} >> ({r} & 7))"),
+        _ => format!("(-{l})"),
+    }
+}
+
+/// Function `P.f{k}` of integer type `t`: `(t a, t b, float64 c) -> t`; it may call `P.f{j}`
+/// for `j < k` (types in `types`).
+fn function(rng: &mut XorShift, k: usize, types: &[&str]) -> String {
+    let t = types[k];
+    let mut body = String::new();
+    let loops = 1 + rng.below(12);
+    for _ in 0..2 + rng.below(6) {
+        let v = rng.pick(&["x", "y", "z"]);
+        let stmt = match rng.below(5) {
+            0 => format!(
+                "if ({} < {}) {{ {v} = {}; }} else {{ {v} = {}; }}",
+                expr(rng, t, 1),
+                expr(rng, t, 1),
+                expr(rng, t, 2),
+                expr(rng, t, 2)
+            ),
+            1 => format!("f = f * 0.5 + (float64) {};", expr(rng, t, 1)),
+            2 if k > 0 => {
+                let j = rng.below(k);
+                let u = types[j];
+                format!(
+                    "{v} = {v} + ({t}) f{j}(({u}) {}, ({u}) {}, f);",
+                    expr(rng, t, 1),
+                    expr(rng, t, 1)
+                )
+            }
+            _ => format!("{v} = {};", expr(rng, t, 3)),
+        };
+        body += "            ";
+        body += &stmt;
+        body += "\n";
+    }
+    format!(
+        "    static {t} f{k}({t} a, {t} b, float64 c) {{
+        {t} x = a;
+        {t} y = b;
+        {t} z = 1;
+        float64 f = c;
+        for (int32 i = 0; i < {loops}; i = i + 1) {{
+{body}        }}
+        System.stdout.println(\"f{k} {{}} {{}} {{}} {{}}\", x, y, z, f);
+        return x ^ y ^ z;
+    }}
+"
+    )
+}
+
+/// A whole program: some functions and a `main` calling each from a loop.
+fn program(rng: &mut XorShift) -> String {
+    let n = 1 + rng.below(3);
+    let types: Vec<&str> = (0..n).map(|_| rng.pick(INT_TYPES)).collect();
+    let mut src = String::from("public class P {\n");
+    for k in 0..n {
+        src += &function(rng, k, &types);
+    }
+    let calls = 1 + rng.below(5);
+    src += "    public static void main() {\n        int64 acc = 0;\n";
+    src += &format!("        for (int64 i = 0; i < {calls}; i = i + 1) {{\n");
+    for (k, t) in types.iter().enumerate() {
+        src += &format!(
+            "            acc = acc + (int64) f{k}(({t}) (i * {}), ({t}) (i - {}), (float64) i * 0.25);\n",
+            rng.below(1000),
+            rng.below(1000)
+        );
+    }
+    src += "        }\n        System.stdout.println(\"acc {}\", acc);\n    }\n}\n";
+    src
+}
+
+/// Runs `module` under `mode`: (stdout, stderr, status).
+fn run(module: &Arc<cajeta_bytecode::Module>, entry: u32, mode: JitMode) -> (String, String, i32) {
+    let (out, err) = (Capture::new(), Capture::new());
+    let mut vm = Vm::with_output(Arc::clone(module), out.sink(), err.sink());
+    vm.set_jit(mode, false);
+    let status = run_program_in(&mut vm, entry, &[]);
+    vm.flush();
+    (out.text(), err.text(), status)
+}
+
+#[test]
+fn random_programs_agree_under_every_jit_mode() {
+    let cases: usize = std::env::var("CAJETA_JIT_VM_PROP_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let seed: u64 = std::env::var("CAJETA_JIT_VM_PROP_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x2545_F491_4F6C_DD1D);
+    // The compiler is recursive: give it the CLI's stack.
+    let worker = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let mut rng = XorShift(seed | 1);
+            let mut errors = 0;
+            for case in 0..cases {
+                let src = program(&mut rng);
+                let c = compile_sources(vec![("P.cajeta".into(), src.clone().into_bytes())]);
+                let Some(module) = c.module else {
+                    panic!(
+                        "case {case}: the generator wrote a program that does not compile: {:?}\n{src}",
+                        c.errors.first().map(|d| d.message.clone())
+                    );
+                };
+                let entry = module
+                    .functions
+                    .iter()
+                    .position(|f| f.name == "P.main")
+                    .expect("P.main") as u32;
+                let module = Arc::new(module);
+                let off = run(&module, entry, JitMode::Off);
+                if off.2 != 0 {
+                    errors += 1;
+                }
+                for mode in [JitMode::Eager, JitMode::Auto] {
+                    let jit = run(&module, entry, mode);
+                    assert_eq!(off, jit, "case {case} (seed {seed}) differs under --jit {mode}:\n{src}");
+                }
+            }
+            errors
+        })
+        .expect("spawn");
+    let errors = worker.join().expect("property worker");
+    println!("jit vm property: {cases} programs agree under off/eager/auto ({errors} end in a runtime error)");
+}
