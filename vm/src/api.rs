@@ -93,7 +93,7 @@ pub(crate) struct FnInfo {
     /// Registers of type String: the collector's roots in this function's frames.
     pub(crate) str_regs: Box<[u16]>,
     /// `jit::TIER_INTERP`: calls go straight to the interpreter; anything else: the call
-    /// takes the JIT's cold path (`Vm::jit_call`), which counts, compiles or enters native
+    /// takes the JIT's cold path (`Vm::slow_call`), which counts, compiles or enters native
     /// code. One byte next to `nregs`, so the interpreter's call pays one load and branch.
     pub(crate) tier: Cell<u8>,
 }

@@ -17,7 +17,7 @@
 //!
 //! Both tiers use the interpreter's register windows. A function whose tier byte
 //! (`FnInfo::tier`) is nonzero makes the interpreter's `call` take the cold path
-//! [`Vm::jit_call`], which counts, compiles, and enters compiled code with the callee's window
+//! [`Vm::slow_call`], which counts, compiles, and enters compiled code with the callee's window
 //! (`Vm::jit_enter`). Compiled code calls an interpreted function through the
 //! `call_interp` hook, which pushes an interpreter frame at the window and runs the
 //! interpreter (a nested `interp::run`) until that frame returns.
@@ -63,7 +63,7 @@ pub const NATIVE_STACK_BUDGET: usize = 1 << 20;
 /// `FnInfo::tier`: interpreted, the call goes straight to the interpreter.
 pub(crate) const TIER_INTERP: u8 = 0;
 /// `FnInfo::tier`: the JIT is interested in this function (counting or compiled): calls take
-/// the cold path [`Vm::jit_call`].
+/// the cold path [`Vm::slow_call`].
 pub(crate) const TIER_JIT: u8 = 1;
 
 /// When host functions are compiled to native code.
@@ -325,17 +325,21 @@ impl Vm {
     }
 
     /// The interpreter's `call a b c` (the instruction before `ip`, in the running frame
-    /// whose window starts at `base`) of a function with a nonzero tier byte: runs it
+    /// whose window starts at `base`) when the depth limit is reached (`E-STACK`) or the
+    /// callee has a nonzero tier byte: runs it
     /// compiled if it is (or now gets) compiled, writing the result into `r[a]` (for a
     /// non-void callee). `Ok(false)`: interpret the call as usual. An error's trace ends with
     /// the interpreter's frames, as if the interpreter had raised it.
     #[cold]
     #[inline(never)]
-    pub(crate) fn jit_call(
+    pub(crate) fn slow_call(
         &mut self,
         base: usize,
         ip: *const XInstr,
     ) -> Result<bool, RuntimeError> {
+        if self.frames.len() >= self.max_depth {
+            return Err(self.fault(ip, Fault::Stack));
+        }
         // SAFETY: `ip` is one past the `call` being executed, inside the running code.
         let call = unsafe { *ip.sub(1) };
         let func = u32::from(call.c);

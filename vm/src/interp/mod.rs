@@ -415,32 +415,34 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                 if top > vm.stack.len() {
                     vm.grow_stack(top);
                 }
-                if vm.frames.len() >= vm.max_depth {
-                    fault!(Fault::Stack);
-                }
-                // Compiled (or about to be): the cold `jit_call` runs it natively and writes
-                // the result (`true`), or leaves the call to the interpreter (`false`). Two
-                // arguments only, like `xpu::exec`: more cost every instruction's code.
-                if cinfo.tier.get() != TIER_INTERP && vm.jit_call(base, ip)? {
+                // One branch for both rare cases, the depth limit and a callee the JIT
+                // handles (compiled, or counted towards compiling): the cold `slow_call`
+                // raises `E-STACK`, or runs the callee natively and writes its result
+                // (`true`), or leaves the call to the interpreter (`false`). (Leaving the arm
+                // with `continue` instead of the `else` cost every dispatched instruction
+                // about 5% through LLVM's code for the loop; see docs/notes/jit.md.)
+                if (vm.frames.len() >= vm.max_depth) | (cinfo.tier.get() != TIER_INTERP)
+                    && vm.slow_call(base, ip)?
+                {
                     // Hooks may have moved the stack: re-derive the window pointer.
                     // SAFETY: the caller's window still fits (the stack only grows).
                     regs = unsafe { vm.stack.as_mut_ptr().add(base) };
-                    continue;
+                } else {
+                    // SAFETY: `run` always has at least one frame (the running one).
+                    unsafe { vm.frames.last_mut().unwrap_unchecked() }.ip = ip;
+                    vm.frames.push(Frame {
+                        func: callee as u32,
+                        base: new_base,
+                        ip: cinfo.lowered.as_ptr(),
+                    });
+                    info = cinfo;
+                    base = new_base;
+                    code = info.lowered.as_ptr();
+                    nregs = info.nregs as usize;
+                    ip = code;
+                    // SAFETY: stack.len() >= top = base + nregs (checked above): window fits.
+                    regs = unsafe { vm.stack.as_mut_ptr().add(base) };
                 }
-                // SAFETY: `run` always has at least one frame (the running one).
-                unsafe { vm.frames.last_mut().unwrap_unchecked() }.ip = ip;
-                vm.frames.push(Frame {
-                    func: callee as u32,
-                    base: new_base,
-                    ip: cinfo.lowered.as_ptr(),
-                });
-                info = cinfo;
-                base = new_base;
-                code = info.lowered.as_ptr();
-                nregs = info.nregs as usize;
-                ip = code;
-                // SAFETY: stack.len() >= top = base + nregs (checked above): window fits.
-                regs = unsafe { vm.stack.as_mut_ptr().add(base) };
             }
             XOp::Ret => {
                 vm.own = false;
