@@ -186,3 +186,68 @@ fn random_programs_agree_under_every_jit_mode() {
     let errors = worker.join().expect("property worker");
     println!("jit vm property: {cases} programs agree under off/eager/auto ({errors} end in a runtime error)");
 }
+
+/// The string collector runs while compiled frames hold strings only in their windows (and
+/// passes them between compiled functions): every mode must print the same strings, and the
+/// collector must actually have run under each.
+#[test]
+fn strings_survive_collections_in_compiled_frames() {
+    let src = r#"public class G {
+    static String tag(int64 i) {
+        return "t" + i;
+    }
+    public static void main() {
+        String keep = "start";
+        String[] saved = heap String[64];
+        int64 total = 0;
+        for (int64 i = 0; i < 100000; i = i + 1) {
+            String s = tag(i) + ":" + keep;
+            if (i % 5000 == 0) {
+                saved[(int32) ((i / 5000) % 64)] = s;
+                keep = tag(i);
+            }
+            total = total + s.count();
+        }
+        System.stdout.println("{} {} {} {}", total, keep, saved[3], saved[19]);
+    }
+}
+"#;
+    let worker = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let c = compile_sources(vec![("G.cajeta".into(), src.as_bytes().to_vec())]);
+            let module = Arc::new(c.module.expect("the program compiles"));
+            let entry = module
+                .functions
+                .iter()
+                .position(|f| f.name == "G.main")
+                .expect("G.main") as u32;
+            let mut results = Vec::new();
+            for mode in [JitMode::Off, JitMode::Eager, JitMode::Auto] {
+                let (out, err) = (Capture::new(), Capture::new());
+                let mut vm = Vm::with_output(Arc::clone(&module), out.sink(), err.sink());
+                vm.set_jit(mode, false);
+                let status = run_program_in(&mut vm, entry, &[]);
+                vm.flush();
+                assert!(
+                    vm.heap_stats().collections > 0,
+                    "no string collection under --jit {mode}"
+                );
+                results.push((mode, out.text(), err.text(), status));
+            }
+            results
+        })
+        .expect("spawn");
+    let results = worker.join().expect("worker");
+    let (_, out, err, status) = &results[0];
+    // `keep` is the tag of the last multiple of 5000; `saved[k]` the string built at
+    // i = 5000 k, with the previous multiple's tag.
+    assert!(
+        out.trim_end()
+            .ends_with(" t95000 t15000:t10000 t95000:t90000"),
+        "{out}"
+    );
+    for (mode, o, e, s) in &results[1..] {
+        assert_eq!((o, e, s), (out, err, status), "--jit {mode}");
+    }
+}
