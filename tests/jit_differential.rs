@@ -245,3 +245,52 @@ fn jit_modes_agree_on_the_conformance_suite() {
     eprintln!("{summary}");
     assert!(failures.is_empty(), "{summary}");
 }
+
+/// `--jit` wins over `CAJETA_JIT`, which wins over the default (`auto`); `--jit-verbose`
+/// reports each decision on stderr without changing stdout.
+#[test]
+fn jit_mode_selection_and_verbose_lines() {
+    let prog = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/host/fib.cajeta");
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("run").args(args).arg(&prog).args(["--", "15"]);
+        cmd.env_remove("CAJETA_JIT");
+        if let Some(v) = env {
+            cmd.env("CAJETA_JIT", v);
+        }
+        let out = cmd.output().expect("run cajeta");
+        assert!(out.status.success(), "{args:?} {env:?}: {out:?}");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let compiled = |stderr: &str| {
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("jit: compiled "))
+            .map(|l| l.split_whitespace().nth(2).unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    // auto (the default): fib has no loop, so it is compiled after AUTO_CALLS calls; main
+    // has none either and runs once, so it stays interpreted.
+    let (out, err) = run(&["--jit-verbose"], None);
+    assert_eq!(out, "610\n");
+    assert_eq!(compiled(&err), ["Fib.fib"], "{err}");
+    for line in err.lines() {
+        assert!(
+            line.ends_with(" bytes)") && line.contains(" ms ("),
+            "verbose line shape: {line}"
+        );
+    }
+    // The environment selects eager: main too.
+    let (out, err) = run(&["--jit-verbose"], Some("eager"));
+    assert_eq!(out, "610\n");
+    assert_eq!(compiled(&err), ["Fib.main", "Fib.fib"], "{err}");
+    // The option wins over the environment.
+    let (out, err) = run(&["--jit-verbose", "--jit", "off"], Some("eager"));
+    assert_eq!((out.as_str(), err.as_str()), ("610\n", ""));
+    // Without --jit-verbose nothing is printed.
+    let (_, err) = run(&["--jit", "eager"], None);
+    assert_eq!(err, "");
+}
