@@ -408,9 +408,10 @@ done
 SIZES=$( ((QUICK)) && echo quick || echo default)
 TIMER=$( ((HAVE_HYPERFINE)) && echo hyperfine || echo 'shell timer')
 if ((HAS_HOST)); then
-  # Ratios against the two Lua peers, as before, whichever peers ran.
-  print_table "# host benchmarks, $SIZES sizes, median of $RUNS runs ($TIMER), $(nproc) cores" \
-    "$HOST_SELECTED" "$PEERS" "lua5.4 luajit-joff"
+  # Ratios against our interpreter (cajeta-off: below 1 is the JIT's speed-up), the Rust
+  # peer, LuaJIT and the two Lua peers as before, whichever peers ran.
+  print_table "# host benchmarks (cajeta: --jit $JIT), $SIZES sizes, median of $RUNS runs ($TIMER), $(nproc) cores" \
+    "$HOST_SELECTED" "$PEERS" "cajeta-off rust luajit lua5.4 luajit-joff"
 fi
 if ((HAS_XPU)); then
   print_table "# xpu kernel benchmarks (cajeta --backend cpu), $SIZES sizes, median of $RUNS runs ($TIMER), $(nproc) cores" \
