@@ -448,3 +448,89 @@ fn counted_loops_with_constant_bounds() {
         assert_eq!(got[0], wrap(sum * 4096 + last), "{cmp:?}");
     }
 }
+
+#[test]
+fn paired_float64_array_loads() {
+    use cajeta_bytecode::{Elem, Scalar};
+    let arr = Type::Array(Elem::Scalar(Scalar::F64));
+    // f(x: f64, y: f64, i: i64, j: i64): a = [x, y, x + y]; return a[i] op a[j].
+    // r0 x, r1 y, r2 i, r3 j, r4 a, r5 len/idx, r6 s, r7 p, r8 q, r9 out
+    let regs = [F64, F64, I64, I64, arr, I64, F64, F64, F64, F64];
+    let build = |tail: Vec<Instr>| {
+        let mut code = vec![
+            Instr::with_bc(Op::LoadI, 5, 3),
+            i(Op::NewArr, 4, 5, 0),
+            Instr::with_bc(Op::LoadI, 5, 0),
+            i(Op::ArrSetF64, 4, 5, 0),
+            Instr::with_bc(Op::LoadI, 5, 1),
+            i(Op::ArrSetF64, 4, 5, 1),
+            i(Op::AddF64, 6, 0, 1),
+            Instr::with_bc(Op::LoadI, 5, 2),
+            i(Op::ArrSetF64, 4, 5, 6),
+        ];
+        code.extend(tail);
+        code
+    };
+    let first = 9; // the first `aget.f64`
+    let mut args = vec![];
+    for x in values(F64).into_iter().take(4) {
+        for (p, q) in [(0i64, 1i64), (2, 0), (1, 1)] {
+            args.push(vec![
+                x.clone(),
+                Value::F64(0.75),
+                Value::I64(p),
+                Value::I64(q),
+            ]);
+        }
+    }
+    for op in [Op::AddF64, Op::SubF64, Op::MulF64, Op::DivF64] {
+        for (d, b, c) in [(9u16, 7u16, 8u16), (9, 8, 7), (7, 7, 8), (8, 8, 8)] {
+            let code = build(vec![
+                i(Op::ArrGetF64, 7, 4, 2),
+                i(Op::ArrGetF64, 8, 4, 3),
+                i(op, d, b, c),
+                i(Op::Ret, d, 0, 0),
+            ]);
+            // Unfused between the loads, and between the second load and the arithmetic.
+            both(4, F64, &regs, code.clone(), first + 1, &args);
+            both(4, F64, &regs, code, first + 2, &args);
+        }
+    }
+    // A fault in either load reports that load's position, fused or not.
+    let code = build(vec![
+        i(Op::ArrGetF64, 7, 4, 2),
+        i(Op::ArrGetF64, 8, 4, 3),
+        i(Op::SubF64, 9, 7, 8),
+        i(Op::Ret, 9, 0, 0),
+    ]);
+    for (p, q, bad) in [(7i64, 0i64, 7i64), (0, 9, 9)] {
+        let a = vec![
+            Value::F64(1.0),
+            Value::F64(2.0),
+            Value::I64(p),
+            Value::I64(q),
+        ];
+        let mut fused = new_vm(module(vec![func(
+            "T.f",
+            4,
+            Some(F64),
+            regs.to_vec(),
+            code.clone(),
+        )]));
+        let err = fused.call(0, &a).unwrap_err();
+        assert_eq!(err.code, "E-BOUNDS");
+        assert_eq!(
+            err.message,
+            format!("index {bad} out of bounds for length 3")
+        );
+        let mut plain = new_vm(module(vec![func(
+            "T.f",
+            4,
+            Some(F64),
+            regs.to_vec(),
+            unfuse(&code, first + 1),
+        )]));
+        let err2 = plain.call(0, &a).unwrap_err();
+        assert_eq!(err.message, err2.message);
+    }
+}

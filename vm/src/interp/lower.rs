@@ -21,6 +21,8 @@
 //! * `Loop*` — a loop's back-edge `addi r, r, k; jmp H`, then the loop test at `H` (a
 //!   `BrNot*` or `BrKNot*` on a signed `<`/`<=`), like Lua's `FORLOOP`; the slot holds `H` in
 //!   place of the `addi`'s (equal) source register;
+//! * `AGet2*` — two `aget.f64` in a row (each checked; a fault in the second reports its
+//!   own slot), optionally followed by the `add`/`sub`/`mul.f64` of the next slot;
 //! * `Mul*` — `mul.f64 t, x, y`, then an `add`/`sub` reading `t` (the product stays in a
 //!   machine register; two roundings, never an FMA).
 //!
@@ -182,6 +184,15 @@ macro_rules! define_xops {
             MulSubF32,
             /// See `MulRsubF64`.
             MulRsubF32,
+            /// Two `aget.f64` in a row (float64 array-heavy loops load operands in pairs): both
+            /// run, each with its own checks, and a fault in the second reports its own slot.
+            AGet2F64,
+            /// `AGet2F64`, then the `add.f64` in the third slot.
+            AGet2AddF64,
+            /// `AGet2F64`, then the `sub.f64` in the third slot.
+            AGet2SubF64,
+            /// `AGet2F64`, then the `mul.f64` in the third slot.
+            AGet2MulF64,
         }
 
         impl XOp {
@@ -410,6 +421,24 @@ pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>) -> Box<[XInstr]> {
                 a: add.a,
                 b: head as u16,
                 c: add.c,
+            };
+        }
+    }
+
+    // Paired float64 array loads: slots p and p + 1 (both still plain), p + 2 exists; with a
+    // plain float64 add/sub/mul in p + 2 (and p + 3 existing) that slot runs too.
+    for p in 0..n.saturating_sub(2) {
+        if code[p].op == Op::ArrGetF64
+            && code[p + 1].op == Op::ArrGetF64
+            && out[p].op == XOp::ArrGetF64
+            && out[p + 1].op == XOp::ArrGetF64
+        {
+            let third = if p + 3 < n { out[p + 2].op } else { XOp::Nop };
+            out[p].op = match third {
+                XOp::AddF64 => XOp::AGet2AddF64,
+                XOp::SubF64 => XOp::AGet2SubF64,
+                XOp::MulF64 => XOp::AGet2MulF64,
+                _ => XOp::AGet2F64,
             };
         }
     }

@@ -747,6 +747,23 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             XOp::ArrGetF32 => aget!(F32, x => bf32(x)),
             XOp::ArrSetF32 => aset!(F32, x => f32b(x)),
             XOp::ArrGetF64 => aget!(F64, x => bf64(x)),
+            XOp::AGet2F64 => {
+                aget!(F64, x => bf64(x));
+                step!();
+                aget!(F64, x => bf64(x));
+            }
+            XOp::AGet2AddF64 | XOp::AGet2SubF64 | XOp::AGet2MulF64 => {
+                let fused = ins.op();
+                aget!(F64, x => bf64(x));
+                step!();
+                aget!(F64, x => bf64(x));
+                step!();
+                match fused {
+                    XOp::AGet2AddF64 => binf64!(x, y => x + y),
+                    XOp::AGet2SubF64 => binf64!(x, y => x - y),
+                    _ => binf64!(x, y => x * y),
+                }
+            }
             XOp::ArrSetF64 => aset!(F64, x => f64b(x)),
             XOp::ArrGetRef => aget!(Ref, x => x),
             XOp::ArrSetRef => aset!(Ref, x => x),
