@@ -208,6 +208,59 @@ impl MathFn {
         }
     }
 
+    /// The function on a float64 (XPU §2.12): the one definition every executor uses.
+    #[inline]
+    pub fn eval_f64(self, x: f64) -> f64 {
+        match self {
+            MathFn::Sqrt => x.sqrt(),
+            MathFn::Floor => x.floor(),
+            MathFn::Ceil => x.ceil(),
+            MathFn::Trunc => x.trunc(),
+            MathFn::Round => x.round(), // half away from zero
+            MathFn::Abs => x.abs(),
+            MathFn::Rsqrt => 1.0 / x.sqrt(),
+            MathFn::Sin => x.sin(),
+            MathFn::Cos => x.cos(),
+            MathFn::Tan => x.tan(),
+            MathFn::Asin => x.asin(),
+            MathFn::Acos => x.acos(),
+            MathFn::Atan => x.atan(),
+            MathFn::Exp => x.exp(),
+            MathFn::Exp2 => x.exp2(),
+            MathFn::Log => x.ln(),
+            MathFn::Log2 => x.log2(),
+            MathFn::Log10 => x.log10(),
+        }
+    }
+
+    /// The function on a float32: the exact operations directly in float32 (sqrt is correctly
+    /// rounded either way), every other function computed in float64 and rounded once.
+    #[inline]
+    pub fn eval_f32(self, x: f32) -> f32 {
+        match self {
+            MathFn::Sqrt => x.sqrt(),
+            MathFn::Floor => x.floor(),
+            MathFn::Ceil => x.ceil(),
+            MathFn::Trunc => x.trunc(),
+            MathFn::Round => x.round(),
+            MathFn::Abs => x.abs(),
+            _ => self.eval_f64(f64::from(x)) as f32,
+        }
+    }
+
+    /// [`MathFn::eval_f64`] by selector; an unknown selector (excluded by the verifier) gives
+    /// NaN.
+    #[inline]
+    pub fn eval_f64_sel(sel: u16, x: f64) -> f64 {
+        MathFn::from_u16(sel).map_or(f64::NAN, |f| f.eval_f64(x))
+    }
+
+    /// [`MathFn::eval_f32`] by selector; an unknown selector gives NaN.
+    #[inline]
+    pub fn eval_f32_sel(sel: u16, x: f32) -> f32 {
+        MathFn::from_u16(sel).map_or(f32::NAN, |f| f.eval_f32(x))
+    }
+
     /// Looks a function up by its `Math` method name.
     pub fn by_name(name: &str) -> Option<MathFn> {
         MathFn::ALL.iter().copied().find(|f| f.name() == name)

@@ -56,40 +56,12 @@ pub(crate) extern "C" fn atan2_f32(x: f32, y: f32) -> f32 {
 
 /// `math1.f64` for the selectors without an inline lowering (`MathFn` codes).
 pub(crate) extern "C" fn math1_f64(sel: u32, x: f64) -> f64 {
-    match sel {
-        0 => x.sqrt(),
-        1 => x.floor(),
-        2 => x.ceil(),
-        3 => x.trunc(),
-        4 => x.round(), // half away from zero
-        5 => x.abs(),
-        6 => 1.0 / x.sqrt(),
-        7 => x.sin(),
-        8 => x.cos(),
-        9 => x.tan(),
-        10 => x.asin(),
-        11 => x.acos(),
-        12 => x.atan(),
-        13 => x.exp(),
-        14 => x.exp2(),
-        15 => x.ln(),
-        16 => x.log2(),
-        17 => x.log10(),
-        _ => f64::NAN,
-    }
+    u16::try_from(sel).map_or(f64::NAN, |s| cajeta_bytecode::MathFn::eval_f64_sel(s, x))
 }
 
 /// `math1.f32`: the exact operations directly in float32, the others in float64 rounded once.
 pub(crate) extern "C" fn math1_f32(sel: u32, x: f32) -> f32 {
-    match sel {
-        0 => x.sqrt(),
-        1 => x.floor(),
-        2 => x.ceil(),
-        3 => x.trunc(),
-        4 => x.round(),
-        5 => x.abs(),
-        _ => math1_f64(sel, x as f64) as f32,
-    }
+    u16::try_from(sel).map_or(f32::NAN, |s| cajeta_bytecode::MathFn::eval_f32_sel(s, x))
 }
 
 #[cfg(test)]

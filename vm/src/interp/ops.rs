@@ -70,46 +70,16 @@ pub(crate) fn smax(x: u64, y: u64) -> u64 {
     }
 }
 
-/// `MathFn` `sel` on a `float64` (selector numbers as in [`cajeta_bytecode::MathFn`]; an
-/// unknown selector, excluded by the verifier, gives NaN).
+/// `MathFn` `sel` on a `float64` (see [`cajeta_bytecode::MathFn::eval_f64`]).
 #[inline]
 pub(crate) fn math1_f64(sel: u16, x: f64) -> f64 {
-    match sel {
-        0 => x.sqrt(),
-        1 => x.floor(),
-        2 => x.ceil(),
-        3 => x.trunc(),
-        4 => x.round(), // half away from zero
-        5 => x.abs(),
-        6 => 1.0 / x.sqrt(),
-        7 => x.sin(),
-        8 => x.cos(),
-        9 => x.tan(),
-        10 => x.asin(),
-        11 => x.acos(),
-        12 => x.atan(),
-        13 => x.exp(),
-        14 => x.exp2(),
-        15 => x.ln(),
-        16 => x.log2(),
-        17 => x.log10(),
-        _ => f64::NAN,
-    }
+    cajeta_bytecode::MathFn::eval_f64_sel(sel, x)
 }
 
-/// `MathFn` `sel` on a `float32`: the exact operations directly in float32 (sqrt is
-/// correctly rounded either way), every other function computed in float64 and rounded once.
+/// `MathFn` `sel` on a `float32` (see [`cajeta_bytecode::MathFn::eval_f32`]).
 #[inline]
 pub(crate) fn math1_f32(sel: u16, x: f32) -> f32 {
-    match sel {
-        0 => x.sqrt(),
-        1 => x.floor(),
-        2 => x.ceil(),
-        3 => x.trunc(),
-        4 => x.round(),
-        5 => x.abs(),
-        _ => math1_f64(sel, x as f64) as f32,
-    }
+    cajeta_bytecode::MathFn::eval_f32_sel(sel, x)
 }
 
 #[cfg(test)]
