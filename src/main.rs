@@ -32,6 +32,7 @@ Options:
   --jit off|auto|eager       host JIT mode (default: auto; also CAJETA_JIT)
   --jit-verbose              print each JIT decision (compiled in N ms, or why interpreted)
   --xpu-checks on|off        device bounds checks (default: on)
+  --cuda-arch sm_NN          PTX target of emit ptx and the cuda backend (default: sm_80)
   --mem-stats                print device memory statistics on stderr at exit
   --verbose                  print what the VM decides (tiering, backend)
   -o PATH                    output file (build) or directory (emit)
@@ -56,6 +57,8 @@ struct Options {
     /// `dis` prints the listing even when verification fails (compiler bug reports).
     dis_unverified: bool,
     output: Option<PathBuf>,
+    /// `emit ptx` target architecture (`--cuda-arch sm_90`).
+    cuda_arch: Option<String>,
 }
 
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
@@ -127,6 +130,18 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
             "--mem-stats" => o.mem_stats = true,
             "--verbose" => o.verbose = true,
             "--jit-verbose" => o.jit_verbose = true,
+            "--cuda-arch" => {
+                let v = value(&mut i, name, inline)?;
+                if !v.starts_with("sm_")
+                    || v.len() < 5
+                    || !v[3..].bytes().all(|b| b.is_ascii_digit())
+                {
+                    return Err(format!(
+                        "invalid CUDA architecture '{v}' (expected sm_NN, e.g. sm_90)"
+                    ));
+                }
+                o.cuda_arch = Some(v);
+            }
             "-o" | "--output" => o.output = Some(PathBuf::from(value(&mut i, name, inline)?)),
             _ if name.starts_with('-') && name.len() > 1 => {
                 return Err(format!("unknown option '{w}'"))
@@ -188,12 +203,19 @@ fn real_main(words: Vec<String>) -> ExitCode {
                 "build" => cmd_build(opts),
                 "check" => cmd_check(opts),
                 "dis" => cmd_dis(opts),
-                _ => cmd_emit(rest),
+                _ => cmd_emit(opts),
             }
         }
         "repl" => {
-            eprintln!("cajeta: error: the REPL is not available in this build yet");
-            ExitCode::from(2)
+            let opts = match parse_options(rest) {
+                Ok(o) => o,
+                Err(e) => return usage_error(e),
+            };
+            let repl = cajeta_repl::ReplOptions {
+                backend: opts.backend,
+                jit: opts.jit.as_deref().and_then(cajeta_vm::JitMode::parse),
+            };
+            ExitCode::from(cajeta_repl::run(&repl))
         }
         other => usage_error(format!("unknown command '{other}' (try 'cajeta --help')")),
     }
@@ -311,6 +333,11 @@ fn cmd_run(opts: Options) -> ExitCode {
         jit,
         jit_verbose: opts.jit_verbose || opts.verbose,
     };
+    if let Some(arch) = &opts.cuda_arch {
+        // The cuda backend is created at the first device touch, deep in the VM: it reads the
+        // architecture from the environment (still single-threaded here).
+        std::env::set_var("CAJETA_CUDA_ARCH", arch);
+    }
     let status = cajeta_vm::run_program_with(Arc::new(module), f, &opts.args, &run);
     ExitCode::from((status & 0xFF) as u8)
 }
@@ -364,15 +391,68 @@ fn cmd_dis(mut opts: Options) -> ExitCode {
     }
 }
 
-fn cmd_emit(rest: &[String]) -> ExitCode {
-    match rest.first().map(String::as_str) {
-        Some("ptx") | Some("spirv") => {
-            eprintln!(
-                "cajeta: error: kernel emission ({}) is not available in this build yet",
-                rest[0]
-            );
-            ExitCode::from(2)
+/// `cajeta emit ptx|spirv PATH... -o DIR`: writes each kernel's module as `DIR/<kernel>.ptx` or
+/// `DIR/<kernel>.spv` (`<kernel>` is the kernel's qualified name), without running anything.
+fn cmd_emit(opts: Options) -> ExitCode {
+    let Some((target, paths)) = opts.paths.split_first() else {
+        return usage_error("emit needs a target: ptx or spirv");
+    };
+    let target = target.to_string_lossy().into_owned();
+    if target != "ptx" && target != "spirv" {
+        return usage_error(format!(
+            "unknown emit target '{target}' (expected ptx or spirv)"
+        ));
+    }
+    let Some(dir) = opts.output.clone() else {
+        return usage_error("emit needs an output directory: -o DIR");
+    };
+    let opts = Options {
+        paths: paths.to_vec(),
+        ..opts
+    };
+    let module = match load(&opts) {
+        Ok(m) => m,
+        Err(c) => return c,
+    };
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return usage_error(format!("cannot create '{}': {e}", dir.display()));
+    }
+    let arch = opts
+        .cuda_arch
+        .as_deref()
+        .unwrap_or(cajeta_backends::cuda::ptx::DEFAULT_ARCH);
+    let mut failed = false;
+    for (index, f) in module.functions.iter().enumerate() {
+        if f.kind != cajeta_bytecode::FnKind::Kernel {
+            continue;
         }
-        _ => usage_error("emit needs a target: ptx or spirv"),
+        let index = index as u32;
+        let (bytes, ext) = if target == "ptx" {
+            let ptx = cajeta_backends::cuda::ptx::emit_ptx(&module, index, arch);
+            (ptx.map(String::into_bytes), "ptx")
+        } else {
+            let words = cajeta_backends::vulkan::spirv::emit_spirv(&module, index);
+            (
+                words.map(|w| w.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                "spv",
+            )
+        };
+        match bytes {
+            Ok(bytes) => {
+                let path = dir.join(format!("{}.{ext}", f.name));
+                if let Err(e) = std::fs::write(&path, bytes) {
+                    return usage_error(format!("cannot write '{}': {e}", path.display()));
+                }
+            }
+            Err(e) => {
+                eprintln!("cajeta: error: {e}");
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }

@@ -1,5 +1,7 @@
-//! Device backends: the [`Backend`] trait that the VM talks to, and its implementations
-//! ([`cpu`] now; Vulkan and CUDA plug in the same way).
+//! Device backends: the [`Backend`] trait that the VM talks to, and its implementations:
+//! [`cpu`] (runs everywhere), [`vulkan`] (SPIR-V through ash) and [`cuda`] (PTX through cudarc).
+//! The GPU backends load their driver libraries at run time, so this crate builds and its CPU
+//! backend runs on machines without them; `open` then reports why the backend is unavailable.
 //!
 //! A backend never sees source code: it receives verified kernel bytecode (a
 //! [`cajeta_bytecode::Module`] and a kernel function index) and plain data — storage handles,
@@ -17,6 +19,8 @@
 #![deny(missing_docs)]
 
 pub mod cpu;
+pub mod cuda;
+pub mod vulkan;
 
 use cajeta_bytecode::Module;
 use std::sync::Arc;
@@ -53,6 +57,23 @@ impl MemoryKind {
         }
     }
 }
+
+/// A kernel a code generator (PTX, SPIR-V) cannot lower, and why.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct LowerError {
+    /// The kernel's qualified name.
+    pub kernel: String,
+    /// What is not supported, in words.
+    pub message: String,
+}
+
+impl std::fmt::Display for LowerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot lower kernel {}: {}", self.kernel, self.message)
+    }
+}
+
+impl std::error::Error for LowerError {}
 
 /// A backend's storage handle. Unique for the backend's lifetime (never reused).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]

@@ -13,8 +13,9 @@
 //! `stream.current`, `stream.create`, `launch`, `device.backend`) and kept for the life of the
 //! [`Vm`]. Priority: `Device.force(name)` before the first touch, then the run option
 //! ([`Vm::set_backend_choice`], the CLI's `--backend`), then `CAJETA_XPU_BACKEND`, else `auto`.
-//! `auto` is `cpu` until the GPU backends exist; `vulkan` and `cuda` are `XPU-E-BACKEND` at the
-//! first touch (never a silent fallback), as is an unknown name.
+//! `auto` is cuda, else a GPU-type Vulkan device, else cpu; an explicit `vulkan` or `cuda` that
+//! cannot open is `XPU-E-BACKEND` at the first touch (never a silent fallback), as is an unknown
+//! name.
 //!
 //! # Completion
 //!
@@ -81,20 +82,18 @@ fn unavailable(name: &str, reason: &str) -> XErr {
     )
 }
 
-/// What `auto` resolves to on this machine (XPU §8.1: cuda, else a GPU-type vulkan device,
-/// else cpu; neither GPU backend is built yet).
-fn resolve_auto() -> &'static str {
-    "cpu"
-}
-
 /// Creates the backend `name` names (`source` says where the name came from, for messages).
+///
+/// `auto` (XPU §8.1) is cuda when a CUDA device opens, else a GPU-type Vulkan device, else cpu.
+/// An explicit `vulkan` also accepts a CPU implementation of Vulkan (lavapipe).
 fn create_backend(name: &str, source: &str) -> Result<Arc<dyn Backend>, XErr> {
     match name {
-        "auto" | "cpu" => Ok(Arc::new(CpuBackend::new())),
-        "vulkan" | "cuda" => Err(unavailable(
-            name,
-            "this VM is built without GPU backends (use cpu or auto)",
-        )),
+        "cpu" => Ok(Arc::new(CpuBackend::new())),
+        "auto" => Ok(cajeta_backends::cuda::open()
+            .or_else(|_| cajeta_backends::vulkan::open(false))
+            .unwrap_or_else(|_| Arc::new(CpuBackend::new()))),
+        "cuda" => cajeta_backends::cuda::open().map_err(|why| unavailable(name, &why)),
+        "vulkan" => cajeta_backends::vulkan::open(true).map_err(|why| unavailable(name, &why)),
         other => Err(unavailable(
             other,
             &format!("unknown backend name{source} (expected cpu, vulkan, cuda or auto)"),
@@ -648,12 +647,8 @@ impl Vm {
             None => self.xpu.forced = Some(name),
             Some(active) => {
                 let active = active.capabilities().name;
-                let wanted = if name == "auto" {
-                    resolve_auto()
-                } else {
-                    &name
-                };
-                if wanted != active {
+                // `auto` names whatever the first touch resolved to.
+                if name != "auto" && name != active {
                     return Err(unavailable(
                         &name,
                         &format!(
