@@ -98,6 +98,75 @@ pub(crate) struct FnInfo {
     pub(crate) tier: Cell<u8>,
 }
 
+/// The per-module tables a [`Vm`] derives from its module: lowered code, constant cells and
+/// the collector's root maps. Built by [`Vm::new`] and again by [`Vm::replace_module`].
+pub(crate) struct Loaded {
+    pub(crate) fns: Vec<FnInfo>,
+    pub(crate) kvals: Vec<u64>,
+    pub(crate) static_str: Box<[u32]>,
+    pub(crate) class_str_fields: Vec<Box<[u32]>>,
+}
+
+impl Loaded {
+    /// Lowers every function of `module` and allocates its constant strings in `heap`.
+    pub(crate) fn new(module: &Module, heap: &mut Heap) -> Loaded {
+        let mut kvals = module
+            .consts
+            .iter()
+            .map(|k| match k {
+                Const::Bits(b) => *b,
+                // A table of 2^32 constants cannot be decoded, so allocation cannot fail here;
+                // null would be the harmless fallback.
+                Const::Str(s) => heap.alloc_str(s.as_str()).unwrap_or(NULL),
+            })
+            .collect::<Vec<u64>>();
+        let fns = module
+            .functions
+            .iter()
+            .map(|f| {
+                let lowered = interp::lower(f, &mut kvals);
+                FnInfo {
+                    tier: Cell::new(TIER_INTERP),
+                    lowered,
+                    nregs: f.regs.len() as u32,
+                    str_regs: f
+                        .regs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, t)| **t == Type::Str)
+                        .map(|(i, _)| i as u16)
+                        .collect(),
+                }
+            })
+            .collect();
+        let static_str = module
+            .statics
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.ty == Type::Str)
+            .map(|(i, _)| i as u32)
+            .collect();
+        let class_str_fields = module
+            .classes
+            .iter()
+            .map(|c| {
+                c.fields
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.ty == Type::Str)
+                    .map(|(i, _)| i as u32)
+                    .collect()
+            })
+            .collect();
+        Loaded {
+            fns,
+            kvals,
+            static_str,
+            class_str_fields,
+        }
+    }
+}
+
 /// One program instance: the module, its statics, the register stack, the object table and
 /// the output sinks.
 ///
@@ -164,62 +233,16 @@ impl Vm {
 
     fn with_sinks(module: Arc<Module>, out: Output) -> Vm {
         let mut heap = Heap::new();
-        let mut kvals = module
-            .consts
-            .iter()
-            .map(|k| match k {
-                Const::Bits(b) => *b,
-                // A table of 2^32 constants cannot be decoded, so allocation cannot fail here;
-                // null would be the harmless fallback.
-                Const::Str(s) => heap.alloc_str(s.as_str()).unwrap_or(NULL),
-            })
-            .collect::<Vec<u64>>();
+        let loaded = Loaded::new(&module, &mut heap);
+        // The first module's constant strings are pinned: the collector never visits them.
+        // (Later modules' constants are rooted through `kvals` instead; see `replace_module`.)
         heap.pin_all();
-        let fns = module
-            .functions
-            .iter()
-            .map(|f| {
-                let lowered = interp::lower(f, &mut kvals);
-                FnInfo {
-                    tier: Cell::new(TIER_INTERP),
-                    lowered,
-                    nregs: f.regs.len() as u32,
-                    str_regs: f
-                        .regs
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, t)| **t == Type::Str)
-                        .map(|(i, _)| i as u16)
-                        .collect(),
-                }
-            })
-            .collect();
-
-        let static_str = module
-            .statics
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.ty == Type::Str)
-            .map(|(i, _)| i as u32)
-            .collect();
-        let class_str_fields = module
-            .classes
-            .iter()
-            .map(|c| {
-                c.fields
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| f.ty == Type::Str)
-                    .map(|(i, _)| i as u32)
-                    .collect()
-            })
-            .collect();
         Vm {
             statics: vec![0; module.statics.len()],
-            static_str,
-            class_str_fields,
-            fns,
-            kvals,
+            static_str: loaded.static_str,
+            class_str_fields: loaded.class_str_fields,
+            fns: loaded.fns,
+            kvals: loaded.kvals,
             stack: vec![0; INITIAL_STACK],
             frames: Vec::with_capacity(256),
             heap,

@@ -70,6 +70,9 @@ error_codes! {
     /// (VM only) The embedding API was misused: unknown function, wrong argument count or
     /// argument type. Never raised by a program.
     Call = ("E-CALL", "invalid call from the embedding API"),
+    /// (VM only) A module given to the embedding API failed bytecode verification (the
+    /// message names the invariant, function and pc). Never raised by a program.
+    Verify = ("E-VERIFY", "a module given to the embedding API fails verification"),
     /// Allocation failure of device memory.
     XpuOom = ("XPU-E-OOM", "a device allocation fails"),
     /// Use of a freed or unallocated buffer, a destroyed stream or event.

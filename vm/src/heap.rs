@@ -502,6 +502,80 @@ impl Heap {
         self.pinned = self.slots.len();
     }
 
+    /// Makes every slot collectable again (the constants of a replaced module; the new
+    /// module's constants are rooted by the VM instead).
+    pub fn unpin_all(&mut self) {
+        self.pinned = 0;
+    }
+
+    /// Releases object `h` and, first, what its fields and elements hold (`classes` gives the
+    /// field types of instances): the drops the compiler emits for owning fields (LANGUAGE
+    /// §6.5), for references known to be the last ones (statics at program end, statics a
+    /// replaced module no longer has). Strings are left to the collector.
+    pub fn release_tree(&mut self, h: u64, classes: &[cajeta_bytecode::Class]) {
+        let mut work = vec![h];
+        while let Some(h) = work.pop() {
+            match self.get(h) {
+                Some(Obj::Instance(inst)) => {
+                    if let Some(class) = classes.get(inst.class as usize) {
+                        for (f, cell) in class.fields.iter().zip(inst.fields.iter()) {
+                            if f.ty.is_ref() && f.ty != cajeta_bytecode::Type::Str {
+                                work.push(*cell);
+                            }
+                        }
+                    }
+                }
+                Some(Obj::Array(Array {
+                    elem: Elem::Object(_),
+                    data: ArrData::Ref(cells),
+                })) => work.extend(cells.iter().copied()),
+                _ => {}
+            }
+            self.release(h);
+        }
+    }
+
+    /// Renumbers the classes of instances and of object arrays after a module replacement:
+    /// class `c` becomes `map[c]`. Objects whose class has no counterpart (`None`) are first
+    /// released with what they own ([`Heap::release_tree`], reading the field types from
+    /// `old`, the replaced module's classes): nothing the new module can name reaches them.
+    pub fn renumber_classes(&mut self, map: &[Option<u32>], old: &[cajeta_bytecode::Class]) {
+        let class_of = |obj: &Obj| match obj {
+            Obj::Instance(inst) => Some(inst.class),
+            Obj::Array(Array {
+                elem: Elem::Object(c),
+                ..
+            }) => Some(*c),
+            _ => None,
+        };
+        let orphans: Vec<u64> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| {
+                class_of(&slot.obj)
+                    .is_some_and(|c| map.get(c as usize).copied().flatten().is_none())
+            })
+            .map(|(idx, slot)| handle(idx, slot.generation))
+            .collect();
+        for h in orphans {
+            self.release_tree(h, old);
+        }
+        for slot in &mut self.slots {
+            let class = match &mut slot.obj {
+                Obj::Instance(inst) => &mut inst.class,
+                Obj::Array(Array {
+                    elem: Elem::Object(c),
+                    ..
+                }) => c,
+                _ => continue,
+            };
+            if let Some(new) = map.get(*class as usize).copied().flatten() {
+                *class = new;
+            }
+        }
+    }
+
     /// Starts a new top-level call: later allocations carry the new epoch number.
     pub fn next_epoch(&mut self) -> u32 {
         self.epoch = self.epoch.wrapping_add(1);

@@ -136,7 +136,7 @@ pub(crate) struct JitState {
     ctx: *mut JitContext,
     slots: Vec<Slot>,
     pub(crate) mode: JitMode,
-    verbose: bool,
+    pub(crate) verbose: bool,
     /// Entries into compiled code currently on the native stack.
     pub(crate) active: u32,
     /// The error being unwound through JIT frames.

@@ -24,9 +24,11 @@
 #![deny(missing_docs)]
 
 mod api;
+mod embed;
 pub mod error;
 pub mod format;
 pub mod heap;
+pub mod session;
 mod interp;
 mod jit;
 mod output;
@@ -38,6 +40,6 @@ pub use api::{
 pub use cajeta_backends::MemStats;
 pub use error::{ErrorCode, RuntimeError, TraceFrame};
 pub use heap::HeapStats;
-pub use jit::{JitMode, AUTO_CALLS, AUTO_MAX_ACCESS_SHARE, NATIVE_STACK_BUDGET};
+pub use jit::{JitMode, AUTO_CALLS, NATIVE_STACK_BUDGET};
 pub use output::Capture;
 pub use xpu::BACKEND_NAMES;

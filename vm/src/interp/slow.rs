@@ -241,8 +241,10 @@ impl Vm {
         self.heap.alloc_str(s).map_err(|_| Fault::TableFull)
     }
 
-    /// Runs the string collector with the VM's roots: the String registers of every frame and
-    /// the String statics (constants are pinned; arrays and instances are scanned by the heap).
+    /// Runs the string collector with the VM's roots: the String registers of every frame, the
+    /// String statics and the constant cells (the first module's constants are also pinned;
+    /// those of a module installed by `Vm::replace_module` are not, so they are rooted here;
+    /// arrays and instances are scanned by the heap).
     #[cold]
     #[inline(never)]
     pub(crate) fn collect_strings(&mut self) {
@@ -255,6 +257,7 @@ impl Vm {
             statics,
             static_str,
             class_str_fields,
+            kvals,
             ..
         } = self;
         let cells = stack.as_slice();
@@ -278,6 +281,10 @@ impl Vm {
                 if let Some(&cell) = statics.get(s as usize) {
                     m.mark(cell);
                 }
+            }
+            // Numbers among the cells are ignored by `mark` (not a live string's handle).
+            for &cell in kvals.iter() {
+                m.mark(cell);
             }
         });
     }
