@@ -1,12 +1,2175 @@
-//! SPIR-V emission: one kernel (with its `@Device` callees inlined) to a SPIR-V module.
+//! SPIR-V emission: one kernel and the `@Device` functions it reaches, lowered to a Vulkan
+//! compute module (SPIR-V 1.3, GLSL450 memory model, logical addressing).
+//!
+//! # Interface (what the runtime binds)
+//!
+//! * Buffer parameter `i` is a `StorageBuffer` variable at descriptor set 0, binding `i`: a
+//!   block holding a runtime array of the element type. Views are bound as their whole storage;
+//!   the view's element offset and length travel in the push constants.
+//! * Scalar parameters, then one `(offset, length)` pair of `uint32` per buffer parameter, form
+//!   the push-constant block ([`Lowered::params`] gives each one's offset and type).
+//! * The workgroup size is three specialization constants (ids 0, 1, 2) decorated as the
+//!   `WorkgroupSize` built-in, so one module serves every block shape.
+//! * Every element access is bounds-checked: an out-of-range access touches no memory (a read
+//!   gives 0, a write or atomic is dropped) and records the fault in the hidden fault buffer
+//!   (binding [`Lowered::fault_binding`]); see [`FAULT_WORDS`] for its layout.
+//!
+//! # Lowering
+//!
+//! * Registers become `Function` variables (the driver's mem2reg makes SSA of them). Integer
+//!   registers of up to 32 bits are 32-bit words holding the low half of the canonical cell
+//!   (sign-extended for signed types, zero-extended for unsigned ones), so every operation at a
+//!   narrow width is the 32-bit operation followed by an explicit re-canonicalisation;
+//!   64-bit integers are `uint64`, floats `float32`/`float64`, booleans `bool`.
+//! * Buffer and shared registers never exist at run time: a flow-insensitive pass resolves each
+//!   to the one buffer parameter or shared declaration it can hold (else the kernel is refused).
+//! * `@Device` functions become one `OpFunction` per call path (the call path names the fault's
+//!   device frames exactly), with the caller's buffers substituted for buffer parameters.
+//! * Control flow follows the bytecode's region table: each loop region gets a header block with
+//!   `OpLoopMerge`, each region its own merge block (merge blocks of regions ending at the same
+//!   pc are chained, innermost first), an `if` region's conditional branch gets
+//!   `OpSelectionMerge`. Any other jump must be a `break`/`continue` of the innermost loop, a
+//!   back edge from the continue construct, or a forward jump inside the current region;
+//!   anything else is refused with a [`LowerError`] (never an invalid module).
+
+use std::collections::HashMap;
+
+use cajeta_bytecode::{Const, FnKind, Function, MathFn, Module, Op, RegionKind, Scalar, Type};
+use rspirv::dr::{Builder, Operand};
+use rspirv::spirv::{
+    self, BuiltIn, Capability, Decoration, ExecutionMode, ExecutionModel, FunctionControl,
+    GlslStd450Op as GLOp, GroupOperation, LoopControl, MemorySemantics, Scope, SelectionControl,
+    StorageClass, Word,
+};
 
 use crate::LowerError;
-use cajeta_bytecode::Module;
+
+/// Words of one fault record: `[0]` the key `min(g, 2^22-1) << 10 | min(l, 1023)` of the
+/// faulting item (`0xFFFF_FFFF`: none; the smallest key wins, by `OpAtomicUMin`), `[1]` the
+/// access site ([`Lowered::sites`]), `[2..4]` the index (low, high word), `[4..7]` the
+/// workgroup id, `[7..10]` the local id. Records are 64 bytes apart.
+pub const FAULT_WORDS: u32 = 10;
+
+/// How the runtime passes one kernel parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamSlot {
+    /// A scalar at `offset` in the push constants, stored as `ty`'s push type (booleans and
+    /// integers of up to 32 bits as one `uint32`, 64-bit types as 8 bytes).
+    Scalar {
+        /// The parameter's type.
+        ty: Scalar,
+        /// Byte offset in the push constants.
+        offset: u32,
+    },
+    /// A buffer at `binding`; its `(offset, length)` in elements at `info_offset` (two
+    /// `uint32`).
+    Buffer {
+        /// Element type.
+        elem: Scalar,
+        /// Descriptor binding (set 0).
+        binding: u32,
+        /// Byte offset of the `(offset, length)` pair in the push constants.
+        info_offset: u32,
+    },
+}
+
+/// The memory a bounds-checked access uses.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Mem {
+    /// Buffer parameter number (kernel parameter index).
+    Buffer(u16),
+    /// Shared declaration number.
+    Shared(u16),
+}
+
+/// One bounds-checked access, for the fault message and trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// Device frames, innermost first: `(function, pc)` of the access, then each caller's call.
+    pub frames: Vec<(u32, u32)>,
+    /// The memory accessed.
+    pub mem: Mem,
+    /// The source name of the register naming the memory (`r<n>` if none).
+    pub var: String,
+}
+
+/// Device features a module needs.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// 8-bit integers (storage and `Int8`).
+    pub int8: bool,
+    /// 16-bit integers (storage and `Int16`).
+    pub int16: bool,
+    /// 64-bit integers.
+    pub int64: bool,
+    /// 64-bit floats.
+    pub float64: bool,
+    /// 64-bit integer atomics on buffers or shared memory.
+    pub atomic_int64: bool,
+    /// float32 atomic add on buffers.
+    pub atomic_f32_buffer: bool,
+    /// float32 atomic add on shared memory.
+    pub atomic_f32_shared: bool,
+    /// Subgroup arithmetic (wave reductions).
+    pub subgroup_arithmetic: bool,
+    /// The subgroup size / lane id built-ins.
+    pub subgroup_basic: bool,
+}
+
+/// A lowered kernel: the module and what the runtime needs to launch it.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    /// The SPIR-V words.
+    pub words: Vec<u32>,
+    /// The kernel's simple name (fault messages).
+    pub name: String,
+    /// One slot per kernel parameter.
+    pub params: Vec<ParamSlot>,
+    /// Size of the push-constant block in bytes (0: none).
+    pub push_size: u32,
+    /// Binding of the fault buffer.
+    pub fault_binding: u32,
+    /// Bounds-checked accesses, by site number.
+    pub sites: Vec<Site>,
+    /// Required device features.
+    pub features: Features,
+    /// Bytes of the kernel's shared declarations.
+    pub shared_bytes: u64,
+}
 
 /// The SPIR-V module (words) of kernel function `kernel` of `module`.
+///
+/// # Errors
+/// A [`LowerError`] naming what cannot be lowered (an instruction, an unstructured jump, a
+/// float64 transcendental, …).
 pub fn emit_spirv(module: &Module, kernel: u32) -> Result<Vec<u32>, LowerError> {
-    Err(LowerError {
-        kernel: module.functions[kernel as usize].name.clone(),
-        message: "SPIR-V emission is not implemented yet".into(),
+    lower(module, kernel).map(|l| l.words)
+}
+
+/// Lowers kernel `kernel` of `module` (see the module documentation).
+///
+/// # Errors
+/// As [`emit_spirv`].
+pub fn lower(module: &Module, kernel: u32) -> Result<Lowered, LowerError> {
+    let Some(k) = module.functions.get(kernel as usize) else {
+        return Err(LowerError {
+            kernel: format!("#{kernel}"),
+            message: "no such function".into(),
+        });
+    };
+    let err = |message: String| LowerError {
+        kernel: k.name.clone(),
+        message,
+    };
+    if k.kind != FnKind::Kernel {
+        return Err(err("not a kernel".into()));
+    }
+    let mut cx = Cx::new(module, k).map_err(&err)?;
+    cx.run(kernel).map_err(&err)?;
+    let shared_bytes = k
+        .shared
+        .iter()
+        .map(|d| d.elem.size() as u64 * u64::from(d.len))
+        .sum();
+    Ok(Lowered {
+        words: cx.finish(),
+        name: k.simple_name().to_string(),
+        params: cx.params,
+        push_size: cx.push_size,
+        fault_binding: u32::from(k.params),
+        sites: cx.sites,
+        features: cx.features,
+        shared_bytes,
     })
+}
+
+type R<T> = Result<T, String>;
+
+fn be(e: rspirv::dr::Error) -> String {
+    format!("SPIR-V builder: {e:?}")
+}
+
+/// Call paths deeper than this are refused (device functions cannot recurse; this bounds
+/// the work on malformed input).
+const MAX_DEPTH: usize = 32;
+/// At most this many function instances per kernel.
+const MAX_INSTANCES: usize = 1024;
+
+/// A device-function instance waiting to be emitted.
+struct Pending {
+    func: u32,
+    id: Word,
+    /// Memory bound to each parameter register (buffer parameters), `None` for scalars.
+    mems: Vec<Option<Mem>>,
+    /// Caller frames `(function, call pc)`, innermost first.
+    callers: Vec<(u32, u32)>,
+}
+
+/// Shared state of one module's emission.
+struct Cx<'m> {
+    m: &'m Module,
+    k: &'m Function,
+    b: Builder,
+    t_void: Word,
+    t_bool: Word,
+    t_u32: Word,
+    t_u64: Option<Word>,
+    t_f32: Word,
+    t_f64: Option<Word>,
+    t_v3: Word,
+    consts: HashMap<(Word, u64), Word>,
+    ptrs: HashMap<(StorageClass, Word), Word>,
+    elem_types: HashMap<Scalar, Word>,
+    buf_structs: HashMap<Word, Word>,
+    glsl: Word,
+    inputs: HashMap<BuiltIn, (Word, bool)>,
+    /// Per kernel parameter: the storage buffer variable of a buffer parameter.
+    buf_vars: Vec<Option<Word>>,
+    shared_vars: Vec<Word>,
+    push_var: Option<Word>,
+    /// Per kernel parameter: its push-constant member index (scalars) or the member index of
+    /// its `(offset, length)` pair (buffers).
+    push_member: Vec<u32>,
+    push_types: Vec<Word>,
+    params: Vec<ParamSlot>,
+    push_size: u32,
+    fault_var: Word,
+    fault_fn: Word,
+    wg_size: [Word; 3],
+    sites: Vec<Site>,
+    features: Features,
+    queue: Vec<Pending>,
+    instances: usize,
+    caps_added: Vec<Capability>,
+}
+
+impl<'m> Cx<'m> {
+    fn new(m: &'m Module, k: &'m Function) -> R<Cx<'m>> {
+        let mut b = Builder::new();
+        b.set_version(1, 3);
+        b.capability(Capability::Shader);
+        b.memory_model(spirv::AddressingModel::Logical, spirv::MemoryModel::GLSL450);
+        let glsl = b.ext_inst_import("GLSL.std.450");
+        let t_void = b.type_void();
+        let t_bool = b.type_bool();
+        let t_u32 = b.type_int(32, 0);
+        let t_f32 = b.type_float(32, None);
+        let t_v3 = b.type_vector(t_u32, 3);
+        let mut cx = Cx {
+            m,
+            k,
+            b,
+            t_void,
+            t_bool,
+            t_u32,
+            t_u64: None,
+            t_f32,
+            t_f64: None,
+            t_v3,
+            consts: HashMap::new(),
+            ptrs: HashMap::new(),
+            elem_types: HashMap::new(),
+            buf_structs: HashMap::new(),
+            glsl,
+            inputs: HashMap::new(),
+            buf_vars: vec![],
+            shared_vars: vec![],
+            push_var: None,
+            push_member: vec![],
+            push_types: vec![],
+            params: vec![],
+            push_size: 0,
+            fault_var: 0,
+            fault_fn: 0,
+            wg_size: [0; 3],
+            sites: vec![],
+            features: Features::default(),
+            queue: vec![],
+            instances: 0,
+            caps_added: vec![],
+        };
+        cx.interface()?;
+        Ok(cx)
+    }
+
+    fn cap(&mut self, c: Capability) {
+        if !self.caps_added.contains(&c) {
+            self.caps_added.push(c);
+            self.b.capability(c);
+        }
+    }
+
+    fn u64t(&mut self) -> Word {
+        if let Some(t) = self.t_u64 {
+            return t;
+        }
+        self.cap(Capability::Int64);
+        self.features.int64 = true;
+        let t = self.b.type_int(64, 0);
+        self.t_u64 = Some(t);
+        t
+    }
+
+    fn f64t(&mut self) -> Word {
+        if let Some(t) = self.t_f64 {
+            return t;
+        }
+        self.cap(Capability::Float64);
+        self.features.float64 = true;
+        let t = self.b.type_float(64, None);
+        self.t_f64 = Some(t);
+        t
+    }
+
+    /// The register type of a scalar.
+    fn reg_ty(&mut self, s: Scalar) -> Word {
+        match s {
+            Scalar::Bool => self.t_bool,
+            Scalar::F32 => self.t_f32,
+            Scalar::F64 => self.f64t(),
+            Scalar::I64 | Scalar::U64 => self.u64t(),
+            _ => self.t_u32,
+        }
+    }
+
+    /// The memory type of an element (its natural width).
+    fn elem_ty(&mut self, s: Scalar) -> R<Word> {
+        if let Some(&t) = self.elem_types.get(&s) {
+            return Ok(t);
+        }
+        let t = match s {
+            Scalar::I8 | Scalar::U8 => {
+                self.cap(Capability::Int8);
+                self.cap(Capability::StorageBuffer8BitAccess);
+                self.b.extension("SPV_KHR_8bit_storage");
+                self.features.int8 = true;
+                self.b.type_int(8, 0)
+            }
+            Scalar::I16 | Scalar::U16 => {
+                self.cap(Capability::Int16);
+                self.cap(Capability::StorageBuffer16BitAccess);
+                self.b.extension("SPV_KHR_16bit_storage");
+                self.features.int16 = true;
+                self.b.type_int(16, 0)
+            }
+            Scalar::I32 | Scalar::U32 => self.t_u32,
+            Scalar::I64 | Scalar::U64 => self.u64t(),
+            Scalar::F32 => self.t_f32,
+            Scalar::F64 => self.f64t(),
+            Scalar::Bool | Scalar::Char => {
+                return Err(format!("no device memory of element type {s}"));
+            }
+        };
+        self.elem_types.insert(s, t);
+        Ok(t)
+    }
+
+    fn ptr(&mut self, sc: StorageClass, t: Word) -> Word {
+        if let Some(&p) = self.ptrs.get(&(sc, t)) {
+            return p;
+        }
+        let p = self.b.type_pointer(None, sc, t);
+        self.ptrs.insert((sc, t), p);
+        p
+    }
+
+    fn k32(&mut self, v: u32) -> Word {
+        self.konst(self.t_u32, u64::from(v))
+    }
+
+    /// A constant of type `t` with bits `v` (cached).
+    fn konst(&mut self, t: Word, v: u64) -> Word {
+        if let Some(&c) = self.consts.get(&(t, v)) {
+            return c;
+        }
+        let c = if t == self.t_bool {
+            if v != 0 {
+                self.b.constant_true(t)
+            } else {
+                self.b.constant_false(t)
+            }
+        } else if Some(t) == self.t_u64 || Some(t) == self.t_f64 {
+            self.b.constant_bit64(t, v)
+        } else {
+            self.b.constant_bit32(t, v as u32)
+        };
+        self.consts.insert((t, v), c);
+        c
+    }
+
+    /// The struct `{ T data[]; }` of storage buffers of element `s` (decorated once).
+    fn buf_struct(&mut self, s: Scalar) -> R<Word> {
+        // Keyed by the element's SPIR-V type: int32 and uint32 share one.
+        let e = self.elem_ty(s)?;
+        if let Some(&t) = self.buf_structs.get(&e) {
+            return Ok(t);
+        }
+        let arr = self.b.type_runtime_array(e);
+        self.b.decorate(
+            arr,
+            Decoration::ArrayStride,
+            [Operand::LiteralBit32(s.size() as u32)],
+        );
+        let id = self.b.id();
+        let st = self.b.type_struct_id(Some(id), [arr]);
+        self.b.decorate(st, Decoration::Block, []);
+        self.b
+            .member_decorate(st, 0, Decoration::Offset, [Operand::LiteralBit32(0)]);
+        self.buf_structs.insert(e, st);
+        Ok(st)
+    }
+
+    /// Declares the interface: buffers, push constants, shared arrays, the fault buffer, the
+    /// workgroup size.
+    fn interface(&mut self) -> R<()> {
+        let k = self.k;
+        let nparams = usize::from(k.params);
+        let Some(ptys) = k.regs.get(..nparams) else {
+            return Err("fewer registers than parameters".into());
+        };
+        // Push-constant layout: scalars first, then the buffers' (offset, length) pairs.
+        let mut members: Vec<Word> = vec![];
+        let mut offsets: Vec<u32> = vec![];
+        let mut off = 0u32;
+        self.params = Vec::with_capacity(nparams);
+        self.push_member = vec![0; nparams];
+        self.buf_vars = vec![None; nparams];
+        for (i, t) in ptys.iter().enumerate() {
+            if let Type::Scalar(s) = *t {
+                let (ty, size) = match s {
+                    Scalar::F32 => (self.t_f32, 4),
+                    Scalar::F64 => (self.f64t(), 8),
+                    Scalar::I64 | Scalar::U64 => (self.u64t(), 8),
+                    _ => (self.t_u32, 4),
+                };
+                off = off.next_multiple_of(size);
+                self.push_member[i] = members.len() as u32;
+                members.push(ty);
+                offsets.push(off);
+                self.params.push(ParamSlot::Scalar { ty: s, offset: off });
+                off += size;
+            } else {
+                self.params.push(ParamSlot::Scalar {
+                    ty: Scalar::Bool,
+                    offset: 0,
+                });
+            }
+        }
+        for (i, t) in ptys.iter().enumerate() {
+            match *t {
+                Type::Scalar(_) => {}
+                Type::Buffer(s) => {
+                    let st = self.buf_struct(s)?;
+                    let p = self.ptr(StorageClass::StorageBuffer, st);
+                    let v = self.b.variable(p, None, StorageClass::StorageBuffer, None);
+                    self.b
+                        .decorate(v, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
+                    self.b
+                        .decorate(v, Decoration::Binding, [Operand::LiteralBit32(i as u32)]);
+                    // Views of one storage may be bound twice; barriers must order buffer
+                    // memory (XPU §8.4).
+                    self.b.decorate(v, Decoration::Aliased, []);
+                    self.b.decorate(v, Decoration::Coherent, []);
+                    self.buf_vars[i] = Some(v);
+                    self.push_member[i] = members.len() as u32;
+                    members.push(self.t_u32);
+                    members.push(self.t_u32);
+                    offsets.push(off);
+                    offsets.push(off + 4);
+                    self.params[i] = ParamSlot::Buffer {
+                        elem: s,
+                        binding: i as u32,
+                        info_offset: off,
+                    };
+                    off += 8;
+                }
+                other => return Err(format!("kernel parameter of type {other}")),
+            }
+        }
+        self.push_size = off.next_multiple_of(8);
+        if !members.is_empty() {
+            let id = self.b.id();
+            let st = self.b.type_struct_id(Some(id), members.iter().copied());
+            self.b.decorate(st, Decoration::Block, []);
+            for (n, o) in offsets.iter().enumerate() {
+                self.b.member_decorate(
+                    st,
+                    n as u32,
+                    Decoration::Offset,
+                    [Operand::LiteralBit32(*o)],
+                );
+            }
+            let p = self.ptr(StorageClass::PushConstant, st);
+            self.push_var = Some(self.b.variable(p, None, StorageClass::PushConstant, None));
+            self.push_types = members;
+        }
+        // Shared arrays.
+        for d in &k.shared {
+            let e = self.elem_ty(d.elem)?;
+            let n = self.k32(d.len);
+            let arr = self.b.type_array(e, n);
+            let p = self.ptr(StorageClass::Workgroup, arr);
+            let v = self.b.variable(p, None, StorageClass::Workgroup, None);
+            self.shared_vars.push(v);
+        }
+        // The fault buffer.
+        let st = self.buf_struct(Scalar::U32)?;
+        let p = self.ptr(StorageClass::StorageBuffer, st);
+        let v = self.b.variable(p, None, StorageClass::StorageBuffer, None);
+        self.b
+            .decorate(v, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
+        self.b.decorate(
+            v,
+            Decoration::Binding,
+            [Operand::LiteralBit32(u32::from(k.params))],
+        );
+        self.fault_var = v;
+        // Workgroup size: specialization constants 0, 1, 2.
+        let mut ws = [0; 3];
+        for (i, w) in ws.iter_mut().enumerate() {
+            *w = self.b.spec_constant_bit32(self.t_u32, 1);
+            self.b
+                .decorate(*w, Decoration::SpecId, [Operand::LiteralBit32(i as u32)]);
+        }
+        let comp = self.b.spec_constant_composite(self.t_v3, ws);
+        self.b.decorate(
+            comp,
+            Decoration::BuiltIn,
+            [Operand::BuiltIn(BuiltIn::WorkgroupSize)],
+        );
+        self.wg_size = ws;
+        Ok(())
+    }
+
+    /// The Input variable of a built-in (`vec` for `uvec3` ones).
+    fn input(&mut self, bi: BuiltIn, vec: bool) -> Word {
+        if let Some(&(v, _)) = self.inputs.get(&bi) {
+            return v;
+        }
+        let t = if vec { self.t_v3 } else { self.t_u32 };
+        let p = self.ptr(StorageClass::Input, t);
+        // Built-ins are declared lazily, possibly while a block is open: insert the variable
+        // among the global declarations directly.
+        let v = self.b.id();
+        self.b
+            .module_mut()
+            .types_global_values
+            .push(rspirv::dr::Instruction::new(
+                spirv::Op::Variable,
+                Some(p),
+                Some(v),
+                vec![Operand::StorageClass(StorageClass::Input)],
+            ));
+        self.b
+            .decorate(v, Decoration::BuiltIn, [Operand::BuiltIn(bi)]);
+        self.inputs.insert(bi, (v, vec));
+        v
+    }
+
+    /// Component `c` of a `uvec3` built-in (or the scalar built-in when `c` is `None`).
+    fn builtin(&mut self, bi: BuiltIn, c: Option<u32>) -> R<Word> {
+        let v = self.input(bi, c.is_some());
+        match c {
+            Some(c) => {
+                let x = self.b.load(self.t_v3, None, v, None, []).map_err(be)?;
+                self.b
+                    .composite_extract(self.t_u32, None, x, [c])
+                    .map_err(be)
+            }
+            None => self.b.load(self.t_u32, None, v, None, []).map_err(be),
+        }
+    }
+
+    /// Emits everything: the fault helper, the kernel, then the device-function instances.
+    fn run(&mut self, kernel: u32) -> R<()> {
+        self.fault_helper()?;
+        let kid = self.b.id();
+        let nparams = usize::from(self.k.params);
+        let mems = (0..nparams)
+            .map(|i| match self.k.regs[i] {
+                Type::Buffer(_) => Some(Mem::Buffer(i as u16)),
+                _ => None,
+            })
+            .collect();
+        self.queue.push(Pending {
+            func: kernel,
+            id: kid,
+            mems,
+            callers: vec![],
+        });
+        while let Some(p) = self.queue.pop() {
+            self.instances += 1;
+            if self.instances > MAX_INSTANCES {
+                return Err(format!(
+                    "more than {MAX_INSTANCES} device-function instances"
+                ));
+            }
+            FnCx::emit(self, p, kernel)?;
+        }
+        let interface: Vec<Word> = self.inputs.values().map(|&(v, _)| v).collect();
+        self.b
+            .entry_point(ExecutionModel::GLCompute, kid, "main", interface);
+        self.b
+            .execution_mode(kid, ExecutionMode::LocalSize, [1, 1, 1]);
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Vec<u32> {
+        use rspirv::binary::Assemble;
+        let b = std::mem::replace(&mut self.b, Builder::new());
+        b.module().assemble()
+    }
+
+    /// `void fault(uint site, uint lo, uint hi)`: records the fault of the calling item if it
+    /// is the smallest `(g, l)` so far.
+    fn fault_helper(&mut self) -> R<()> {
+        let u = self.t_u32;
+        let ft = self.b.type_function(self.t_void, [u, u, u]);
+        let f = self
+            .b
+            .begin_function(self.t_void, None, FunctionControl::DONT_INLINE, ft)
+            .map_err(be)?;
+        self.fault_fn = f;
+        let site = self.b.function_parameter(u).map_err(be)?;
+        let lo = self.b.function_parameter(u).map_err(be)?;
+        let hi = self.b.function_parameter(u).map_err(be)?;
+        self.b.begin_block(None).map_err(be)?;
+        let wid: Vec<Word> = (0..3)
+            .map(|c| self.builtin(BuiltIn::WorkgroupId, Some(c)))
+            .collect::<R<_>>()?;
+        let nwg: Vec<Word> = (0..2)
+            .map(|c| self.builtin(BuiltIn::NumWorkgroups, Some(c)))
+            .collect::<R<_>>()?;
+        let lid: Vec<Word> = (0..3)
+            .map(|c| self.builtin(BuiltIn::LocalInvocationId, Some(c)))
+            .collect::<R<_>>()?;
+        let l = self.builtin(BuiltIn::LocalInvocationIndex, None)?;
+        // g = wx + wy*gx + wz*gx*gy, clamped to 22 bits (computed in 64 bits: no wrap).
+        let t64 = self.u64t();
+        let w64: Vec<Word> = wid
+            .iter()
+            .map(|&w| self.b.u_convert(t64, None, w))
+            .collect::<Result<_, _>>()
+            .map_err(be)?;
+        let gx = self.b.u_convert(t64, None, nwg[0]).map_err(be)?;
+        let gy = self.b.u_convert(t64, None, nwg[1]).map_err(be)?;
+        let gxy = self.b.i_mul(t64, None, gx, gy).map_err(be)?;
+        let a = self.b.i_mul(t64, None, w64[1], gx).map_err(be)?;
+        let c = self.b.i_mul(t64, None, w64[2], gxy).map_err(be)?;
+        let g = self.b.i_add(t64, None, w64[0], a).map_err(be)?;
+        let g = self.b.i_add(t64, None, g, c).map_err(be)?;
+        let gmax = self.konst(t64, (1 << 22) - 1);
+        let g = self.glsl2(t64, GLOp::UMin, g, gmax)?;
+        let g = self.b.u_convert(u, None, g).map_err(be)?;
+        let k1023 = self.k32(1023);
+        let l = self.glsl2(u, GLOp::UMin, l, k1023)?;
+        let k10 = self.k32(10);
+        let key = self.b.shift_left_logical(u, None, g, k10).map_err(be)?;
+        let key = self.b.bitwise_or(u, None, key, l).map_err(be)?;
+        let p0 = self.fault_ptr(0)?;
+        let dev = self.k32(Scope::Device as u32);
+        let relaxed = self.k32(0);
+        let old = self
+            .b
+            .atomic_u_min(u, None, p0, dev, relaxed, key)
+            .map_err(be)?;
+        let won = self
+            .b
+            .u_less_than(self.t_bool, None, key, old)
+            .map_err(be)?;
+        let (yes, done) = (self.b.id(), self.b.id());
+        self.b
+            .selection_merge(done, SelectionControl::NONE)
+            .map_err(be)?;
+        self.b.branch_conditional(won, yes, done, []).map_err(be)?;
+        self.b.begin_block(Some(yes)).map_err(be)?;
+        let vals = [site, lo, hi, wid[0], wid[1], wid[2], lid[0], lid[1], lid[2]];
+        for (i, v) in vals.iter().enumerate() {
+            let p = self.fault_ptr(i as u32 + 1)?;
+            self.b.store(p, *v, None, []).map_err(be)?;
+        }
+        self.b.branch(done).map_err(be)?;
+        self.b.begin_block(Some(done)).map_err(be)?;
+        self.b.ret().map_err(be)?;
+        self.b.end_function().map_err(be)?;
+        Ok(())
+    }
+
+    fn fault_ptr(&mut self, word: u32) -> R<Word> {
+        let p = self.ptr(StorageClass::StorageBuffer, self.t_u32);
+        let z = self.k32(0);
+        let w = self.k32(word);
+        self.b
+            .access_chain(p, None, self.fault_var, [z, w])
+            .map_err(be)
+    }
+
+    fn glsl1(&mut self, t: Word, op: GLOp, x: Word) -> R<Word> {
+        self.b
+            .ext_inst(t, None, self.glsl, op as u32, [Operand::IdRef(x)])
+            .map_err(be)
+    }
+
+    fn glsl2(&mut self, t: Word, op: GLOp, x: Word, y: Word) -> R<Word> {
+        self.b
+            .ext_inst(
+                t,
+                None,
+                self.glsl,
+                op as u32,
+                [Operand::IdRef(x), Operand::IdRef(y)],
+            )
+            .map_err(be)
+    }
+
+    /// A push-constant member's value.
+    fn push_load(&mut self, member: u32) -> R<Word> {
+        let (Some(var), Some(&t)) = (self.push_var, self.push_types.get(member as usize)) else {
+            return Err("push constant missing".into());
+        };
+        let p = self.ptr(StorageClass::PushConstant, t);
+        let m = self.k32(member);
+        let a = self.b.access_chain(p, None, var, [m]).map_err(be)?;
+        self.b.load(t, None, a, None, []).map_err(be)
+    }
+}
+
+/// Label plan of one function instance.
+struct Labels {
+    /// Label of the basic block starting at each leader pc (`code.len()`: the end block).
+    block: HashMap<u32, Word>,
+    /// Per region (index into the sorted table): merge label and loop header label.
+    merge: Vec<Word>,
+    head: Vec<Word>,
+}
+
+/// Emission of one function instance.
+struct FnCx<'a, 'm> {
+    cx: &'a mut Cx<'m>,
+    fi: u32,
+    f: &'m Function,
+    vars: Vec<Option<Word>>,
+    mems: Vec<Option<Mem>>,
+    callers: Vec<(u32, u32)>,
+    /// Regions sorted by (header, outermost first).
+    regions: Vec<cajeta_bytecode::Region>,
+    labels: Labels,
+    is_kernel: bool,
+}
+
+impl<'a, 'm> FnCx<'a, 'm> {
+    fn emit(cx: &'a mut Cx<'m>, p: Pending, kernel: u32) -> R<()> {
+        let m = cx.m;
+        let Some(f) = m.functions.get(p.func as usize) else {
+            return Err(format!("call of missing function {}", p.func));
+        };
+        if p.func != kernel && f.kind != FnKind::Device {
+            return Err(format!("`{}` is not a device function", f.name));
+        }
+        let mut regions = f.regions.clone();
+        regions.sort_by_key(|r| (r.header, std::cmp::Reverse(r.merge)));
+        let mut fc = FnCx {
+            cx,
+            fi: p.func,
+            f,
+            vars: vec![],
+            mems: vec![None; f.regs.len()],
+            callers: p.callers,
+            regions,
+            labels: Labels {
+                block: HashMap::new(),
+                merge: vec![],
+                head: vec![],
+            },
+            is_kernel: p.func == kernel,
+        };
+        for (i, m) in p.mems.into_iter().enumerate() {
+            if let Some(slot) = fc.mems.get_mut(i) {
+                *slot = m;
+            }
+        }
+        fc.resolve_mems()?;
+        fc.body(p.id)
+    }
+
+    /// Binds every buffer/shared register to the one memory it can hold.
+    fn resolve_mems(&mut self) -> R<()> {
+        let f = self.f;
+        for i in &f.code {
+            if i.op == Op::SharedRef {
+                let slot = usize::from(i.a);
+                let s = Some(Mem::Shared(i.b));
+                match self.mems.get(slot) {
+                    Some(None) => self.mems[slot] = s,
+                    Some(x) if *x == s => {}
+                    _ => return Err("a shared register names several arrays".into()),
+                }
+            }
+        }
+        loop {
+            let mut changed = false;
+            for i in &f.code {
+                if i.op != Op::Mov {
+                    continue;
+                }
+                let (a, b) = (usize::from(i.a), usize::from(i.b));
+                let Some(t) = f.regs.get(a) else { continue };
+                if !matches!(t, Type::Buffer(_) | Type::Shared(_)) {
+                    continue;
+                }
+                let Some(&src) = self.mems.get(b) else {
+                    continue;
+                };
+                match (self.mems[a], src) {
+                    (None, Some(_)) => {
+                        self.mems[a] = src;
+                        changed = true;
+                    }
+                    (Some(x), Some(y)) if x != y => {
+                        return Err(format!(
+                            "register r{a} of `{}` may hold several buffers",
+                            f.name
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            if !changed {
+                return Ok(());
+            }
+        }
+    }
+
+    fn b(&mut self) -> &mut Builder {
+        &mut self.cx.b
+    }
+
+    fn reg_scalar(&self, r: u16) -> R<Scalar> {
+        match self.f.regs.get(usize::from(r)) {
+            Some(Type::Scalar(s)) => Ok(*s),
+            Some(t) => Err(format!("register r{r} of type {t} used as a value")),
+            None => Err(format!("register r{r} out of range")),
+        }
+    }
+
+    fn load(&mut self, r: u16) -> R<Word> {
+        let s = self.reg_scalar(r)?;
+        let t = self.cx.reg_ty(s);
+        let Some(Some(v)) = self.vars.get(usize::from(r)).copied() else {
+            return Err(format!("register r{r} has no variable"));
+        };
+        self.b().load(t, None, v, None, []).map_err(be)
+    }
+
+    fn store(&mut self, r: u16, x: Word) -> R<()> {
+        let Some(Some(v)) = self.vars.get(usize::from(r)).copied() else {
+            return Err(format!("register r{r} has no variable"));
+        };
+        self.b().store(v, x, None, []).map_err(be)
+    }
+
+    fn mem_of(&self, r: u16) -> R<Mem> {
+        self.mems
+            .get(usize::from(r))
+            .copied()
+            .flatten()
+            .ok_or_else(|| format!("register r{r} of `{}` names no buffer", self.f.name))
+    }
+
+    /// Plans labels, then emits the function.
+    fn body(&mut self, id: Word) -> R<()> {
+        let f = self.f;
+        let n = f.code.len() as u32;
+        for r in &self.regions {
+            let ok = match r.kind {
+                RegionKind::Loop => r.header < r.cont && r.cont < r.merge && r.merge <= n,
+                RegionKind::If => r.header < r.merge && r.merge <= n,
+            };
+            if !ok {
+                return Err(format!("malformed region {r:?} in `{}`", f.name));
+            }
+        }
+        // Leaders.
+        let mut leaders: Vec<u32> = vec![0, n];
+        for (pc, i) in f.code.iter().enumerate() {
+            let pc = pc as u32;
+            if i.op.is_branch() {
+                leaders.push(i.bc());
+            }
+            if i.op.is_branch() || i.op.is_terminator() {
+                leaders.push(pc + 1);
+            }
+        }
+        for r in &self.regions {
+            leaders.extend([r.header, r.merge]);
+            if r.kind == RegionKind::Loop {
+                leaders.push(r.cont);
+            }
+        }
+        leaders.sort_unstable();
+        leaders.dedup();
+        for &l in &leaders {
+            if l > n {
+                return Err(format!("jump outside the code of `{}`", f.name));
+            }
+            let id = self.b().id();
+            self.labels.block.insert(l, id);
+        }
+        for _ in 0..self.regions.len() {
+            let (m, h) = (self.b().id(), self.b().id());
+            self.labels.merge.push(m);
+            self.labels.head.push(h);
+        }
+
+        // Signature.
+        let ret = match f.ret {
+            None => self.cx.t_void,
+            Some(Type::Scalar(s)) if !self.is_kernel => self.cx.reg_ty(s),
+            Some(t) => return Err(format!("device function returning {t}")),
+        };
+        let mut ptys = vec![];
+        let np = usize::from(f.params);
+        for r in 0..np {
+            if let Some(Type::Scalar(s)) = f.regs.get(r) {
+                ptys.push(self.cx.reg_ty(*s));
+            }
+        }
+        if self.is_kernel {
+            ptys.clear();
+        }
+        let ft = self.b().type_function(ret, ptys.iter().copied());
+        self.b()
+            .begin_function(ret, Some(id), FunctionControl::NONE, ft)
+            .map_err(be)?;
+        let mut pvals = vec![];
+        for &t in &ptys {
+            pvals.push(self.b().function_parameter(t).map_err(be)?);
+        }
+        self.b().begin_block(None).map_err(be)?;
+        // Variables (all in the entry block), zero-initialised like the cpu backend's frames.
+        for t in &f.regs {
+            let v = match t {
+                Type::Scalar(s) => {
+                    let ty = self.cx.reg_ty(*s);
+                    let p = self.cx.ptr(StorageClass::Function, ty);
+                    let z = self.cx.konst(ty, 0);
+                    Some(self.b().variable(p, None, StorageClass::Function, Some(z)))
+                }
+                _ => None,
+            };
+            self.vars.push(v);
+        }
+        // Parameters.
+        if self.is_kernel {
+            for r in 0..np {
+                if let Some(Type::Scalar(s)) = f.regs.get(r) {
+                    let member = self.cx.push_member[r];
+                    let raw = self.cx.push_load(member)?;
+                    let v = self.push_value(*s, raw)?;
+                    self.store(r as u16, v)?;
+                }
+            }
+        } else {
+            let mut it = pvals.into_iter();
+            for r in 0..np {
+                if let Some(Type::Scalar(_)) = f.regs.get(r) {
+                    let v = it.next().ok_or("parameter count")?;
+                    self.store(r as u16, v)?;
+                }
+            }
+        }
+        let first = self.entry_label(0);
+        self.b().branch(first).map_err(be)?;
+
+        // Blocks in pc order.
+        let mut open = false;
+        for pc in 0..=n {
+            if self.labels.block.contains_key(&pc) {
+                if open {
+                    let t = self.target(pc.saturating_sub(1), pc)?;
+                    self.b().branch(t).map_err(be)?;
+                }
+                self.begin_leader(pc)?;
+                open = true;
+                if pc == n {
+                    self.b().unreachable().map_err(be)?;
+                    break;
+                }
+            }
+            if !open {
+                continue;
+            }
+            open = self.instr(pc)?;
+        }
+        self.b().end_function().map_err(be)?;
+        Ok(())
+    }
+
+    /// Emits the merge chain and loop headers at leader `pc`, then begins its block.
+    fn begin_leader(&mut self, pc: u32) -> R<()> {
+        // Merge blocks of regions ending here, innermost (largest header) first.
+        let mut ending: Vec<usize> = (0..self.regions.len())
+            .filter(|&i| self.regions[i].merge == pc)
+            .collect();
+        ending.reverse();
+        for (k, &i) in ending.iter().enumerate() {
+            let next = match ending.get(k + 1) {
+                Some(&j) => self.labels.merge[j],
+                None => self.entry_label(pc),
+            };
+            let m = self.labels.merge[i];
+            self.b().begin_block(Some(m)).map_err(be)?;
+            self.b().branch(next).map_err(be)?;
+        }
+        // Loop headers starting here, outermost first.
+        let heads: Vec<usize> = (0..self.regions.len())
+            .filter(|&i| self.regions[i].header == pc && self.regions[i].kind == RegionKind::Loop)
+            .collect();
+        for (k, &i) in heads.iter().enumerate() {
+            let next = match heads.get(k + 1) {
+                Some(&j) => self.labels.head[j],
+                None => self.labels.block[&pc],
+            };
+            let r = self.regions[i];
+            let h = self.labels.head[i];
+            let (mrg, cont) = (self.labels.merge[i], self.labels.block[&r.cont]);
+            self.b().begin_block(Some(h)).map_err(be)?;
+            self.b()
+                .loop_merge(mrg, cont, LoopControl::NONE, [])
+                .map_err(be)?;
+            self.b().branch(next).map_err(be)?;
+        }
+        let l = self.labels.block[&pc];
+        self.b().begin_block(Some(l)).map_err(be)?;
+        Ok(())
+    }
+
+    /// Where control entering `pc` from outside its loops goes: the outermost loop header
+    /// starting there, else the block.
+    fn entry_label(&self, pc: u32) -> Word {
+        (0..self.regions.len())
+            .find(|&i| self.regions[i].header == pc && self.regions[i].kind == RegionKind::Loop)
+            .map_or_else(|| self.labels.block[&pc], |i| self.labels.head[i])
+    }
+
+    /// Regions containing `pc`, innermost first.
+    fn containing(&self, pc: u32) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.regions.len())
+            .filter(|&i| self.regions[i].header <= pc && pc < self.regions[i].merge)
+            .collect();
+        v.reverse();
+        v
+    }
+
+    /// The label a jump (or fall-through) from `src` to `t` must branch to.
+    fn target(&self, src: u32, t: u32) -> R<Word> {
+        let bad = || {
+            format!(
+                "unstructured jump from pc {src} to pc {t} in `{}`",
+                self.f.name
+            )
+        };
+        let inside = self.containing(src);
+        for (depth, &i) in inside.iter().enumerate() {
+            let r = self.regions[i];
+            let crossed_loop = inside[..depth]
+                .iter()
+                .any(|&j| self.regions[j].kind == RegionKind::Loop);
+            if r.merge == t {
+                // Leaving region `r`: allowed for its own merge, or a break from selections
+                // nested in a loop.
+                if depth > 0 && (crossed_loop || r.kind == RegionKind::If) {
+                    return Err(bad());
+                }
+                return Ok(self.labels.merge[i]);
+            }
+            if r.kind == RegionKind::Loop {
+                if t == r.cont && src < r.cont {
+                    if crossed_loop {
+                        return Err(bad());
+                    }
+                    return Ok(self.labels.block[&t]);
+                }
+                if t == r.header {
+                    if src >= r.cont && depth == 0 {
+                        return Ok(self.labels.head[i]);
+                    }
+                    return Err(bad());
+                }
+            }
+        }
+        // A forward jump inside the innermost region, possibly into a nested region's header.
+        if t <= src {
+            return Err(bad());
+        }
+        if let Some(&i) = inside.first() {
+            let r = self.regions[i];
+            if t >= r.merge || (r.kind == RegionKind::Loop && src < r.cont && t > r.cont) {
+                return Err(bad());
+            }
+        }
+        for &j in &self.containing(t) {
+            if !inside.contains(&j) && self.regions[j].header != t {
+                return Err(bad());
+            }
+        }
+        self.labels
+            .block
+            .get(&t)
+            .copied()
+            .map(|_| self.entry_label(t))
+            .ok_or_else(bad)
+    }
+
+    /// A scalar parameter from its push type.
+    fn push_value(&mut self, s: Scalar, raw: Word) -> R<Word> {
+        if s == Scalar::Bool {
+            let z = self.cx.k32(0);
+            let tb = self.cx.t_bool;
+            return self.b().i_not_equal(tb, None, raw, z).map_err(be);
+        }
+        // Re-canonicalise: the host passes canonical cells, but a narrow value is cheap to
+        // make exact.
+        if s.is_int() && s.bits() < 32 {
+            return self.canon(s, raw);
+        }
+        Ok(raw)
+    }
+
+    /// Re-canonicalises a 32-bit word holding a value of `s` (narrow types only change).
+    fn canon(&mut self, s: Scalar, x: Word) -> R<Word> {
+        let u = self.cx.t_u32;
+        match s {
+            Scalar::I8 | Scalar::I16 => {
+                let sh = self.cx.k32(32 - s.bits());
+                let y = self.b().shift_left_logical(u, None, x, sh).map_err(be)?;
+                self.b().shift_right_arithmetic(u, None, y, sh).map_err(be)
+            }
+            Scalar::U8 | Scalar::U16 => {
+                let mask = self.cx.k32(((1u64 << s.bits()) - 1) as u32);
+                self.b().bitwise_and(u, None, x, mask).map_err(be)
+            }
+            _ => Ok(x),
+        }
+    }
+
+    /// The value of register `r` (any integer-like type) as a 64-bit canonical cell.
+    fn as_u64(&mut self, r: u16) -> R<Word> {
+        let s = self.reg_scalar(r)?;
+        let x = self.load(r)?;
+        let t64 = self.cx.u64t();
+        match s {
+            Scalar::I64 | Scalar::U64 => Ok(x),
+            Scalar::Bool => {
+                let (one, zero) = (self.cx.konst(t64, 1), self.cx.konst(t64, 0));
+                self.b().select(t64, None, x, one, zero).map_err(be)
+            }
+            _ if s.is_signed() => self.b().s_convert(t64, None, x).map_err(be),
+            _ => self.b().u_convert(t64, None, x).map_err(be),
+        }
+    }
+
+    /// The value of register `r` (any integer-like type) as a 32-bit word (truncated).
+    fn as_u32(&mut self, r: u16) -> R<Word> {
+        let s = self.reg_scalar(r)?;
+        let x = self.load(r)?;
+        let u = self.cx.t_u32;
+        match s {
+            Scalar::I64 | Scalar::U64 => self.b().u_convert(u, None, x).map_err(be),
+            Scalar::Bool => {
+                let (one, zero) = (self.cx.k32(1), self.cx.k32(0));
+                self.b().select(u, None, x, one, zero).map_err(be)
+            }
+            _ => Ok(x),
+        }
+    }
+
+    /// Emits instruction `pc`; returns whether its block is still open.
+    fn instr(&mut self, pc: u32) -> R<bool> {
+        let i = self.f.code[pc as usize];
+        let (a, b, c) = (i.a, i.b, i.c);
+        let tb = self.cx.t_bool;
+        let u = self.cx.t_u32;
+        macro_rules! bin {
+            ($s:expr, $f:ident) => {{
+                let s = $s;
+                let x = self.load(b)?;
+                let y = self.load(c)?;
+                let t = self.cx.reg_ty(s);
+                let v = self.b().$f(t, None, x, y).map_err(be)?;
+                let v = self.canon(s, v)?;
+                self.store(a, v)?;
+            }};
+        }
+        macro_rules! fbin {
+            ($s:expr, $f:ident) => {{
+                let x = self.load(b)?;
+                let y = self.load(c)?;
+                let t = self.cx.reg_ty($s);
+                let v = self.b().$f(t, None, x, y).map_err(be)?;
+                self.b().decorate(v, Decoration::NoContraction, []);
+                self.store(a, v)?;
+            }};
+        }
+        macro_rules! cmp {
+            ($f:ident) => {{
+                let x = self.load(b)?;
+                let y = self.load(c)?;
+                let v = self.b().$f(tb, None, x, y).map_err(be)?;
+                self.store(a, v)?;
+            }};
+        }
+        use Scalar::*;
+        match i.op {
+            Op::Nop | Op::LoadNull | Op::SharedRef => {}
+            Op::Mov => {
+                // Buffer and shared registers were resolved statically.
+                if self.reg_scalar(a).is_ok() {
+                    let x = self.load(b)?;
+                    self.store(a, x)?;
+                }
+            }
+            Op::LoadK => {
+                let s = self.reg_scalar(a)?;
+                let bits = match self.cx.m.consts.get(i.bc() as usize) {
+                    Some(Const::Bits(x)) => *x,
+                    _ => return Err(format!("constant {} is not a number", i.bc())),
+                };
+                let v = self.scalar_const(s, bits);
+                self.store(a, v)?;
+            }
+            Op::LoadI => {
+                let s = self.reg_scalar(a)?;
+                let v = self.scalar_const(s, i.bc() as i32 as i64 as u64);
+                self.store(a, v)?;
+            }
+            Op::Jmp => {
+                let t = self.target(pc, i.bc())?;
+                self.b().branch(t).map_err(be)?;
+                return Ok(false);
+            }
+            Op::JmpIf | Op::JmpIfNot => {
+                self.cond_branch(pc, i.op == Op::JmpIf, a, i.bc())?;
+                return Ok(false);
+            }
+            Op::Ret => {
+                let x = self.load(a)?;
+                if self.is_kernel {
+                    self.b().ret().map_err(be)?;
+                } else {
+                    self.b().ret_value(x).map_err(be)?;
+                }
+                return Ok(false);
+            }
+            Op::RetVoid => {
+                self.b().ret().map_err(be)?;
+                return Ok(false);
+            }
+            Op::Call => self.call(pc, a, b, c)?,
+
+            // Integer arithmetic at every width.
+            Op::AddI8 => bin!(I8, i_add),
+            Op::SubI8 => bin!(I8, i_sub),
+            Op::MulI8 => bin!(I8, i_mul),
+            Op::AddU8 => bin!(U8, i_add),
+            Op::SubU8 => bin!(U8, i_sub),
+            Op::MulU8 => bin!(U8, i_mul),
+            Op::AddI16 => bin!(I16, i_add),
+            Op::SubI16 => bin!(I16, i_sub),
+            Op::MulI16 => bin!(I16, i_mul),
+            Op::AddU16 => bin!(U16, i_add),
+            Op::SubU16 => bin!(U16, i_sub),
+            Op::MulU16 => bin!(U16, i_mul),
+            Op::AddI32 => bin!(I32, i_add),
+            Op::SubI32 => bin!(I32, i_sub),
+            Op::MulI32 => bin!(I32, i_mul),
+            Op::AddU32 => bin!(U32, i_add),
+            Op::SubU32 => bin!(U32, i_sub),
+            Op::MulU32 => bin!(U32, i_mul),
+            Op::AddI64 => bin!(I64, i_add),
+            Op::SubI64 => bin!(I64, i_sub),
+            Op::MulI64 => bin!(I64, i_mul),
+            Op::AddU64 => bin!(U64, i_add),
+            Op::SubU64 => bin!(U64, i_sub),
+            Op::MulU64 => bin!(U64, i_mul),
+            Op::DivI8 | Op::DivI16 | Op::DivI32 | Op::DivI64 => self.sdiv(a, b, c, false)?,
+            Op::RemI8 | Op::RemI16 | Op::RemI32 | Op::RemI64 => self.sdiv(a, b, c, true)?,
+            Op::DivU8 | Op::DivU16 | Op::DivU32 | Op::DivU64 => self.udiv(a, b, c, false)?,
+            Op::RemU8 | Op::RemU16 | Op::RemU32 | Op::RemU64 => self.udiv(a, b, c, true)?,
+            Op::NegI8
+            | Op::NegU8
+            | Op::NegI16
+            | Op::NegU16
+            | Op::NegI32
+            | Op::NegU32
+            | Op::NegI64
+            | Op::NegU64 => {
+                let s = self.reg_scalar(a)?;
+                let t = self.cx.reg_ty(s);
+                let x = self.load(b)?;
+                let v = self.b().s_negate(t, None, x).map_err(be)?;
+                let v = self.canon(s, v)?;
+                self.store(a, v)?;
+            }
+            Op::AddImmI32 | Op::AddImmI64 => {
+                let s = self.reg_scalar(a)?;
+                let t = self.cx.reg_ty(s);
+                let x = self.load(b)?;
+                let k = self.scalar_const(s, c as i16 as i64 as u64);
+                let v = self.b().i_add(t, None, x, k).map_err(be)?;
+                self.store(a, v)?;
+            }
+
+            // Floats.
+            Op::AddF32 => fbin!(F32, f_add),
+            Op::SubF32 => fbin!(F32, f_sub),
+            Op::MulF32 => fbin!(F32, f_mul),
+            Op::DivF32 => fbin!(F32, f_div),
+            Op::RemF32 => fbin!(F32, f_rem),
+            Op::AddF64 => fbin!(F64, f_add),
+            Op::SubF64 => fbin!(F64, f_sub),
+            Op::MulF64 => fbin!(F64, f_mul),
+            Op::DivF64 => fbin!(F64, f_div),
+            Op::RemF64 => fbin!(F64, f_rem),
+            Op::NegF32 | Op::NegF64 => {
+                let s = self.reg_scalar(a)?;
+                let t = self.cx.reg_ty(s);
+                let x = self.load(b)?;
+                let v = self.b().f_negate(t, None, x).map_err(be)?;
+                self.store(a, v)?;
+            }
+
+            // Shifts, bitwise, min/max/abs.
+            Op::ShlI8
+            | Op::ShlU8
+            | Op::ShlI16
+            | Op::ShlU16
+            | Op::ShlI32
+            | Op::ShlU32
+            | Op::ShlI64
+            | Op::ShlU64 => self.shift(a, b, c, 0)?,
+            Op::ShrI8 | Op::ShrI16 | Op::ShrI32 | Op::ShrI64 => self.shift(a, b, c, 1)?,
+            Op::ShrU8
+            | Op::ShrU16
+            | Op::ShrU32
+            | Op::ShrU64
+            | Op::UshrU8
+            | Op::UshrU16
+            | Op::UshrU32
+            | Op::UshrU64
+            | Op::UshrI64 => self.shift(a, b, c, 2)?,
+            Op::UshrI8 | Op::UshrI16 | Op::UshrI32 => self.shift(a, b, c, 3)?,
+            Op::NotI8
+            | Op::NotI16
+            | Op::NotI32
+            | Op::NotI64
+            | Op::NotU64
+            | Op::NotU8
+            | Op::NotU16
+            | Op::NotU32 => {
+                let s = self.reg_scalar(a)?;
+                let t = self.cx.reg_ty(s);
+                let x = self.load(b)?;
+                let v = self.b().not(t, None, x).map_err(be)?;
+                let v = self.canon(s, v)?;
+                self.store(a, v)?;
+            }
+            Op::AndI8
+            | Op::AndU8
+            | Op::AndI16
+            | Op::AndU16
+            | Op::AndI32
+            | Op::AndU32
+            | Op::AndI64
+            | Op::AndU64 => bin!(self.reg_scalar(a)?, bitwise_and),
+            Op::OrI8
+            | Op::OrU8
+            | Op::OrI16
+            | Op::OrU16
+            | Op::OrI32
+            | Op::OrU32
+            | Op::OrI64
+            | Op::OrU64 => bin!(self.reg_scalar(a)?, bitwise_or),
+            Op::XorI8
+            | Op::XorU8
+            | Op::XorI16
+            | Op::XorU16
+            | Op::XorI32
+            | Op::XorU32
+            | Op::XorI64
+            | Op::XorU64 => bin!(self.reg_scalar(a)?, bitwise_xor),
+            Op::AndBool => cmp!(logical_and),
+            Op::OrBool => cmp!(logical_or),
+            Op::XorBool | Op::NeBool => cmp!(logical_not_equal),
+            Op::EqBool => cmp!(logical_equal),
+            Op::LNot => {
+                let x = self.load(b)?;
+                let v = self.b().logical_not(tb, None, x).map_err(be)?;
+                self.store(a, v)?;
+            }
+            Op::MinI8 | Op::MinI16 | Op::MinI32 | Op::MinI64 => self.minmax(a, b, c, GLOp::SMin)?,
+            Op::MaxI8 | Op::MaxI16 | Op::MaxI32 | Op::MaxI64 => self.minmax(a, b, c, GLOp::SMax)?,
+            Op::MinU8 | Op::MinU16 | Op::MinU32 | Op::MinU64 => self.minmax(a, b, c, GLOp::UMin)?,
+            Op::MaxU8 | Op::MaxU16 | Op::MaxU32 | Op::MaxU64 => self.minmax(a, b, c, GLOp::UMax)?,
+            Op::MinF32 | Op::MinF64 => self.minmax(a, b, c, GLOp::NMin)?,
+            Op::MaxF32 | Op::MaxF64 => self.minmax(a, b, c, GLOp::NMax)?,
+            Op::AbsI8 | Op::AbsI16 | Op::AbsI32 | Op::AbsI64 => {
+                let s = self.reg_scalar(a)?;
+                let t = self.cx.reg_ty(s);
+                let x = self.load(b)?;
+                let z = self.cx.konst(t, 0);
+                let neg = self.b().s_less_than(tb, None, x, z).map_err(be)?;
+                let nx = self.b().s_negate(t, None, x).map_err(be)?;
+                let v = self.b().select(t, None, neg, nx, x).map_err(be)?;
+                let v = self.canon(s, v)?;
+                self.store(a, v)?;
+            }
+
+            // Comparisons: one compare on canonical words serves every width.
+            Op::EqChar
+            | Op::EqI8
+            | Op::EqU8
+            | Op::EqI16
+            | Op::EqU16
+            | Op::EqI32
+            | Op::EqU32
+            | Op::EqI64
+            | Op::EqU64 => cmp!(i_equal),
+            Op::NeChar
+            | Op::NeI8
+            | Op::NeU8
+            | Op::NeI16
+            | Op::NeU16
+            | Op::NeI32
+            | Op::NeU32
+            | Op::NeI64
+            | Op::NeU64 => cmp!(i_not_equal),
+            Op::LtI8 | Op::LtI16 | Op::LtI32 | Op::LtI64 => cmp!(s_less_than),
+            Op::LeI8 | Op::LeI16 | Op::LeI32 | Op::LeI64 => cmp!(s_less_than_equal),
+            Op::LtU8 | Op::LtU16 | Op::LtU32 | Op::LtU64 => cmp!(u_less_than),
+            Op::LeU8 | Op::LeU16 | Op::LeU32 | Op::LeU64 => cmp!(u_less_than_equal),
+            Op::EqF32 | Op::EqF64 => cmp!(f_ord_equal),
+            Op::NeF32 | Op::NeF64 => cmp!(f_unord_not_equal),
+            Op::LtF32 | Op::LtF64 => cmp!(f_ord_less_than),
+            Op::LeF32 | Op::LeF64 => cmp!(f_ord_less_than_equal),
+
+            // Conversions.
+            Op::WrapI8
+            | Op::WrapU8
+            | Op::WrapI16
+            | Op::WrapU16
+            | Op::WrapI32
+            | Op::WrapU32
+            | Op::WrapChar => {
+                let s = self.reg_scalar(a)?;
+                let x = self.as_u32(b)?;
+                let v = self.canon(s, x)?;
+                self.store(a, v)?;
+            }
+            Op::WrapI64 | Op::WrapU64 => {
+                let v = self.as_u64(b)?;
+                self.store(a, v)?;
+            }
+            Op::SToF32 | Op::UToF32 | Op::SToF64 | Op::UToF64 => {
+                let signed_op = matches!(i.op, Op::SToF32 | Op::SToF64);
+                let ds = self.reg_scalar(a)?;
+                let dt = self.cx.reg_ty(ds);
+                let ss = self.reg_scalar(b)?;
+                let wide = matches!(ss, I64 | U64);
+                let v = if !wide && !ss.is_signed() {
+                    // Non-negative 32-bit value: both readings agree.
+                    let x = self.as_u32(b)?;
+                    self.b().convert_u_to_f(dt, None, x).map_err(be)?
+                } else if !wide && signed_op {
+                    let x = self.load(b)?;
+                    self.b().convert_s_to_f(dt, None, x).map_err(be)?
+                } else {
+                    let x = self.as_u64(b)?;
+                    if signed_op {
+                        self.b().convert_s_to_f(dt, None, x).map_err(be)?
+                    } else {
+                        self.b().convert_u_to_f(dt, None, x).map_err(be)?
+                    }
+                };
+                self.store(a, v)?;
+            }
+            Op::F32ToI8
+            | Op::F32ToU8
+            | Op::F32ToI16
+            | Op::F32ToU16
+            | Op::F32ToI32
+            | Op::F32ToU32
+            | Op::F32ToI64
+            | Op::F32ToU64
+            | Op::F64ToI8
+            | Op::F64ToU8
+            | Op::F64ToI16
+            | Op::F64ToU16
+            | Op::F64ToI32
+            | Op::F64ToU32
+            | Op::F64ToI64
+            | Op::F64ToU64 => self.f_to_i(a, b)?,
+            Op::F32ToF64 | Op::F64ToF32 => {
+                let s = self.reg_scalar(a)?;
+                let t = self.cx.reg_ty(s);
+                let x = self.load(b)?;
+                let v = self.b().f_convert(t, None, x).map_err(be)?;
+                self.store(a, v)?;
+            }
+
+            // Math.
+            Op::Math1F32 | Op::Math1F64 => self.math1(a, b, c)?,
+            Op::PowF32 | Op::Atan2F32 => {
+                let x = self.load(b)?;
+                let y = self.load(c)?;
+                let op = if i.op == Op::PowF32 {
+                    GLOp::Pow
+                } else {
+                    GLOp::Atan2
+                };
+                let t = self.cx.t_f32;
+                let v = self.cx.glsl2(t, op, x, y)?;
+                self.store(a, v)?;
+            }
+            Op::PowF64 | Op::Atan2F64 => {
+                return Err(format!(
+                    "{} on float64 (GLSL.std.450 has no float64 transcendentals)",
+                    i.op.mnemonic()
+                ))
+            }
+            Op::FmaF32 | Op::FmaF64 => {
+                let s = self.reg_scalar(a)?;
+                let t = self.cx.reg_ty(s);
+                let x = self.load(a)?;
+                let y = self.load(b)?;
+                let z = self.load(c)?;
+                let g = self.cx.glsl;
+                let v = self
+                    .b()
+                    .ext_inst(
+                        t,
+                        None,
+                        g,
+                        GLOp::Fma as u32,
+                        [Operand::IdRef(x), Operand::IdRef(y), Operand::IdRef(z)],
+                    )
+                    .map_err(be)?;
+                self.store(a, v)?;
+            }
+
+            // Device operations.
+            Op::BufLength => {
+                let mem = self.mem_of(b)?;
+                let len = self.mem_len(mem)?;
+                let t64 = self.cx.u64t();
+                let v = self.b().u_convert(t64, None, len).map_err(be)?;
+                self.store(a, v)?;
+            }
+            Op::Geom => {
+                let v = self.geom(b)?;
+                self.store(a, v)?;
+            }
+            Op::Barrier => {
+                let wg = self.cx.k32(Scope::Workgroup as u32);
+                let sem = self.cx.k32(
+                    (MemorySemantics::ACQUIRE_RELEASE
+                        | MemorySemantics::WORKGROUP_MEMORY
+                        | MemorySemantics::UNIFORM_MEMORY)
+                        .bits(),
+                );
+                self.b().control_barrier(wg, wg, sem).map_err(be)?;
+            }
+            Op::DevGetI8
+            | Op::DevGetU8
+            | Op::DevGetI16
+            | Op::DevGetU16
+            | Op::DevGetI32
+            | Op::DevGetU32
+            | Op::DevGetI64
+            | Op::DevGetU64
+            | Op::DevGetF32
+            | Op::DevGetF64 => self.mem_access(pc, Access::Load, a, b, c)?,
+            Op::DevSetI8
+            | Op::DevSetU8
+            | Op::DevSetI16
+            | Op::DevSetU16
+            | Op::DevSetI32
+            | Op::DevSetU32
+            | Op::DevSetI64
+            | Op::DevSetU64
+            | Op::DevSetF32
+            | Op::DevSetF64 => self.mem_access(pc, Access::Store, c, a, b)?,
+            Op::AtomicAddI32
+            | Op::AtomicAddU32
+            | Op::AtomicAddI64
+            | Op::AtomicAddU64
+            | Op::AtomicAddF32 => self.mem_access(pc, Access::AtomicAdd, a, b, c)?,
+            Op::WaveSumU32 | Op::WaveSumF32 => {
+                self.cx.cap(Capability::GroupNonUniform);
+                self.cx.cap(Capability::GroupNonUniformArithmetic);
+                self.cx.features.subgroup_arithmetic = true;
+                let x = self.load(b)?;
+                let sg = self.cx.k32(Scope::Subgroup as u32);
+                let v = if i.op == Op::WaveSumU32 {
+                    self.b()
+                        .group_non_uniform_i_add(u, None, sg, GroupOperation::Reduce, x, None)
+                } else {
+                    let f = self.cx.t_f32;
+                    self.b()
+                        .group_non_uniform_f_add(f, None, sg, GroupOperation::Reduce, x, None)
+                }
+                .map_err(be)?;
+                self.store(a, v)?;
+            }
+            op => {
+                return Err(format!(
+                    "instruction `{}` is not available in device code",
+                    op.mnemonic()
+                ))
+            }
+        }
+        Ok(true)
+    }
+
+    /// A constant of scalar type `s` from a canonical cell.
+    fn scalar_const(&mut self, s: Scalar, bits: u64) -> Word {
+        let t = self.cx.reg_ty(s);
+        let v = match s {
+            Scalar::Bool => u64::from(bits != 0),
+            Scalar::I64 | Scalar::U64 | Scalar::F64 => bits,
+            _ => bits & 0xffff_ffff,
+        };
+        self.cx.konst(t, v)
+    }
+
+    fn cond_branch(&mut self, pc: u32, if_true: bool, r: u16, to: u32) -> R<()> {
+        let cond = self.load(r)?;
+        let jump = self.target(pc, to)?;
+        let fall = self.target(pc, pc + 1)?;
+        let (t, f) = if if_true { (jump, fall) } else { (fall, jump) };
+        if let Some(i) = (0..self.regions.len())
+            .find(|&i| self.regions[i].header == pc && self.regions[i].kind == RegionKind::If)
+        {
+            let m = self.labels.merge[i];
+            self.b()
+                .selection_merge(m, SelectionControl::NONE)
+                .map_err(be)?;
+            return self.b().branch_conditional(cond, t, f, []).map_err(be);
+        }
+        // A conditional back edge of a continue construct needs no merge instruction.
+        if let Some(&i) = self.containing(pc).first() {
+            let r = self.regions[i];
+            if r.kind == RegionKind::Loop && pc >= r.cont {
+                let (h, m) = (self.labels.head[i], self.labels.merge[i]);
+                if (t == h && f == m) || (t == m && f == h) {
+                    return self.b().branch_conditional(cond, t, f, []).map_err(be);
+                }
+            }
+        }
+        // Otherwise one side must leave to a loop's merge or continue target (a loop exit
+        // test, a break): the other side goes through a fresh selection merge block.
+        let exits: Vec<Word> = self
+            .containing(pc)
+            .iter()
+            .filter(|&&i| self.regions[i].kind == RegionKind::Loop)
+            .flat_map(|&i| {
+                [
+                    self.labels.merge[i],
+                    self.labels.block[&self.regions[i].cont],
+                ]
+            })
+            .collect();
+        let (n, stay) = if exits.contains(&f) {
+            (true, t)
+        } else if exits.contains(&t) {
+            (false, f)
+        } else {
+            return Err(format!(
+                "conditional jump at pc {pc} of `{}` outside the region table",
+                self.f.name
+            ));
+        };
+        let mid = self.b().id();
+        self.b()
+            .selection_merge(mid, SelectionControl::NONE)
+            .map_err(be)?;
+        if n {
+            self.b().branch_conditional(cond, mid, f, []).map_err(be)?;
+        } else {
+            self.b().branch_conditional(cond, t, mid, []).map_err(be)?;
+        }
+        self.b().begin_block(Some(mid)).map_err(be)?;
+        self.b().branch(stay).map_err(be)
+    }
+
+    fn call(&mut self, pc: u32, a: u16, b: u16, c: u16) -> R<()> {
+        let m = self.cx.m;
+        let Some(callee) = m.functions.get(usize::from(c)) else {
+            return Err(format!("call of missing function {c}"));
+        };
+        if callee.kind != FnKind::Device {
+            return Err(format!("call of non-device function `{}`", callee.name));
+        }
+        if self.callers.len() + 1 >= MAX_DEPTH {
+            return Err(format!(
+                "device calls nested deeper than {MAX_DEPTH} (recursion?)"
+            ));
+        }
+        let mut args = vec![];
+        let mut mems = vec![];
+        for p in 0..callee.params {
+            let r = b
+                .checked_add(p)
+                .ok_or_else(|| "call window out of range".to_string())?;
+            match callee.regs.get(usize::from(p)) {
+                Some(Type::Scalar(_)) => {
+                    args.push(self.load(r)?);
+                    mems.push(None);
+                }
+                Some(Type::Buffer(_)) | Some(Type::Shared(_)) => {
+                    mems.push(Some(self.mem_of(r)?));
+                }
+                Some(t) => return Err(format!("device parameter of type {t}")),
+                None => return Err("callee has fewer registers than parameters".into()),
+            }
+        }
+        let id = self.b().id();
+        let mut callers = vec![(self.fi, pc)];
+        callers.extend(self.callers.iter().copied());
+        self.cx.queue.push(Pending {
+            func: u32::from(c),
+            id,
+            mems,
+            callers,
+        });
+        let ret = match callee.ret {
+            None => self.cx.t_void,
+            Some(Type::Scalar(s)) => self.cx.reg_ty(s),
+            Some(t) => return Err(format!("device function returning {t}")),
+        };
+        let v = self.b().function_call(ret, None, id, args).map_err(be)?;
+        if callee.ret.is_some() {
+            self.store(a, v)?;
+        }
+        Ok(())
+    }
+
+    fn sdiv(&mut self, a: u16, b: u16, c: u16, rem: bool) -> R<()> {
+        // Division by zero and MIN / -1 are unspecified on GPUs (XPU §6); they must not be
+        // undefined behaviour in the driver: the divisor becomes 1 there, and MIN / -1 wraps.
+        let s = self.reg_scalar(a)?;
+        let t = self.cx.reg_ty(s);
+        let tb = self.cx.t_bool;
+        let n = self.load(b)?;
+        let d = self.load(c)?;
+        let zero = self.cx.konst(t, 0);
+        let one = self.cx.konst(t, 1);
+        let m1 = self.cx.konst(
+            t,
+            if t == self.cx.t_u32 {
+                0xffff_ffff
+            } else {
+                u64::MAX
+            },
+        );
+        let is0 = self.b().i_equal(tb, None, d, zero).map_err(be)?;
+        let ism1 = self.b().i_equal(tb, None, d, m1).map_err(be)?;
+        let bad = self.b().logical_or(tb, None, is0, ism1).map_err(be)?;
+        let safe = self.b().select(t, None, bad, one, d).map_err(be)?;
+        let v = if rem {
+            let r = self.b().s_rem(t, None, n, safe).map_err(be)?;
+            self.b().select(t, None, ism1, zero, r).map_err(be)?
+        } else {
+            let q = self.b().s_div(t, None, n, safe).map_err(be)?;
+            let neg = self.b().s_negate(t, None, n).map_err(be)?;
+            self.b().select(t, None, ism1, neg, q).map_err(be)?
+        };
+        let v = self.canon(s, v)?;
+        self.store(a, v)
+    }
+
+    fn udiv(&mut self, a: u16, b: u16, c: u16, rem: bool) -> R<()> {
+        let s = self.reg_scalar(a)?;
+        let t = self.cx.reg_ty(s);
+        let tb = self.cx.t_bool;
+        let n = self.load(b)?;
+        let d = self.load(c)?;
+        let zero = self.cx.konst(t, 0);
+        let one = self.cx.konst(t, 1);
+        let is0 = self.b().i_equal(tb, None, d, zero).map_err(be)?;
+        let safe = self.b().select(t, None, is0, one, d).map_err(be)?;
+        let v = if rem {
+            self.b().u_mod(t, None, n, safe).map_err(be)?
+        } else {
+            self.b().u_div(t, None, n, safe).map_err(be)?
+        };
+        self.store(a, v)
+    }
+
+    /// Shifts: `kind` 0 left, 1 arithmetic right, 2 logical right, 3 logical right at a
+    /// signed narrow width.
+    fn shift(&mut self, a: u16, b: u16, c: u16, kind: u8) -> R<()> {
+        let s = self.reg_scalar(a)?;
+        let t = self.cx.reg_ty(s);
+        let wide = matches!(s, Scalar::I64 | Scalar::U64);
+        let x = self.load(b)?;
+        let n = if wide {
+            self.as_u64(c)?
+        } else {
+            self.as_u32(c)?
+        };
+        let mask = self.cx.konst(t, u64::from(s.bits() - 1));
+        let n = self.b().bitwise_and(t, None, n, mask).map_err(be)?;
+        let v = match kind {
+            0 => self.b().shift_left_logical(t, None, x, n).map_err(be)?,
+            1 => self.b().shift_right_arithmetic(t, None, x, n).map_err(be)?,
+            2 => self.b().shift_right_logical(t, None, x, n).map_err(be)?,
+            _ => {
+                let m = self.cx.konst(t, (1u64 << s.bits()) - 1);
+                let y = self.b().bitwise_and(t, None, x, m).map_err(be)?;
+                self.b().shift_right_logical(t, None, y, n).map_err(be)?
+            }
+        };
+        let v = self.canon(s, v)?;
+        self.store(a, v)
+    }
+
+    fn minmax(&mut self, a: u16, b: u16, c: u16, op: GLOp) -> R<()> {
+        let s = self.reg_scalar(a)?;
+        let t = self.cx.reg_ty(s);
+        let x = self.load(b)?;
+        let y = self.load(c)?;
+        let v = self.cx.glsl2(t, op, x, y)?;
+        self.store(a, v)
+    }
+
+    /// Saturating float-to-integer conversion, NaN to 0 (LANGUAGE §3.1).
+    fn f_to_i(&mut self, a: u16, b: u16) -> R<()> {
+        let ds = self.reg_scalar(a)?;
+        let ss = self.reg_scalar(b)?;
+        let dt = self.cx.reg_ty(ds);
+        let ft = self.cx.reg_ty(ss);
+        let tb = self.cx.t_bool;
+        let x = self.load(b)?;
+        let fk = |cx: &mut Cx<'_>, v: f64| {
+            if ss == Scalar::F32 {
+                cx.konst(ft, u64::from((v as f32).to_bits()))
+            } else {
+                cx.konst(ft, v.to_bits())
+            }
+        };
+        let bits = ds.bits();
+        let (lo, hi, min_bits, max_bits) = if ds.is_signed() {
+            let lo = -(2f64.powi(bits as i32 - 1));
+            let hi = 2f64.powi(bits as i32 - 1);
+            let min = (i64::MIN >> (64 - bits)) as u64;
+            let max = (i64::MAX >> (64 - bits)) as u64;
+            (lo, hi, min, max)
+        } else {
+            (0.0, 2f64.powi(bits as i32), 0, u64::MAX >> (64 - bits))
+        };
+        let keep = |v: u64| if bits == 64 { v } else { v & 0xffff_ffff };
+        let lo_k = fk(self.cx, lo);
+        let hi_k = fk(self.cx, hi);
+        let min_k = self.cx.konst(dt, keep(min_bits));
+        let max_k = self.cx.konst(dt, keep(max_bits));
+        let zero = self.cx.konst(dt, 0);
+        // Clamp into range first so the conversion itself is always defined.
+        let big = self
+            .b()
+            .f_ord_greater_than_equal(tb, None, x, hi_k)
+            .map_err(be)?;
+        let small = self.b().f_ord_less_than(tb, None, x, lo_k).map_err(be)?;
+        let nan = self.b().is_nan(tb, None, x).map_err(be)?;
+        let zf = fk(self.cx, 0.0);
+        let oob = self.b().logical_or(tb, None, big, small).map_err(be)?;
+        let oob = self.b().logical_or(tb, None, oob, nan).map_err(be)?;
+        let safe = self.b().select(ft, None, oob, zf, x).map_err(be)?;
+        let conv = if ds.is_signed() {
+            self.b().convert_f_to_s(dt, None, safe).map_err(be)?
+        } else {
+            self.b().convert_f_to_u(dt, None, safe).map_err(be)?
+        };
+        let v = self.b().select(dt, None, big, max_k, conv).map_err(be)?;
+        let v = self.b().select(dt, None, small, min_k, v).map_err(be)?;
+        let v = self.b().select(dt, None, nan, zero, v).map_err(be)?;
+        self.store(a, v)
+    }
+
+    fn math1(&mut self, a: u16, b: u16, sel: u16) -> R<()> {
+        let s = self.reg_scalar(a)?;
+        let t = self.cx.reg_ty(s);
+        let x = self.load(b)?;
+        let Some(f) = MathFn::from_u16(sel) else {
+            return Err(format!("unknown Math function {sel}"));
+        };
+        let one = if s == Scalar::F32 {
+            self.cx.konst(t, u64::from(1f32.to_bits()))
+        } else {
+            self.cx.konst(t, 1f64.to_bits())
+        };
+        let v = match f {
+            MathFn::Sqrt => self.cx.glsl1(t, GLOp::Sqrt, x)?,
+            MathFn::Floor => self.cx.glsl1(t, GLOp::Floor, x)?,
+            MathFn::Ceil => self.cx.glsl1(t, GLOp::Ceil, x)?,
+            MathFn::Trunc => self.cx.glsl1(t, GLOp::Trunc, x)?,
+            MathFn::Abs => self.cx.glsl1(t, GLOp::FAbs, x)?,
+            MathFn::Round => {
+                // Half away from zero: trunc(x), plus sign(x) when |x - trunc(x)| >= 0.5
+                // (x - trunc(x) is exact).
+                let tr = self.cx.glsl1(t, GLOp::Trunc, x)?;
+                let d = self.b().f_sub(t, None, x, tr).map_err(be)?;
+                let d = self.cx.glsl1(t, GLOp::FAbs, d)?;
+                let half = if s == Scalar::F32 {
+                    self.cx.konst(t, u64::from(0.5f32.to_bits()))
+                } else {
+                    self.cx.konst(t, 0.5f64.to_bits())
+                };
+                let tb = self.cx.t_bool;
+                let up = self
+                    .b()
+                    .f_ord_greater_than_equal(tb, None, d, half)
+                    .map_err(be)?;
+                let sg = self.cx.glsl1(t, GLOp::FSign, x)?;
+                let r = self.b().f_add(t, None, tr, sg).map_err(be)?;
+                self.b().select(t, None, up, r, tr).map_err(be)?
+            }
+            MathFn::Rsqrt => {
+                let q = self.cx.glsl1(t, GLOp::Sqrt, x)?;
+                self.b().f_div(t, None, one, q).map_err(be)?
+            }
+            _ if s == Scalar::F64 => {
+                return Err(format!(
+                    "Math.{} on float64 (GLSL.std.450 has no float64 transcendentals)",
+                    f.name()
+                ))
+            }
+            MathFn::Sin => self.cx.glsl1(t, GLOp::Sin, x)?,
+            MathFn::Cos => self.cx.glsl1(t, GLOp::Cos, x)?,
+            MathFn::Tan => self.cx.glsl1(t, GLOp::Tan, x)?,
+            MathFn::Asin => self.cx.glsl1(t, GLOp::Asin, x)?,
+            MathFn::Acos => self.cx.glsl1(t, GLOp::Acos, x)?,
+            MathFn::Atan => self.cx.glsl1(t, GLOp::Atan, x)?,
+            MathFn::Exp => self.cx.glsl1(t, GLOp::Exp, x)?,
+            MathFn::Exp2 => self.cx.glsl1(t, GLOp::Exp2, x)?,
+            MathFn::Log => self.cx.glsl1(t, GLOp::Log, x)?,
+            MathFn::Log2 => self.cx.glsl1(t, GLOp::Log2, x)?,
+            MathFn::Log10 => {
+                let l = self.cx.glsl1(t, GLOp::Log2, x)?;
+                let k = self.cx.konst(
+                    t,
+                    u64::from((std::f32::consts::LN_2 / std::f32::consts::LN_10).to_bits()),
+                );
+                self.b().f_mul(t, None, l, k).map_err(be)?
+            }
+        };
+        self.store(a, v)
+    }
+
+    fn geom(&mut self, sel: u16) -> R<Word> {
+        let c = u32::from(sel % 3);
+        match sel {
+            0..=2 => self.cx.builtin(BuiltIn::LocalInvocationId, Some(c)),
+            3..=5 => self.cx.builtin(BuiltIn::WorkgroupId, Some(c)),
+            6..=8 => Ok(self.cx.wg_size[c as usize]),
+            9..=11 => self.cx.builtin(BuiltIn::GlobalInvocationId, Some(c)),
+            12..=14 => self.cx.builtin(BuiltIn::NumWorkgroups, Some(c)),
+            15 | 16 => {
+                self.cx.cap(Capability::GroupNonUniform);
+                self.cx.features.subgroup_basic = true;
+                let w = self.cx.builtin(BuiltIn::SubgroupSize, None)?;
+                if sel == 15 {
+                    return Ok(w);
+                }
+                // laneId = l mod W (XPU §2.7).
+                let l = self.cx.builtin(BuiltIn::LocalInvocationIndex, None)?;
+                let u = self.cx.t_u32;
+                self.b().u_mod(u, None, l, w).map_err(be)
+            }
+            _ => Err(format!("unknown geometry selector {sel}")),
+        }
+    }
+
+    /// The length in elements (uint32) of a memory.
+    fn mem_len(&mut self, mem: Mem) -> R<Word> {
+        match mem {
+            Mem::Buffer(p) => {
+                let m = self.cx.push_member[usize::from(p)] + 1;
+                self.cx.push_load(m)
+            }
+            Mem::Shared(s) => {
+                let d = self
+                    .cx
+                    .k
+                    .shared
+                    .get(usize::from(s))
+                    .ok_or("unknown shared array")?;
+                Ok(self.cx.k32(d.len))
+            }
+        }
+    }
+
+    /// A load, store or atomic add on element `r[idx]` of memory register `mreg`; `val` is
+    /// the destination (load), the source (store) or both (atomic).
+    fn mem_access(&mut self, pc: u32, kind: Access, val: u16, mreg: u16, idx: u16) -> R<()> {
+        let mem = self.mem_of(mreg)?;
+        let (var, elem, sc) = match mem {
+            Mem::Buffer(p) => {
+                let v = self.cx.buf_vars[usize::from(p)].ok_or("buffer parameter")?;
+                let Some(Type::Buffer(e)) = self.cx.k.regs.get(usize::from(p)) else {
+                    return Err("buffer parameter type".into());
+                };
+                (v, *e, StorageClass::StorageBuffer)
+            }
+            Mem::Shared(s) => {
+                let v = *self
+                    .cx
+                    .shared_vars
+                    .get(usize::from(s))
+                    .ok_or("unknown shared array")?;
+                (
+                    v,
+                    self.cx.k.shared[usize::from(s)].elem,
+                    StorageClass::Workgroup,
+                )
+            }
+        };
+        let rs = self.reg_scalar(val)?;
+        let rt = self.cx.reg_ty(rs);
+        let et = self.cx.elem_ty(elem)?;
+        let tb = self.cx.t_bool;
+        let u = self.cx.t_u32;
+        let t64 = self.cx.u64t();
+        // Bounds check on the 64-bit index against the length.
+        let i64v = self.load(idx)?;
+        let len = self.mem_len(mem)?;
+        let len64 = self.b().u_convert(t64, None, len).map_err(be)?;
+        let ok = self.b().u_less_than(tb, None, i64v, len64).map_err(be)?;
+        let (yes, no, done) = (self.b().id(), self.b().id(), self.b().id());
+        self.b()
+            .selection_merge(done, SelectionControl::NONE)
+            .map_err(be)?;
+        self.b().branch_conditional(ok, yes, no, []).map_err(be)?;
+        // In range.
+        self.b().begin_block(Some(yes)).map_err(be)?;
+        let i32v = self.b().u_convert(u, None, i64v).map_err(be)?;
+        let pt = self.cx.ptr(sc, et);
+        let ptr = match mem {
+            Mem::Buffer(p) => {
+                let off = self.cx.push_load(self.cx.push_member[usize::from(p)])?;
+                let at = self.b().i_add(u, None, off, i32v).map_err(be)?;
+                let z = self.cx.k32(0);
+                self.b().access_chain(pt, None, var, [z, at]).map_err(be)?
+            }
+            Mem::Shared(_) => self.b().access_chain(pt, None, var, [i32v]).map_err(be)?,
+        };
+        let narrow = elem.bits() < 32;
+        match kind {
+            Access::Load => {
+                let x = self.b().load(et, None, ptr, None, []).map_err(be)?;
+                let v = if narrow && elem.is_signed() {
+                    self.b().s_convert(rt, None, x).map_err(be)?
+                } else if narrow {
+                    self.b().u_convert(rt, None, x).map_err(be)?
+                } else {
+                    x
+                };
+                self.store(val, v)?;
+            }
+            Access::Store => {
+                let x = self.load(val)?;
+                let v = if narrow {
+                    self.b().u_convert(et, None, x).map_err(be)?
+                } else {
+                    x
+                };
+                self.b().store(ptr, v, None, []).map_err(be)?;
+            }
+            Access::AtomicAdd => {
+                let x = self.load(val)?;
+                let (scope, sem) = match mem {
+                    Mem::Buffer(_) => (Scope::Device, MemorySemantics::UNIFORM_MEMORY),
+                    Mem::Shared(_) => (Scope::Workgroup, MemorySemantics::WORKGROUP_MEMORY),
+                };
+                let scope = self.cx.k32(scope as u32);
+                let sem = self.cx.k32((sem | MemorySemantics::ACQUIRE_RELEASE).bits());
+                let old = if elem == Scalar::F32 {
+                    self.cx.cap(Capability::AtomicFloat32AddEXT);
+                    self.cx.b.extension("SPV_EXT_shader_atomic_float_add");
+                    match mem {
+                        Mem::Buffer(_) => self.cx.features.atomic_f32_buffer = true,
+                        Mem::Shared(_) => self.cx.features.atomic_f32_shared = true,
+                    }
+                    self.b()
+                        .atomic_f_add_ext(et, None, ptr, scope, sem, x)
+                        .map_err(be)?
+                } else {
+                    if elem.bits() == 64 {
+                        self.cx.cap(Capability::Int64Atomics);
+                        self.cx.features.atomic_int64 = true;
+                    }
+                    self.b()
+                        .atomic_i_add(et, None, ptr, scope, sem, x)
+                        .map_err(be)?
+                };
+                self.store(val, old)?;
+            }
+        }
+        self.b().branch(done).map_err(be)?;
+        // Out of range: record the fault; a read or atomic gives 0.
+        self.b().begin_block(Some(no)).map_err(be)?;
+        let site = self.cx.sites.len() as u32;
+        let var_name = self
+            .f
+            .locals
+            .iter()
+            .find(|n| n.reg == mreg)
+            .map_or_else(|| format!("r{mreg}"), |n| n.name.clone());
+        let mut frames = vec![(self.fi, pc)];
+        frames.extend(self.callers.iter().copied());
+        self.cx.sites.push(Site {
+            frames,
+            mem,
+            var: var_name,
+        });
+        let site_k = self.cx.k32(site);
+        let lo = self.b().u_convert(u, None, i64v).map_err(be)?;
+        let k32 = self.cx.konst(t64, 32);
+        let hi = self
+            .b()
+            .shift_right_logical(t64, None, i64v, k32)
+            .map_err(be)?;
+        let hi = self.b().u_convert(u, None, hi).map_err(be)?;
+        let ff = self.cx.fault_fn;
+        let tv = self.cx.t_void;
+        self.b()
+            .function_call(tv, None, ff, [site_k, lo, hi])
+            .map_err(be)?;
+        if kind != Access::Store {
+            let z = self.cx.konst(rt, 0);
+            self.store(val, z)?;
+        }
+        self.b().branch(done).map_err(be)?;
+        self.b().begin_block(Some(done)).map_err(be)?;
+        Ok(())
+    }
+}
+
+/// What a memory access does.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Access {
+    Load,
+    Store,
+    AtomicAdd,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_kernels_are_refused() {
+        let m = Module::default();
+        assert!(emit_spirv(&m, 0).is_err());
+    }
 }

@@ -1,0 +1,191 @@
+//! SPIR-V of every kernel: each kernel of every program under `tests/programs/xpu/`,
+//! `tests/programs/t2/`, `benches/xpu/` and `examples/` is lowered by the Vulkan backend's
+//! emitter and validated with `spirv-val --target-env vulkan1.2`. Every kernel must lower and
+//! validate. Programs that are expected compile errors (a `.error` file naming a compile-time
+//! code) have no kernels to emit; programs needing a compiler feature not implemented yet
+//! (`// requires:` naming it) are skipped with the reason printed.
+//!
+//! `spirv-val` comes from `$CAJETA_SPIRV_VAL`, else `PATH`. Without it the test prints why and
+//! only lowers, except under CI (`CI` set), where it fails: CI installs it (`.ci/run`).
+
+use cajeta_backends::vulkan::spirv;
+use cajeta_bytecode::{FnKind, Module};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.cajeta` file below `dir` (sorted); a missing directory has none.
+fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            programs(&p, out);
+        } else if p.extension().is_some_and(|x| x == "cajeta") {
+            out.push(p);
+        }
+    }
+}
+
+/// True if the program's `.error` names a compile-time code (not a runtime `E-…`/`XPU-E-…`).
+fn expects_compile_error(src: &Path) -> bool {
+    std::fs::read_to_string(src.with_extension("error")).is_ok_and(|t| {
+        let code = t.lines().next().unwrap_or("").trim();
+        !code
+            .split('|')
+            .all(|c| c.starts_with("E-") || c.starts_with("XPU-E-"))
+    })
+}
+
+/// The capabilities a program's `// requires:` header names beyond `t2` and backends
+/// (compiler features not implemented yet).
+fn missing_features(src: &str) -> Vec<String> {
+    src.lines()
+        .take_while(|l| l.trim_start().starts_with("//"))
+        .filter_map(|l| {
+            l.trim_start()
+                .trim_start_matches('/')
+                .trim()
+                .strip_prefix("requires:")
+        })
+        .flat_map(|caps| caps.split(',').map(|c| c.trim().to_string()))
+        .filter(|c| !c.is_empty() && c != "t2" && !c.starts_with("backend-"))
+        .collect()
+}
+
+fn compile(src: &Path) -> Result<Module, String> {
+    let c = cajeta_compiler::driver::compile_files(&[src.to_path_buf()])?;
+    match c.module {
+        Some(m) => Ok(m),
+        None => Err(c
+            .errors
+            .iter()
+            .map(|d| cajeta_compiler::driver::render(&c.sources, d))
+            .collect::<Vec<_>>()
+            .join("\n")),
+    }
+}
+
+/// The `spirv-val` to use, or why there is none.
+fn find_spirv_val() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("CAJETA_SPIRV_VAL") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("CAJETA_SPIRV_VAL={} does not exist", p.display()))
+        };
+    }
+    match Command::new("spirv-val").arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(PathBuf::from("spirv-val")),
+        _ => Err("no spirv-val on PATH and CAJETA_SPIRV_VAL is not set".into()),
+    }
+}
+
+/// Validates `words`; the error is spirv-val's output.
+fn validate(val: &Path, file: &Path, words: &[u32]) -> Result<(), String> {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(file, bytes).map_err(|e| format!("write {}: {e}", file.display()))?;
+    let out = Command::new(val)
+        .args(["--target-env", "vulkan1.2"])
+        .arg(file)
+        .output()
+        .map_err(|e| format!("run {}: {e}", val.display()))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+#[test]
+fn every_kernel_lowers_and_validates() {
+    let val = match find_spirv_val() {
+        Ok(p) => Some(p),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("spirv-val is required under CI: {why}")
+        }
+        Err(why) => {
+            eprintln!("spirv: not validating (spirv-val unavailable: {why}); lowering only");
+            None
+        }
+    };
+    let root = root();
+    let mut srcs = vec![];
+    for d in [
+        "tests/programs/xpu",
+        "tests/programs/t2",
+        "benches/xpu",
+        "examples",
+    ] {
+        programs(&root.join(d), &mut srcs);
+    }
+    let tmp = std::env::temp_dir().join(format!("cajeta-spirv-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temporary directory");
+    let (mut kernels, mut skipped, mut failures) = (0usize, vec![], vec![]);
+    for src in &srcs {
+        let rel = src.strip_prefix(&root).unwrap_or(src).display().to_string();
+        if expects_compile_error(src) {
+            continue;
+        }
+        let text = std::fs::read_to_string(src).unwrap_or_default();
+        let module = match compile(src) {
+            Ok(m) => m,
+            Err(e) => {
+                let missing = missing_features(&text);
+                if missing.is_empty() {
+                    failures.push(format!("{rel}: does not compile:\n{e}"));
+                } else {
+                    skipped.push(format!("{rel} (needs {})", missing.join(", ")));
+                }
+                continue;
+            }
+        };
+        for (i, f) in module.functions.iter().enumerate() {
+            if f.kind != FnKind::Kernel {
+                continue;
+            }
+            kernels += 1;
+            match spirv::emit_spirv(&module, i as u32) {
+                Err(e) => failures.push(format!("{rel}: {e}")),
+                Ok(words) => {
+                    assert_eq!(words.first(), Some(&0x0723_0203), "{rel}: SPIR-V magic");
+                    if let Some(val) = &val {
+                        let file = tmp.join(format!("k{kernels}.spv"));
+                        if let Err(e) = validate(val, &file, &words) {
+                            failures.push(format!("{rel}: {}:\n{e}", f.name));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    for s in &skipped {
+        eprintln!("spirv: skipped {s}");
+    }
+    eprintln!(
+        "spirv: {kernels} kernels {}, {} failures",
+        if val.is_some() {
+            "lowered and validated"
+        } else {
+            "lowered"
+        },
+        failures.len()
+    );
+    assert!(
+        kernels >= 50,
+        "expected the suite's kernels, found {kernels}"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
