@@ -10,3 +10,4 @@ pub mod diag;
 pub mod driver;
 pub mod lexer;
 pub mod parser;
+pub mod session;

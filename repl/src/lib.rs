@@ -1,4 +1,34 @@
-//! The Cajeta REPL (`cajeta repl`).
+//! The Cajeta REPL (`cajeta repl`): an interactive session over one live VM.
+//!
+//! * On a terminal, lines are read with rustyline ([`editor`]): history under the user's data
+//!   directory, a parser-backed validator for multi-line entries, tab completion, keyword
+//!   highlighting. Ctrl-C clears the line being edited or interrupts a running entry; Ctrl-D
+//!   on an empty line leaves.
+//! * With piped stdin, lines are read plainly and joined until an entry is complete; no
+//!   prompt is printed, so scripts can drive the REPL and compare its output.
+//!
+//! Each entry recompiles the whole session ([`cajeta_compiler::session`]) and swaps the
+//! module under the VM ([`cajeta_vm::Vm::replace_module`]); see `docs/repl.md`.
+//!
+//! Architecture invariant: this is the only crate that knows rustyline; it uses the `vm` crate
+//! only through its public API.
+
+mod editor;
+mod eval;
+mod show;
+
+use std::cell::RefCell;
+use std::io::{BufRead, IsTerminal};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use cajeta_compiler::session::{split, Split};
+use rustyline::error::ReadlineError;
+use rustyline::history::DefaultHistory;
+use rustyline::{Config, Editor};
+
+use eval::{error, Flow, Repl};
 
 /// Options from the command line.
 #[derive(Clone, Debug, Default)]
@@ -9,9 +39,114 @@ pub struct ReplOptions {
     pub jit: Option<cajeta_vm::JitMode>,
 }
 
-/// Runs the REPL on stdin/stdout until `:quit` or end of input; returns the exit status.
+/// The prompt of a new entry.
+pub const PROMPT: &str = "cajeta> ";
+
+/// Runs the REPL on stdin/stdout until `:quit` or end of input; returns the exit status
+/// (0, or the status of a `System.exit` entered at the prompt).
 pub fn run(options: &ReplOptions) -> u8 {
-    let _ = options;
-    eprintln!("cajeta: error: the REPL is not available in this build yet");
-    2
+    let interrupt = Arc::new(AtomicBool::new(false));
+    install_interrupt_handler(Arc::clone(&interrupt));
+    let mut repl = Repl::new(options, interrupt);
+    let status = if std::io::stdin().is_terminal() {
+        interactive(&mut repl)
+    } else {
+        piped(&mut repl)
+    };
+    // Variables' objects drop and device work is waited for, as at a program's end.
+    repl.finish();
+    status
+}
+
+/// Ctrl-C while an entry runs: asks the VM to stop it; a second Ctrl-C before it stops ends
+/// the process (status 130), so a runaway entry can always be left.
+fn install_interrupt_handler(flag: Arc<AtomicBool>) {
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+}
+
+/// Reads entries from a pipe: lines are joined until the entry is complete; no prompts.
+fn piped(repl: &mut Repl) -> u8 {
+    let stdin = std::io::stdin();
+    let mut buf = String::new();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        if buf.is_empty() && line.trim_start().starts_with(':') {
+            if let Flow::Exit(code) = repl.eval(&line) {
+                return code;
+            }
+            continue;
+        }
+        if buf.is_empty() && line.trim().is_empty() {
+            continue;
+        }
+        buf.push_str(&line);
+        buf.push('\n');
+        if split(&buf) != Split::Incomplete {
+            let entry = std::mem::take(&mut buf);
+            if let Flow::Exit(code) = repl.eval(&entry) {
+                return code;
+            }
+        }
+    }
+    if !buf.trim().is_empty() {
+        error("cajeta: error: the input ended inside an unfinished entry");
+    }
+    0
+}
+
+/// The history file: `<data dir>/cajeta/history`.
+fn history_path() -> Option<std::path::PathBuf> {
+    let dir = dirs::data_dir()?.join("cajeta");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("history"))
+}
+
+/// Reads entries from a terminal with rustyline.
+fn interactive(repl: &mut Repl) -> u8 {
+    let config = Config::builder()
+        .auto_add_history(true)
+        .completion_type(rustyline::CompletionType::List)
+        .build();
+    let mut rl: Editor<editor::ReplHelper, DefaultHistory> = match Editor::with_config(config) {
+        Ok(rl) => rl,
+        Err(e) => {
+            error(&format!("cajeta: error: cannot start the line editor: {e}"));
+            return piped(repl);
+        }
+    };
+    let names = Rc::new(RefCell::new(editor::Names::default()));
+    rl.set_helper(Some(editor::ReplHelper {
+        names: Rc::clone(&names),
+    }));
+    let history = history_path();
+    if let Some(h) = &history {
+        let _ = rl.load_history(h);
+    }
+    eval::say("Cajeta REPL. :help lists the commands, Ctrl-D leaves.");
+    let status = loop {
+        match rl.readline(PROMPT) {
+            Ok(entry) => {
+                let flow = repl.eval(&entry);
+                names.borrow_mut().refresh(&repl.session, repl.module());
+                if let Flow::Exit(code) = flow {
+                    break code;
+                }
+            }
+            // Ctrl-C while editing: drop the line.
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break 0,
+            Err(e) => {
+                error(&format!("cajeta: error: {e}"));
+                break 0;
+            }
+        }
+    };
+    if let Some(h) = &history {
+        let _ = rl.save_history(h);
+    }
+    status
 }

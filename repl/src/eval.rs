@@ -1,0 +1,469 @@
+//! The REPL's state and what one entry or command does: compile the session with the entry
+//! ([`cajeta_compiler::session`]), swap the module under the live VM
+//! ([`Vm::replace_module`]: statics, heap and buffers stay), run `Repl.$run`, print the echo.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use cajeta_bytecode::{Module, Type};
+use cajeta_compiler::session::{
+    split, Compiled, Echo, Session, Split, GENERATED_FILE, INPUT_LABEL, RUN_FN, SESSION_CLASS,
+};
+use cajeta_vm::session::Object;
+use cajeta_vm::{ErrorCode, JitMode, RuntimeError, Value, Vm, BACKEND_NAMES};
+
+use crate::show;
+use crate::ReplOptions;
+
+/// What the loop does after an entry.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Read the next entry.
+    Continue,
+    /// Leave with this exit status (`:quit`, `System.exit`).
+    Exit(u8),
+}
+
+/// The commands, for `:help` and completion.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (":help", "this list"),
+    (":quit", "leave (also Ctrl-D)"),
+    (
+        ":reset",
+        "drop every variable, definition and buffer; start afresh",
+    ),
+    (
+        ":mem",
+        "live buffers of the session variables, device bytes live/peak",
+    ),
+    (
+        ":backend",
+        "[cpu|vulkan|cuda|auto]  show or choose the backend",
+    ),
+    (":type", "EXPR  the type of an expression"),
+    (":dis", "NAME  bytecode of a function, kernel or class"),
+    (
+        ":load",
+        "FILE  enter a file's imports, classes, functions and statements",
+    ),
+    (":time", "ENTRY  run an entry and print its wall time"),
+    (
+        ":jit",
+        "[on|off]  show or set the JIT (auto tiering or interpreter only)",
+    ),
+    (
+        ":show",
+        "NAME [A..B]  elements of a buffer or array (all, or A..B)",
+    ),
+    (
+        ":drop",
+        "NAME  release a variable's object (buffers free their memory) now",
+    ),
+];
+
+/// One interactive session: the compiled session state, the VM and the settings.
+pub struct Repl {
+    /// Definitions and variables so far.
+    pub session: Session,
+    vm: Vm,
+    backend: Option<String>,
+    jit: JitMode,
+    /// Set by the Ctrl-C handler while an entry runs.
+    interrupt: Arc<AtomicBool>,
+}
+
+/// A VM with no program yet, set up with the session's options.
+fn fresh_vm(backend: &Option<String>, jit: JitMode) -> Vm {
+    let mut vm = Vm::new(Arc::new(Module::default()));
+    vm.set_backend_choice(backend.clone());
+    vm.set_jit(jit, false);
+    vm
+}
+
+/// Writes `text` to stderr after flushing stdout (so the two streams stay in order).
+pub fn error(text: &str) {
+    let _ = std::io::stdout().flush();
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = e.write_all(b"\n");
+    }
+    let _ = e.flush();
+}
+
+/// Writes one line to stdout.
+pub fn say(text: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(o, "{text}");
+    let _ = o.flush();
+}
+
+impl Repl {
+    /// A new session with the command line's options.
+    pub fn new(options: &ReplOptions, interrupt: Arc<AtomicBool>) -> Repl {
+        let jit = options.jit.unwrap_or_default();
+        Repl {
+            session: Session::new(),
+            vm: fresh_vm(&options.backend, jit),
+            backend: options.backend.clone(),
+            jit,
+            interrupt,
+        }
+    }
+
+    /// The module of the last accepted entry.
+    pub fn module(&self) -> &Arc<Module> {
+        self.vm.module()
+    }
+
+    /// Evaluates one complete entry or command line.
+    pub fn eval(&mut self, text: &str) -> Flow {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Flow::Continue;
+        }
+        if let Some(cmd) = trimmed.strip_prefix(':') {
+            return self.command(cmd);
+        }
+        self.entry(text, INPUT_LABEL, false)
+    }
+
+    /// Compiles and runs an entry (`label` names it in diagnostics); with `time`, prints the
+    /// run's wall time.
+    fn entry(&mut self, text: &str, label: &str, time: bool) -> Flow {
+        let items = match split(text) {
+            Split::Items(items) => items,
+            Split::Incomplete => {
+                error("cajeta: error: the entry is unfinished (an open bracket, comment or definition)");
+                return Flow::Continue;
+            }
+        };
+        if items.is_empty() {
+            return Flow::Continue;
+        }
+        let compiled = match self.session.compile(text, label, &items) {
+            Ok(c) => c,
+            Err(diags) => {
+                error(&diags);
+                return Flow::Continue;
+            }
+        };
+        for name in &compiled.redeclared {
+            self.vm.reset_static(&format!("{SESSION_CLASS}.{name}"));
+        }
+        let module = Arc::new(compiled.module.clone());
+        if let Err(e) = self.vm.replace_module(Arc::clone(&module)) {
+            error(&e.to_string());
+            return Flow::Continue;
+        }
+        self.session = compiled.session.clone();
+        // Static initialisers of the classes this entry (re)defined.
+        for &f in &module.init {
+            let name = &module.functions[f as usize].name;
+            let class = name.split('.').next().unwrap_or("");
+            if compiled.new_classes.iter().any(|c| c == class) {
+                if let Err(e) = self.vm.call(f, &[]) {
+                    self.vm.flush();
+                    return self.runtime_error(e, &compiled);
+                }
+            }
+        }
+        let Some(run) = compiled.run else {
+            return Flow::Continue;
+        };
+        self.interrupt.store(false, Ordering::SeqCst);
+        let started = Instant::now();
+        let result = self.vm.call(run, &[]);
+        let elapsed = started.elapsed();
+        self.vm.flush();
+        let flow = match result {
+            Ok(v) => {
+                self.echo(&compiled.echo, v);
+                Flow::Continue
+            }
+            Err(e) => self.runtime_error(e, &compiled),
+        };
+        if time {
+            say(&format!("time: {:.3} ms", elapsed.as_secs_f64() * 1e3));
+        }
+        flow
+    }
+
+    /// Prints the echo of a result and releases an owned (fresh) result object.
+    fn echo(&mut self, echo: &Echo, v: Option<Value>) {
+        match (echo, v) {
+            (Echo::Null, _) => say(": null = null"),
+            (Echo::Value(ty), Some(v)) => {
+                say(&show::echo_line(&self.vm, &v, ty));
+                if let Value::Ref(h) = v {
+                    if self.vm.result_owned() {
+                        self.vm.release_result(h);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Prints a runtime error with positions in the user's text; `System.exit` ends the REPL.
+    fn runtime_error(&mut self, mut e: RuntimeError, compiled: &Compiled) -> Flow {
+        if e.code == ErrorCode::Exit.code() {
+            return Flow::Exit(e.message.parse::<i64>().map_or(0, |c| (c & 0xFF) as u8));
+        }
+        for f in &mut e.trace {
+            if f.file == GENERATED_FILE {
+                if let Some((label, line, col)) = compiled.remap_frame(f.line, f.col) {
+                    f.file = label;
+                    f.line = line;
+                    f.col = col;
+                }
+            }
+            if f.function == format!("{SESSION_CLASS}.{RUN_FN}") {
+                f.function = INPUT_LABEL.to_string();
+            }
+        }
+        error(&e.to_string());
+        Flow::Continue
+    }
+
+    /// Runs a `:command`.
+    fn command(&mut self, cmd: &str) -> Flow {
+        let (name, arg) = match cmd.find(char::is_whitespace) {
+            Some(i) => (&cmd[..i], cmd[i..].trim()),
+            None => (cmd, ""),
+        };
+        match name {
+            "help" | "h" | "?" => {
+                let mut out = String::from(
+                    "Enter imports, statements, declarations, expressions (echoed with their \
+                     type), functions and kernels (methods of the session), or whole classes.\n",
+                );
+                for (c, what) in COMMANDS {
+                    out.push_str(&format!("  {c:<9} {what}\n"));
+                }
+                print!("{out}");
+                let _ = std::io::stdout().flush();
+            }
+            "quit" | "q" | "exit" => return Flow::Exit(0),
+            "reset" => {
+                self.reset();
+                say("session reset");
+            }
+            "mem" => self.mem(),
+            "backend" => self.backend(arg),
+            "type" => match self.session.type_of(arg) {
+                Ok(t) => say(&t),
+                Err(d) => error(&d),
+            },
+            "dis" => self.dis(arg),
+            "load" => match std::fs::read_to_string(arg) {
+                Ok(text) => return self.entry(&text, arg, false),
+                Err(e) => error(&format!("cajeta: error: cannot read '{arg}': {e}")),
+            },
+            "time" => return self.entry(arg, INPUT_LABEL, true),
+            "jit" => self.jit(arg),
+            "show" => self.show(arg),
+            "drop" => self.drop_var(arg),
+            _ => error(&format!(
+                "cajeta: error: unknown command ':{name}' (:help lists them)"
+            )),
+        }
+        Flow::Continue
+    }
+
+    /// Ends the VM as a program would end (statics' objects drop, device work is waited for).
+    pub fn finish(&mut self) {
+        if let Err(e) = self.vm.finish() {
+            error(&e.to_string());
+        }
+        self.vm.flush();
+    }
+
+    fn reset(&mut self) {
+        self.finish();
+        self.vm = fresh_vm(&self.backend, self.jit);
+        self.session = Session::new();
+    }
+
+    fn mem(&mut self) {
+        let mut lines = vec![];
+        for v in &self.session.vars {
+            let q = format!("{SESSION_CLASS}.{}", v.name);
+            if let Some((Type::Buffer(_), Value::Ref(h))) = self.vm.static_value(&q) {
+                if let Object::Buffer(b) = self.vm.object(h) {
+                    if !b.freed && !b.view {
+                        let ty = self.session.var_type(&v.name).unwrap_or_default();
+                        lines.push(format!(
+                            "  {} : {ty} ({})",
+                            v.name,
+                            show::buffer_summary(&b)
+                        ));
+                    }
+                }
+            }
+        }
+        if lines.is_empty() {
+            say("no live buffers in session variables");
+        } else {
+            say("live buffers:");
+            for l in lines {
+                say(&l);
+            }
+        }
+        let s = self.vm.mem_stats();
+        say(&format!(
+            "device memory: live={} peak={} allocs={} frees={}",
+            s.live, s.peak, s.allocs, s.frees
+        ));
+    }
+
+    fn backend(&mut self, arg: &str) {
+        let active = self.vm.active_backend();
+        if arg.is_empty() {
+            match active {
+                Some(b) => say(&format!("backend: {b}")),
+                None => say(&format!(
+                    "backend: not selected yet ({} at the first device touch)",
+                    self.backend.as_deref().unwrap_or("auto")
+                )),
+            }
+            return;
+        }
+        if !BACKEND_NAMES.contains(&arg) {
+            error(&format!(
+                "cajeta: error: unknown backend '{arg}' (expected cpu, vulkan, cuda or auto)"
+            ));
+            return;
+        }
+        self.backend = Some(arg.to_string());
+        match active {
+            None => {
+                self.vm.set_backend_choice(Some(arg.to_string()));
+                say(&format!(
+                    "backend: {arg} (selected at the first device touch)"
+                ));
+            }
+            Some(b) if b == arg => say(&format!("backend: {b}")),
+            Some(b) => {
+                self.reset();
+                say(&format!(
+                    "backend: {arg} (the session on {b} was reset: a backend is fixed at the first device touch)"
+                ));
+            }
+        }
+    }
+
+    fn dis(&mut self, name: &str) {
+        let m = Arc::clone(self.vm.module());
+        let wanted = |f: &str| {
+            f == format!("{SESSION_CLASS}.{name}")
+                || f == name
+                || f.strip_prefix(name).is_some_and(|r| r.starts_with('.'))
+        };
+        let mut found = false;
+        for (i, f) in m.functions.iter().enumerate() {
+            if !name.is_empty() && wanted(&f.name) {
+                print!("{}", cajeta_bytecode::dis::disassemble_function(&m, i));
+                found = true;
+            }
+        }
+        let _ = std::io::stdout().flush();
+        if !found {
+            error(&format!(
+                "cajeta: error: no function, kernel or class named '{name}'"
+            ));
+        }
+    }
+
+    fn jit(&mut self, arg: &str) {
+        let mode = match arg {
+            "" => {
+                say(&format!(
+                    "jit: {}",
+                    if self.jit == JitMode::Off {
+                        "off"
+                    } else {
+                        "on"
+                    }
+                ));
+                return;
+            }
+            "on" | "auto" => JitMode::Auto,
+            "eager" => JitMode::Eager,
+            "off" => JitMode::Off,
+            _ => {
+                error("cajeta: error: expected ':jit on' or ':jit off'");
+                return;
+            }
+        };
+        self.jit = mode;
+        self.vm.set_jit(mode, false);
+        say(&format!(
+            "jit: {}",
+            if mode == JitMode::Off { "off" } else { "on" }
+        ));
+    }
+
+    fn show(&mut self, arg: &str) {
+        let mut words = arg.split_whitespace();
+        let name = words.next().unwrap_or("");
+        let range = match words.next().map(parse_range) {
+            None => None,
+            Some(Some(r)) => Some(r),
+            Some(None) => {
+                error("cajeta: error: a range is A..B, A.., ..B or an index");
+                return;
+            }
+        };
+        let Some(ty) = self.session.var_type(name) else {
+            error(&format!("cajeta: error: no session variable '{name}'"));
+            return;
+        };
+        let Some((_, v)) = self.vm.static_value(&format!("{SESSION_CLASS}.{name}")) else {
+            error(&format!("cajeta: error: no session variable '{name}'"));
+            return;
+        };
+        match show::show_range(&self.vm, name, &v, &ty, range) {
+            Ok(s) => say(&s),
+            Err(e) => error(&format!("cajeta: error: {e}")),
+        }
+    }
+
+    fn drop_var(&mut self, name: &str) {
+        if self.session.var_type(name).is_none() {
+            error(&format!("cajeta: error: no session variable '{name}'"));
+            return;
+        }
+        self.vm.reset_static(&format!("{SESSION_CLASS}.{name}"));
+        // Forget the variable too, unless a function still refers to it (then it stays,
+        // now zero/null).
+        let mut without = self.session.clone();
+        without.remove_var(name);
+        if let Ok(c) = without.compile("", INPUT_LABEL, &[]) {
+            if self.vm.replace_module(Arc::new(c.module)).is_ok() {
+                self.session = c.session;
+            }
+        }
+        say(&format!("dropped {name}"));
+    }
+}
+
+/// `A..B`, `A..`, `..B` or `I` (one element).
+fn parse_range(s: &str) -> Option<(Option<u64>, Option<u64>)> {
+    let num = |t: &str| -> Option<Option<u64>> {
+        if t.is_empty() {
+            Some(None)
+        } else {
+            t.parse().ok().map(Some)
+        }
+    };
+    match s.split_once("..") {
+        Some((a, b)) => Some((num(a)?, num(b)?)),
+        None => {
+            let i: u64 = s.parse().ok()?;
+            Some((Some(i), Some(i.checked_add(1)?)))
+        }
+    }
+}
