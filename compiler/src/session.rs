@@ -1030,3 +1030,117 @@ impl Session {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Option<Vec<ItemKind>> {
+        match split(text) {
+            Split::Incomplete => None,
+            Split::Items(items) => Some(items.into_iter().map(|i| i.kind).collect()),
+        }
+    }
+
+    /// Splits and compiles `text` against `s`, committing the session on success.
+    fn enter(s: &mut Session, text: &str) -> Result<Compiled, String> {
+        let Split::Items(items) = split(text) else {
+            return Err("incomplete".into());
+        };
+        let c = s.compile(text, INPUT_LABEL, &items)?;
+        *s = c.session.clone();
+        Ok(c)
+    }
+
+    #[test]
+    fn unfinished_entries_continue() {
+        for text in [
+            "@Kernel",
+            "@Kernel\nvoid k(KernelBuffer<float32> y,",
+            "void f() {",
+            "class P {",
+            "int32 x = 1 +",
+            "if (x > 0)",
+            "for (int32 i = 0; i < 3; i++) {",
+            "/* comment",
+            "x.",
+            "do { x++; }",
+            "import cajeta.xpu",
+        ] {
+            assert_eq!(split(text), Split::Incomplete, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn items_are_classified() {
+        use ItemKind::*;
+        assert_eq!(
+            kinds("import cajeta.xpu.*; int32 x = 1; x + 1"),
+            Some(vec![Import, Statement, Expression])
+        );
+        assert_eq!(
+            kinds("@Kernel void k(KernelBuffer<float32> y) { }\nclass P { int32 a; }"),
+            Some(vec![Function("k".into(), Some(8)), Class("P".into())])
+        );
+        assert_eq!(
+            kinds("static int32 f() { return 1; }"),
+            Some(vec![Function("f".into(), None)])
+        );
+        assert_eq!(
+            kinds("if (a) { b(); } else { c(); } d();"),
+            Some(vec![Statement, Statement])
+        );
+        assert_eq!(kinds("  // nothing\n"), Some(vec![]));
+        // A statement missing its `;` and a malformed entry are complete (compiling reports).
+        assert_eq!(kinds("int32 x = 5"), Some(vec![Expression]));
+        assert_eq!(kinds("int32 = ;"), Some(vec![Statement]));
+    }
+
+    #[test]
+    fn echo_types_come_from_the_checker() {
+        let mut s = Session::new();
+        enter(&mut s, "import cajeta.xpu.*; uint32 u = 42;").unwrap();
+        let c = enter(&mut s, "u").unwrap();
+        assert_eq!(c.echo, Echo::Value("uint32".into()));
+        let c = enter(&mut s, "u * 2.5").unwrap();
+        assert_eq!(c.echo, Echo::Value("float64".into()));
+        let c = enter(&mut s, "heap KernelBuffer<int16>(3)").unwrap();
+        assert_eq!(c.echo, Echo::Value("KernelBuffer<int16>".into()));
+        let c = enter(&mut s, "System.stdout.println(u)").unwrap();
+        assert_eq!(c.echo, Echo::None);
+        assert!(c.run.is_some());
+        assert_eq!(s.type_of("u > 1").unwrap(), "boolean");
+        assert_eq!(s.type_of("null").unwrap(), "null");
+    }
+
+    #[test]
+    fn variables_persist_as_statics_and_redeclarations_are_reported() {
+        let mut s = Session::new();
+        enter(&mut s, "int32 a = 1, b;").unwrap();
+        let c = enter(&mut s, "int64 a = 2;").unwrap();
+        assert_eq!(c.redeclared, vec!["a".to_string()]);
+        assert_eq!(s.var_type("a").as_deref(), Some("int64"));
+        assert_eq!(s.var_type("b").as_deref(), Some("int32"));
+        let statics: Vec<_> = c.module.statics.iter().map(|s| s.name.clone()).collect();
+        assert_eq!(statics, ["Repl.a", "Repl.b"]);
+    }
+
+    #[test]
+    fn diagnostics_point_into_the_typed_text() {
+        let mut s = Session::new();
+        enter(&mut s, "int32 f(int32 v) {\n    return v;\n}").unwrap();
+        let err = enter(&mut s, "int32 y = 1;\ny = f(true);").err().unwrap();
+        assert!(err.starts_with("<input>:2:"), "{err}");
+        assert!(err.contains("\n 2 | y = f(true);\n"), "{err}");
+        // A failed entry changes nothing.
+        assert!(s.var_type("y").is_none());
+        // Redefining `f` breaks nothing else; an error in it names the entry as typed.
+        let err = enter(&mut s, "int32 f(int32 v) {\n    return w;\n}")
+            .err()
+            .unwrap();
+        assert!(
+            err.starts_with("<input>:2:12: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]"),
+            "{err}"
+        );
+    }
+}
