@@ -125,9 +125,65 @@ pub struct JitContext {
     pub ret: u64,
     /// The ownership bit of the last returned value (`takeown`): 0 or 1.
     pub own: u64,
+    /// The embedder's object view table (code compiled with
+    /// [`crate::JitOptions::inline_objects`] only; must then be non-null and stay valid while
+    /// JIT code runs). The table itself may be reallocated by any hook: JIT code reads its
+    /// pointer and length through this indirection at each access.
+    pub views: *const ObjectViews,
     /// The frames of the error being unwound, innermost first (JIT code appends one entry per
     /// JIT frame through a helper; never read by JIT code). Clear it before each entry.
     pub trace: Vec<TraceEntry>,
+}
+
+/// What compiled code needs to reach an object's cells without a hook: one entry per slot of
+/// the embedder's object table, indexed like handles (`(handle as u32) - 1`).
+///
+/// The contract (DESIGN: "inline object access", `docs/notes/jit.md`): an entry whose `tag`
+/// equals `(generation << 32) | kind` for the handle's generation and the kind the
+/// instruction expects describes a live object of that kind, whose `len` elements (arrays) or
+/// fields (instances) of the kind's width start at address `data`; any other tag (0 for free
+/// slots, strings, buffers, streams and arrays of references) sends the access to its hook,
+/// which raises the error or does the work. The embedder updates an entry whenever the slot is
+/// allocated or freed, and never moves an object's element storage while the object lives.
+#[repr(C)]
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct ObjectView {
+    /// `(generation << 32) | kind`, or 0.
+    pub tag: u64,
+    /// Address of element (field) 0.
+    pub data: u64,
+    /// Number of elements (fields).
+    pub len: u64,
+}
+
+/// The view table's current location: the embedder rewrites both fields when the table grows.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ObjectViews {
+    /// Address of entry 0.
+    pub ptr: *const ObjectView,
+    /// Number of entries.
+    pub len: u64,
+}
+
+impl ObjectView {
+    /// The view kind of an array of scalars `s` (1..=12: stored at the scalar's natural width,
+    /// `boolean` as one byte 0/1, `char` as a 32-bit code point).
+    pub fn array_kind(s: Scalar) -> u32 {
+        s as u32 + 1
+    }
+
+    /// The view kind of an instance of class `class` (its fields are canonical 8-byte cells);
+    /// `None` for a class index of 2^30 or more, whose instances take the hooks (the kind
+    /// stays a positive 32-bit immediate in machine code).
+    pub fn instance_kind(class: u32) -> Option<u32> {
+        (class < 0x4000_0000).then_some(0x4000_0000 | class)
+    }
+
+    /// The tag of a live object of `kind` at `generation`.
+    pub fn tag(generation: u32, kind: u32) -> u64 {
+        (u64::from(generation) << 32) | u64::from(kind)
+    }
 }
 
 impl JitContext {
@@ -146,6 +202,7 @@ impl JitContext {
             fuel: i64::MAX,
             ret: 0,
             own: 0,
+            views: std::ptr::null(),
             trace: Vec::new(),
         }
     }
@@ -176,6 +233,13 @@ pub(crate) mod off {
     pub const FUEL: i32 = offset_of!(JitContext, fuel) as i32;
     pub const RET: i32 = offset_of!(JitContext, ret) as i32;
     pub const OWN: i32 = offset_of!(JitContext, own) as i32;
+    pub const VIEWS: i32 = offset_of!(JitContext, views) as i32;
+    pub const VIEWS_PTR: i32 = offset_of!(super::ObjectViews, ptr) as i32;
+    pub const VIEWS_LEN: i32 = offset_of!(super::ObjectViews, len) as i32;
+    pub const VIEW_TAG: i32 = offset_of!(super::ObjectView, tag) as i32;
+    pub const VIEW_DATA: i32 = offset_of!(super::ObjectView, data) as i32;
+    pub const VIEW_LEN: i32 = offset_of!(super::ObjectView, len) as i32;
+    pub const VIEW_SIZE: i64 = std::mem::size_of::<super::ObjectView>() as i64;
 }
 
 /// The element kind code of `aget.ref`/`aset.ref` in [`RuntimeHooks::array_get`] and

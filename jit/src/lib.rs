@@ -103,7 +103,8 @@ use cranelift_jit::{ArenaMemoryProvider, JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module as _};
 
 pub use context::{
-    decode_elem, encode_elem, guard, JitContext, JitFn, RuntimeHooks, Status, TraceEntry, ELEM_REF,
+    decode_elem, encode_elem, guard, JitContext, JitFn, ObjectView, ObjectViews, RuntimeHooks,
+    Status, TraceEntry, ELEM_REF,
 };
 
 /// Address space reserved for generated code (virtual: pages are committed as code is
@@ -119,6 +120,10 @@ pub struct JitOptions {
     /// Keep a disassembly of each compiled function (see [`Jit::disassembly`]); for
     /// debugging and `--jit-verbose`-style dumps.
     pub disasm: bool,
+    /// Reach array elements and instance fields through the embedder's [`ObjectViews`]
+    /// (`JitContext::views`) with a few inline instructions, falling back to the hooks only
+    /// for errors and unusual objects. Off by default: the embedder must maintain the table.
+    pub inline_objects: bool,
 }
 
 /// Why a function was not compiled (it then runs in the interpreter), or why the JIT could
@@ -353,6 +358,7 @@ impl Jit {
                 hooks: &self.hooks,
                 table: self.table.as_ptr() as usize,
                 fuel: self.options.fuel,
+                inline_objects: self.options.inline_objects,
                 self_ref,
                 call_conv,
                 frontend: jm.target_config(),

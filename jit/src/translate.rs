@@ -30,12 +30,13 @@ use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Scalar, Type};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, SigRef, Signature, Value,
+    types, AbiParam, AliasRegionData, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, SigRef,
+    Signature, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
-use crate::context::{encode_elem, off, RuntimeHooks, Status, ELEM_REF};
+use crate::context::{encode_elem, off, ObjectView, RuntimeHooks, Status, ELEM_REF};
 use crate::helpers;
 use crate::JitError;
 
@@ -63,6 +64,8 @@ pub(crate) struct Setup<'a> {
     pub table: usize,
     /// Emit fuel accounting.
     pub fuel: bool,
+    /// Inline array and field access through the object views (`JitOptions::inline_objects`).
+    pub inline_objects: bool,
     /// A direct reference to the function's internal body (self-recursion needs no table
     /// load; the entry wrapper calls it).
     pub self_ref: FuncRef,
@@ -175,6 +178,38 @@ struct Tr<'a, 'b> {
     /// The shared error exit (params: status `i32`, pc `i32`).
     fault: Block,
     sigs: HashMap<(Vec<types::Type>, Vec<types::Type>), SigRef>,
+    /// Memory flags of the inline object accesses (see [`ObjectMem`]).
+    mem: ObjectMem,
+}
+
+/// The alias regions of inline object access. Cranelift's alias analysis may then reuse a
+/// view-table load across stores to array elements and fields (the table only changes inside
+/// hooks, which are calls: every call ends every region), and an element load across field
+/// stores. Every other store (no region) still ends them all.
+struct ObjectMem {
+    /// `JitContext::views`, the table's location and its entries: never stored by JIT code.
+    views: MemFlagsData,
+    /// Array elements.
+    elems: MemFlagsData,
+    /// Instance fields.
+    fields: MemFlagsData,
+}
+
+impl ObjectMem {
+    fn new(b: &mut FunctionBuilder<'_>) -> ObjectMem {
+        let mut region = |user_id, description: &'static str| {
+            let r = b.func.dfg.alias_regions.insert(AliasRegionData {
+                user_id,
+                description: description.into(),
+            });
+            MF.with_alias_region(Some(r))
+        };
+        ObjectMem {
+            views: region(1, "object views"),
+            elems: region(2, "array elements"),
+            fields: region(3, "instance fields"),
+        }
+    }
 }
 
 impl<'a, 'b> Tr<'a, 'b> {
@@ -268,6 +303,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             .map(|&l| if l { Some(b.create_block()) } else { None })
             .collect();
 
+        let mem = ObjectMem::new(&mut b);
         let mut tr = Tr {
             s,
             f,
@@ -285,6 +321,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             blocks,
             fault,
             sigs: HashMap::new(),
+            mem,
         };
         // A frame with String registers uses its window: make sure it exists (callers
         // reserve nothing for native callees).
@@ -343,6 +380,15 @@ impl<'a, 'b> Tr<'a, 'b> {
 
     fn kind(&self, r: u16) -> Kind {
         self.kinds[usize::from(r)]
+    }
+
+    /// The Cranelift type of register `r`'s value (`get`/`set`).
+    fn var_type(&self, r: u16) -> types::Type {
+        match self.kind(r) {
+            Kind::F64 => F64,
+            Kind::F32 => F32,
+            Kind::Int | Kind::Mem => I64,
+        }
     }
 
     /// The window's current address.
@@ -1005,31 +1051,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                 let r = self.ret_cell();
                 self.set(i.a, r);
             }
-            Op::GetField => {
-                let obj = self.get(i.b);
-                let field = self.i32c(u32::from(i.c));
-                let reg = self.i32c(u32::from(i.b));
-                self.hook(
-                    pc,
-                    hooks.get_field as usize,
-                    &[I64, I32, I32],
-                    &[obj, field, reg],
-                );
-                let r = self.ret_cell();
-                self.set_cell(i.a, r);
-            }
-            Op::SetField => {
-                let obj = self.get(i.a);
-                let field = self.i32c(u32::from(i.b));
-                let v = self.get_cell(i.c);
-                let reg = self.i32c(u32::from(i.a));
-                self.hook(
-                    pc,
-                    hooks.set_field as usize,
-                    &[I64, I32, I64, I32],
-                    &[obj, field, v, reg],
-                );
-            }
+            Op::GetField | Op::SetField => self.field(pc, i)?,
             Op::GetStatic => {
                 let st = self.statics;
                 let v = self.b.ins().load(I64, MF, st, 8 * i32::from(i.b));
@@ -1245,33 +1267,217 @@ impl<'a, 'b> Tr<'a, 'b> {
         Ok(())
     }
 
-    /// `aget.*` / `aset.*` through the hooks.
+    /// `aget.*` / `aset.*`. For arrays of scalars (with inline objects on) the access is
+    /// inline through the object views; what fails the inline checks — null, a stale handle,
+    /// an index out of bounds — can only be an error for a register of that array type, so it
+    /// goes to a cold block where the hook raises it. Arrays of references use the hooks.
     fn array(&mut self, pc: u32, i: Instr, get: bool, elem: u32) -> Result<(), JitError> {
         let hooks = *self.s.hooks;
+        let scalar = Scalar::from_u8(elem as u8).filter(|_| elem != ELEM_REF);
         let e = self.i32c(elem);
         if get {
             let (arr, idx) = (self.get(i.b), self.get(i.c));
             let reg = self.i32c(u32::from(i.b));
-            self.hook(
-                pc,
+            let (addr, params, args) = (
                 hooks.array_get as usize,
-                &[I32, I64, I64, I32],
-                &[e, arr, idx, reg],
+                [I32, I64, I64, I32],
+                [e, arr, idx, reg],
             );
-            let r = self.ret_cell();
-            self.set_cell(i.a, r);
+            match scalar.filter(|_| self.s.inline_objects) {
+                Some(s) => {
+                    let kind = ObjectView::array_kind(s);
+                    let data = self.view_lookup(pc, arr, kind, Some(idx), (addr, &params, &args));
+                    let at = self.element_addr(data, idx, s);
+                    let ty = self.var_type(i.a);
+                    let v = self.load_scalar(s, ty, at);
+                    self.set(i.a, v);
+                }
+                None => {
+                    self.hook(pc, addr, &params, &args);
+                    let r = self.ret_cell();
+                    self.set_cell(i.a, r);
+                }
+            }
         } else {
             let (arr, idx) = (self.get(i.a), self.get(i.b));
             let v = self.get_cell(i.c);
             let reg = self.i32c(u32::from(i.a));
-            self.hook(
-                pc,
+            let (addr, params, args) = (
                 hooks.array_set as usize,
-                &[I32, I64, I64, I64, I32],
-                &[e, arr, idx, v, reg],
+                [I32, I64, I64, I64, I32],
+                [e, arr, idx, v, reg],
             );
+            match scalar.filter(|_| self.s.inline_objects) {
+                Some(s) => {
+                    let kind = ObjectView::array_kind(s);
+                    let data = self.view_lookup(pc, arr, kind, Some(idx), (addr, &params, &args));
+                    let at = self.element_addr(data, idx, s);
+                    self.store_scalar(s, v, at);
+                }
+                None => self.hook(pc, addr, &params, &args),
+            }
         }
         Ok(())
+    }
+
+    /// `getfield` / `setfield`, inline through the object views (with inline objects on) as
+    /// `array` does: V-FIELD makes the field index valid for the register's class and the
+    /// view's tag names that class, so a failed check is null or a stale handle, an error the
+    /// hook raises in a cold block.
+    fn field(&mut self, pc: u32, i: Instr) -> Result<(), JitError> {
+        let hooks = *self.s.hooks;
+        let get = i.op == Op::GetField;
+        let (obj_reg, field) = if get { (i.b, i.c) } else { (i.a, i.b) };
+        let obj = self.get(obj_reg);
+        let kind = match self.f.regs.get(usize::from(obj_reg)) {
+            Some(Type::Object(k)) if self.s.inline_objects => ObjectView::instance_kind(*k),
+            _ => None,
+        };
+        let fieldv = self.i32c(u32::from(field));
+        let reg = self.i32c(u32::from(obj_reg));
+        let offset = 8 * i32::from(field);
+        if get {
+            let (addr, params, args) = (
+                hooks.get_field as usize,
+                [I64, I32, I32],
+                [obj, fieldv, reg],
+            );
+            match kind {
+                Some(kind) => {
+                    let data = self.view_lookup(pc, obj, kind, None, (addr, &params, &args));
+                    let ty = self.var_type(i.a);
+                    let v = self.b.ins().load(ty, self.mem.fields, data, offset);
+                    self.set(i.a, v);
+                }
+                None => {
+                    self.hook(pc, addr, &params, &args);
+                    let r = self.ret_cell();
+                    self.set_cell(i.a, r);
+                }
+            }
+        } else {
+            let v = self.get_cell(i.c);
+            let (addr, params, args) = (
+                hooks.set_field as usize,
+                [I64, I32, I64, I32],
+                [obj, fieldv, v, reg],
+            );
+            match kind {
+                Some(kind) => {
+                    let data = self.view_lookup(pc, obj, kind, None, (addr, &params, &args));
+                    self.b.ins().store(self.mem.fields, v, data, offset);
+                }
+                None => self.hook(pc, addr, &params, &args),
+            }
+        }
+        Ok(())
+    }
+
+    /// Looks `handle` up in the object views and returns the object's data address, in a
+    /// block reached only when the entry's tag is `kind` at the handle's generation (and,
+    /// with `index`, the index is below the length). Every other case goes to a cold block
+    /// that calls the instruction's hook (`slow`: address, parameter types, arguments), which
+    /// raises the error, and leaves the function: a hook that unexpectedly succeeds there
+    /// means the views are out of step with the heap, an embedder bug (`Status::Panic`).
+    fn view_lookup(
+        &mut self,
+        pc: u32,
+        handle: Value,
+        kind: u32,
+        index: Option<Value>,
+        slow: (usize, &[types::Type], &[Value]),
+    ) -> Value {
+        let error = self.b.create_block();
+        let ctx = self.ctx;
+        let vf = self.mem.views;
+        let b = &mut self.b;
+        // Slot index: the low half minus one (null's 0 becomes 2^64 - 1: out of range). The
+        // halves come from a truncation and a subtraction: x86 has no 64-bit AND immediate.
+        let low = b.ins().ireduce(I32, handle);
+        let low = b.ins().uextend(I64, low);
+        let slot = b.ins().iadd_imm_s(low, -1);
+        let views = b.ins().load(I64, vf, ctx, off::VIEWS);
+        let table = b.ins().load(I64, vf, views, off::VIEWS_PTR);
+        let len = b.ins().load(I64, vf, views, off::VIEWS_LEN);
+        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, slot, len);
+        let in_table = b.create_block();
+        b.ins().brif(outside, error, &[], in_table, &[]);
+        b.switch_to_block(in_table);
+        let offset = b.ins().imul_imm_u(slot, off::VIEW_SIZE);
+        let entry = b.ins().iadd(table, offset);
+        let tag = b.ins().load(I64, vf, entry, off::VIEW_TAG);
+        let generation = b.ins().isub(handle, low);
+        let want = b.ins().bor_imm_u(generation, i64::from(kind));
+        let mut bad = b.ins().icmp(IntCC::NotEqual, tag, want);
+        if let Some(index) = index {
+            // One branch for both checks: the length is only read when the tag matched, but
+            // an entry's `len` is always readable.
+            let n = b.ins().load(I64, vf, entry, off::VIEW_LEN);
+            // A negative index is a huge unsigned one: out of bounds too.
+            let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, n);
+            bad = b.ins().bor(bad, outside);
+        }
+        let live = b.create_block();
+        b.ins().brif(bad, error, &[], live, &[]);
+        // The error path, while no block is open.
+        self.b.switch_to_block(error);
+        self.b.set_cold_block(error);
+        let (addr, params, args) = slow;
+        let mut p = vec![I64];
+        p.extend_from_slice(params);
+        let mut a = vec![self.ctx];
+        a.extend_from_slice(args);
+        let st = self.call1(addr, &p, I32, &a);
+        let panic = self.b.ins().iconst(I32, Status::Panic as i64);
+        let st = self.b.ins().select(st, st, panic);
+        let pcv = self.b.ins().iconst(I32, i64::from(pc));
+        self.b
+            .ins()
+            .jump(self.fault, &[BlockArg::Value(st), BlockArg::Value(pcv)]);
+        self.b.switch_to_block(live);
+        self.b.ins().load(I64, vf, entry, off::VIEW_DATA)
+    }
+
+    /// Address of element `index` of an array of `s` whose data starts at `data`.
+    fn element_addr(&mut self, data: Value, index: Value, s: Scalar) -> Value {
+        let width = scalar_width(s);
+        let offset = if width == 1 {
+            index
+        } else {
+            self.b
+                .ins()
+                .ishl_imm_u(index, i64::from(width.trailing_zeros()))
+        };
+        self.b.ins().iadd(data, offset)
+    }
+
+    /// Loads a stored `s` at `addr` as a value of type `ty` (the register's variable type:
+    /// the float itself, or the canonical cell).
+    fn load_scalar(&mut self, s: Scalar, ty: types::Type, addr: Value) -> Value {
+        let mf = self.mem.elems;
+        let b = &mut self.b;
+        match s {
+            Scalar::F64 | Scalar::F32 if ty != I64 => b.ins().load(ty, mf, addr, 0),
+            Scalar::F64 | Scalar::I64 | Scalar::U64 => b.ins().load(I64, mf, addr, 0),
+            Scalar::Bool | Scalar::U8 => b.ins().uload8(I64, mf, addr, 0),
+            Scalar::I8 => b.ins().sload8(I64, mf, addr, 0),
+            Scalar::I16 => b.ins().sload16(I64, mf, addr, 0),
+            Scalar::U16 => b.ins().uload16(I64, mf, addr, 0),
+            Scalar::I32 => b.ins().sload32(mf, addr, 0),
+            Scalar::Char | Scalar::U32 | Scalar::F32 => b.ins().uload32(mf, addr, 0),
+        }
+    }
+
+    /// Stores the canonical cell `v` at `addr` as a stored `s` (its low bytes).
+    fn store_scalar(&mut self, s: Scalar, v: Value, addr: Value) {
+        let mf = self.mem.elems;
+        let b = &mut self.b;
+        match scalar_width(s) {
+            1 => b.ins().istore8(mf, v, addr, 0),
+            2 => b.ins().istore16(mf, v, addr, 0),
+            4 => b.ins().istore32(mf, v, addr, 0),
+            _ => b.ins().store(mf, v, addr, 0),
+        };
     }
 
     /// `call a b c`: stack room for the callee's window, then a native call of its internal
@@ -1521,5 +1727,16 @@ mod tests {
         }
         assert!(!unsupported(Op::AddI32));
         assert!(!unsupported(Op::Print));
+    }
+}
+
+/// Bytes per element of an array of `s` (`ObjectView` storage: natural width, `boolean` one
+/// byte, `char` four).
+fn scalar_width(s: Scalar) -> u32 {
+    match s {
+        Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
+        Scalar::I16 | Scalar::U16 => 2,
+        Scalar::Char | Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
+        Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
     }
 }

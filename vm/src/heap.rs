@@ -35,6 +35,7 @@ use std::sync::Arc;
 
 use cajeta_backends::{Backend, MemoryKind, StorageId, StreamId};
 use cajeta_bytecode::{Elem, Scalar};
+use cajeta_jit::{ObjectView, ObjectViews};
 
 /// The null handle.
 pub const NULL: u64 = 0;
@@ -464,6 +465,13 @@ pub struct Heap {
     epoch: u32,
     /// Mark bits, one per slot, reused between collections.
     marks: Vec<bool>,
+    /// What compiled code reads to reach array elements and instance fields inline, one entry
+    /// per slot (the contract is [`ObjectView`]'s): kept in step with `slots` by `alloc` and
+    /// `free_slot`, the only places a slot's object changes.
+    views: Vec<ObjectView>,
+    /// Where `views` is now, for `JitContext::views` (boxed: its address survives moves of
+    /// the heap; rewritten whenever `views` grows).
+    view_table: Box<ObjectViews>,
     allocs: u64,
     frees: u64,
     collections: u64,
@@ -491,10 +499,21 @@ impl Heap {
             gc_threshold: GC_MIN_THRESHOLD,
             epoch: 0,
             marks: Vec::new(),
+            views: Vec::new(),
+            view_table: Box::new(ObjectViews {
+                ptr: std::ptr::null(),
+                len: 0,
+            }),
             allocs: 0,
             frees: 0,
             collections: 0,
         }
+    }
+
+    /// The object view table for compiled code (`JitContext::views`); valid as long as the
+    /// heap lives.
+    pub fn object_views(&self) -> *const ObjectViews {
+        &*self.view_table
     }
 
     /// Makes every slot allocated so far permanent (used once, after the constant strings).
@@ -574,6 +593,12 @@ impl Heap {
                 *class = new;
             }
         }
+        // Instance views name their class.
+        for (slot, view) in self.slots.iter_mut().zip(self.views.iter_mut()) {
+            if matches!(slot.obj, Obj::Instance(_)) {
+                *view = view_of(&mut slot.obj, slot.generation);
+            }
+        }
     }
 
     /// Starts a new top-level call: later allocations carry the new epoch number.
@@ -605,8 +630,10 @@ impl Heap {
             _ => self.live_objects += 1,
         }
         self.allocs += 1;
+        let mut obj = obj;
         if let Some(idx) = self.free.pop() {
             let slot = &mut self.slots[idx as usize];
+            self.views[idx as usize] = view_of(&mut obj, slot.generation);
             slot.obj = obj;
             slot.epoch = self.epoch;
             return Ok(handle(idx as usize, slot.generation));
@@ -621,6 +648,11 @@ impl Heap {
             self.allocs -= 1;
             return Err(TableFull);
         }
+        self.views.push(view_of(&mut obj, 0));
+        *self.view_table = ObjectViews {
+            ptr: self.views.as_ptr(),
+            len: self.views.len() as u64,
+        };
         self.slots.push(Slot {
             generation: 0,
             epoch: self.epoch,
@@ -693,6 +725,7 @@ impl Heap {
             _ => self.live_objects -= 1,
         }
         slot.generation = slot.generation.wrapping_add(1);
+        self.views[idx] = ObjectView::default();
         self.frees += 1;
         self.free.push(idx as u32);
     }
@@ -791,6 +824,49 @@ fn mark(slots: &[Slot], marks: &mut [bool], h: u64) {
     }
 }
 
+/// The [`ObjectView`] of `obj` in a slot at `generation`: arrays of scalars (elements at
+/// their natural width, as [`ArrData`] stores them) and instances (one cell per field); every
+/// other object gets the empty view, so compiled code takes its hook. The addresses stay valid
+/// while the object lives: array and field storage is never reallocated.
+fn view_of(obj: &mut Obj, generation: u32) -> ObjectView {
+    fn array<T>(v: &mut [T], s: Scalar, generation: u32) -> ObjectView {
+        ObjectView {
+            tag: ObjectView::tag(generation, ObjectView::array_kind(s)),
+            data: v.as_mut_ptr() as u64,
+            len: v.len() as u64,
+        }
+    }
+    match obj {
+        Obj::Array(Array { elem, data }) => {
+            let Elem::Scalar(s) = *elem else {
+                return ObjectView::default();
+            };
+            match data {
+                ArrData::Bool(v) | ArrData::U8(v) => array(v, s, generation),
+                ArrData::Char(v) | ArrData::U32(v) => array(v, s, generation),
+                ArrData::I8(v) => array(v, s, generation),
+                ArrData::I16(v) => array(v, s, generation),
+                ArrData::U16(v) => array(v, s, generation),
+                ArrData::I32(v) => array(v, s, generation),
+                ArrData::I64(v) => array(v, s, generation),
+                ArrData::U64(v) => array(v, s, generation),
+                ArrData::F32(v) => array(v, s, generation),
+                ArrData::F64(v) => array(v, s, generation),
+                ArrData::Ref(_) => ObjectView::default(),
+            }
+        }
+        Obj::Instance(inst) => match ObjectView::instance_kind(inst.class) {
+            Some(kind) => ObjectView {
+                tag: ObjectView::tag(generation, kind),
+                data: inst.fields.as_mut_ptr() as u64,
+                len: inst.fields.len() as u64,
+            },
+            None => ObjectView::default(),
+        },
+        _ => ObjectView::default(),
+    }
+}
+
 /// The handle of slot `idx` at generation `generation`.
 #[inline]
 fn handle(idx: usize, generation: u32) -> u64 {
@@ -800,6 +876,70 @@ fn handle(idx: usize, generation: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The view entry of handle `h` (what compiled code reads).
+    fn view(heap: &Heap, h: u64) -> ObjectView {
+        // SAFETY: `object_views` points at the heap's live table, which nothing mutates while
+        // `heap` is borrowed; the index is checked against its length.
+        unsafe {
+            let table = &*heap.object_views();
+            let idx = (h as u32 - 1) as u64;
+            assert!(idx < table.len);
+            *table.ptr.add(idx as usize)
+        }
+    }
+
+    #[test]
+    fn object_views_follow_allocation_release_and_reuse() {
+        let mut heap = Heap::new();
+        let s = heap.alloc_str("text").unwrap();
+        assert_eq!(
+            view(&heap, s),
+            ObjectView::default(),
+            "strings take the hooks"
+        );
+        let a = heap
+            .alloc(Obj::Array(Array {
+                elem: Elem::Scalar(Scalar::F64),
+                data: ArrData::zeroed(Elem::Scalar(Scalar::F64), 5).unwrap(),
+            }))
+            .unwrap();
+        let v = view(&heap, a);
+        assert_eq!(
+            v.tag,
+            ObjectView::tag(0, ObjectView::array_kind(Scalar::F64))
+        );
+        assert_eq!(v.len, 5);
+        match heap.get(a) {
+            Some(Obj::Array(Array {
+                data: ArrData::F64(d),
+                ..
+            })) => assert_eq!(v.data, d.as_ptr() as u64),
+            other => panic!("{other:?}"),
+        }
+        assert!(heap.release(a));
+        assert_eq!(view(&heap, a).tag, 0, "a released slot has no view");
+        // The slot is reused at the next generation by an instance.
+        let o = heap
+            .alloc(Obj::Instance(Instance {
+                class: 3,
+                fields: vec![1, 2].into_boxed_slice(),
+            }))
+            .unwrap();
+        assert_eq!(o as u32, a as u32, "same slot");
+        let v = view(&heap, o);
+        assert_eq!(
+            v.tag,
+            ObjectView::tag(1, ObjectView::instance_kind(3).unwrap())
+        );
+        assert_eq!(v.len, 2);
+        // Growing the table moves it; the boxed location follows.
+        let many: Vec<u64> = (0..1000)
+            .map(|i| heap.alloc_str(format!("{i}")).unwrap())
+            .collect();
+        assert_eq!(view(&heap, o).len, 2);
+        assert_eq!(view(&heap, many[999]).tag, 0);
+    }
 
     #[test]
     fn handles_go_stale_on_release() {

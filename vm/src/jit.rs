@@ -151,43 +151,6 @@ impl Drop for JitState {
     }
 }
 
-/// In `auto` mode, a function whose loops spend more than this share of their instructions
-/// on array elements and fields stays interpreted: compiled code reaches those through a
-/// hook call each (which also spills every live float register), the interpreter inline, so
-/// such loops run slower compiled (nbody: 2.26 s compiled against 1.52 s interpreted).
-/// `eager` compiles them anyway. See `docs/notes/jit.md`.
-pub const AUTO_MAX_ACCESS_SHARE: f64 = 0.25;
-
-/// The share of instructions inside `f`'s loops (between a backward jump's target and the
-/// jump) that access array elements or fields through hooks; 0 without loops.
-fn loop_access_share(f: &Function) -> f64 {
-    let mut in_loop = vec![false; f.code.len()];
-    for (pc, i) in f.code.iter().enumerate() {
-        let target = i.bc() as usize;
-        if i.op.is_branch() && target <= pc {
-            for slot in &mut in_loop[target..=pc] {
-                *slot = true;
-            }
-        }
-    }
-    let (mut total, mut access) = (0usize, 0usize);
-    for (i, _) in f.code.iter().zip(&in_loop).filter(|(_, l)| **l) {
-        total += 1;
-        let m = i.op.mnemonic();
-        if ["aget.", "aset.", "getfield", "setfield", "arrlen"]
-            .iter()
-            .any(|p| m.starts_with(p))
-        {
-            access += 1;
-        }
-    }
-    if total == 0 {
-        0.0
-    } else {
-        access as f64 / total as f64
-    }
-}
-
 /// True when function `f` contains a backward jump (a loop).
 fn has_loop(f: &Function) -> bool {
     f.code
@@ -208,7 +171,14 @@ impl Vm {
         if mode == JitMode::Off {
             return;
         }
-        let jit = match Jit::new(Arc::clone(&self.module), hooks(), JitOptions::default()) {
+        // Arrays and fields inline: the heap maintains the object views. `CAJETA_JIT_DISASM`
+        // (with `--jit-verbose`) also prints each compiled function's machine code.
+        let options = JitOptions {
+            inline_objects: true,
+            disasm: std::env::var_os("CAJETA_JIT_DISASM").is_some(),
+            ..JitOptions::default()
+        };
+        let jit = match Jit::new(Arc::clone(&self.module), hooks(), options) {
             Ok(j) => j,
             Err(e) => {
                 if verbose {
@@ -218,7 +188,6 @@ impl Vm {
                 return;
             }
         };
-        let mut refused = Vec::new();
         let slots = self
             .module
             .functions
@@ -226,17 +195,6 @@ impl Vm {
             .zip(&self.fns)
             .map(|(f, info)| {
                 if f.kind != FnKind::Host || f.code.is_empty() {
-                    return Slot::Interpreted;
-                }
-                if mode == JitMode::Auto && loop_access_share(f) > AUTO_MAX_ACCESS_SHARE {
-                    if verbose {
-                        refused.push(format!(
-                            "jit: interpreting {}: its loops are {:.0}% array/field accesses \
-                             (hook calls when compiled; faster interpreted)",
-                            f.name,
-                            loop_access_share(f) * 100.0
-                        ));
-                    }
                     return Slot::Interpreted;
                 }
                 info.tier.set(TIER_JIT);
@@ -250,9 +208,6 @@ impl Vm {
                 }
             })
             .collect();
-        for line in refused {
-            self.out.write(true, &line, true);
-        }
         let ctx = Box::into_raw(Box::new(JitContext::new(
             std::ptr::null_mut(),
             self.max_depth as u64,
@@ -299,11 +254,13 @@ impl Vm {
                 let line = match st.jit.compile(func) {
                     Ok(c) => {
                         st.slots[func as usize] = Slot::Compiled(c.entry());
+                        let code = st.jit.disassembly(func).unwrap_or_default();
                         format!(
-                            "jit: compiled {} in {:.2} ms ({} bytes)",
+                            "jit: compiled {} in {:.2} ms ({} bytes){}{code}",
                             self.module.functions[func as usize].name,
                             c.compile_time.as_secs_f64() * 1e3,
-                            c.code_size
+                            c.code_size,
+                            if code.is_empty() { "" } else { "\n" },
                         )
                     }
                     Err(e) => {
@@ -383,6 +340,7 @@ impl Vm {
         ctx.stack_len = self.stack.len() as u64;
         ctx.statics = self.statics.as_mut_ptr();
         ctx.consts = self.kvals.as_ptr();
+        ctx.views = self.heap.object_views();
         ctx.depth = depth;
         ctx.max_depth = max_depth;
         if outermost {
