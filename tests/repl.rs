@@ -1,0 +1,219 @@
+//! `cajeta repl` driven through piped stdin: each test feeds a script and compares the
+//! merged stdout and stderr exactly (no prompts are printed without a terminal).
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Runs `cajeta repl` (cpu backend) on `script`; returns the merged output and exit status.
+fn repl(script: &str) -> (String, i32) {
+    let dir = std::env::temp_dir().join(format!(
+        "cajeta-repl-test-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_path = dir.join("out.txt");
+    let out = std::fs::File::create(&out_path).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cajeta"))
+        .args(["repl", "--backend", "cpu"])
+        .env_remove("CAJETA_XPU_BACKEND")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(out.try_clone().unwrap()))
+        .stderr(Stdio::from(out))
+        .spawn()
+        .expect("cajeta runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let status = child.wait().unwrap().code().unwrap_or(-1);
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    (text, status)
+}
+
+fn check(script: &str, expected: &str) {
+    let (out, status) = repl(script);
+    assert_eq!(out, expected, "output of:\n{script}");
+    assert_eq!(status, 0);
+}
+
+#[test]
+fn buffer_kernel_show_mem_error_reset() {
+    check(
+        r#"import cajeta.xpu.*;
+KernelBuffer<float32> b = heap KernelBuffer<float32>(8);
+float32[] h = heap float32[8];
+for (int32 i = 0; i < 8; i++) { h[i] = i * 1.5f; }
+b.upload(h);
+b
+@Kernel
+void scale(KernelBuffer<float32> y, float32 a,
+           uint32 n) {
+    uint32 i = KernelThread.globalIdX();
+    if (i < n) { y[i] = y[i] * a; }
+}
+scale.launch(grid: [1], block: [8])(b, 2.0f, 8);
+KernelStream.current().sync();
+:show b
+:show b 2..4
+:show b 7
+:mem
+int32 y = cnt + 1;
+h[10] = 1.0f;
+h[1]
+:reset
+:mem
+b
+"#,
+        r#": KernelBuffer<float32> (length 8, 32 bytes, cpu) = [0, 1.5, 3, 4.5, 6, 7.5, 9, 10.5]
+b[0..8] = [0, 3, 6, 9, 12, 15, 18, 21]
+b[2..4] = [6, 9]
+b[7..8] = [21]
+live buffers:
+  b : KernelBuffer<float32> (length 8, 32 bytes, cpu)
+device memory: live=32 peak=32 allocs=1 frees=0
+<input>:1:11: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]: unknown name 'cnt'
+ 1 | int32 y = cnt + 1;
+   |           ^^^
+cajeta: runtime error: E-BOUNDS: index 10 out of bounds for length 8
+  at <input> (<input>:1:1)
+: float32 = 1.5
+session reset
+no live buffers in session variables
+device memory: live=0 peak=0 allocs=0 frees=0
+<input>:1:1: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]: unknown name 'b'
+ 1 | b
+   | ^
+"#,
+    );
+}
+
+#[test]
+fn echo_shows_values_with_their_types() {
+    check(
+        r#"uint8 a = 200;
+uint8 c = 100;
+a + c
+(int32) a + c
+1.0 / 3
+"text" + 1
+'x'
+3 > 2
+int64[] big = heap int64[10];
+for (int32 i = 0; i < 10; i++) { big[i] = i * i; }
+big
+System.stdout.println("printed")
+String s = null;
+s
+"#,
+        r#": uint8 = 44
+: int32 = 300
+: float64 = 0.333333
+: String = "text1"
+: char = 'x'
+: boolean = true
+: int64[] (count 10) = [0, 1, 4, 9, ..., 36, 49, 64, 81]
+printed
+: String = null
+"#,
+    );
+}
+
+#[test]
+fn functions_and_classes_persist_and_can_be_redefined() {
+    check(
+        r#"int32 twice(int32 x) { return 2 * x; }
+twice(21)
+int32 twice(int32 x) { return 3 * x; }
+twice(21)
+class Counter {
+    static int32 made = 100;
+    int32 n;
+    Counter(int32 start) { n = start; made = made + 1; }
+}
+Counter k = heap Counter(7);
+k.n + Counter.made
+k
+int32 total = 0;
+void add(int32 v) { total = total + v; }
+add(5);
+add(6);
+total
+"#,
+        r#": int32 = 42
+: int32 = 63
+: int32 = 108
+: Counter = Counter{n=7}
+: int32 = 11
+"#,
+    );
+}
+
+#[test]
+fn redeclaring_and_dropping_release_buffers() {
+    check(
+        r#"import cajeta.xpu.*;
+KernelBuffer<int32> b = heap KernelBuffer<int32>(4);
+KernelBuffer<int32> b = heap KernelBuffer<int32>(16);
+:mem
+:drop b
+:mem
+"#,
+        r#"live buffers:
+  b : KernelBuffer<int32> (length 16, 64 bytes, cpu)
+device memory: live=64 peak=64 allocs=2 frees=1
+dropped b
+no live buffers in session variables
+device memory: live=0 peak=64 allocs=2 frees=2
+"#,
+    );
+}
+
+#[test]
+fn commands_type_dis_load_time_jit() {
+    let dir = std::env::temp_dir().join(format!("cajeta-repl-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("defs.cajeta");
+    std::fs::write(
+        &file,
+        "class Sq {\n    static int64 of(int64 v) { return v * v; }\n}\nint64 cube(int64 v) { return v * Sq.of(v); }\n",
+    )
+    .unwrap();
+    let script = format!(
+        ":type 1 + 2L\n:type System.stdout.println(1)\n:load {}\ncube(3)\n:jit off\n:jit\n:dis nothing\n:frob\n",
+        file.display()
+    );
+    let (out, status) = repl(&script);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        out,
+        "int64\nvoid\n: int64 = 27\njit: off\njit: off\n\
+         cajeta: error: no function, kernel or class named 'nothing'\n\
+         cajeta: error: unknown command ':frob' (:help lists them)\n"
+    );
+    assert_eq!(status, 0);
+    let (out, _) = repl("int32 f() { return 1; }\n:dis f\n:time int32 z = f();\n");
+    assert!(out.starts_with("function "), "{out}");
+    assert!(out.contains("Repl.f"), "{out}");
+    assert!(
+        out.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("time: ") && l.ends_with(" ms")),
+        "{out}"
+    );
+}
+
+#[test]
+fn errors_point_into_earlier_entries_and_exit_status() {
+    let (out, status) = repl(
+        "int32 div(int32 a, int32 b) {\n    return a / b;\n}\ndiv(1, 0)\ndiv(9, 3)\nSystem.exit(3);\nSystem.stdout.println(\"not reached\");\n",
+    );
+    assert_eq!(
+        out,
+        "cajeta: runtime error: E-DIVZERO: integer division by zero\n  at Repl.div (<entry 1>:2:12)\n  at <input> (<input>:1:1)\n: int32 = 3\n"
+    );
+    assert_eq!(status, 3);
+}
