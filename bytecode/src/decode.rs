@@ -508,6 +508,7 @@ impl<'a> Reader<'a> {
             0 => FnKind::Host,
             1 => FnKind::Kernel,
             2 => FnKind::Device,
+            3 => FnKind::Native,
             k => return Err(err("CJB-E-TAG", at, format!("unknown function kind {k}"))),
         };
         let params = self.uleb16("parameter count")?;

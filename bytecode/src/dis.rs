@@ -159,6 +159,7 @@ impl Dis<'_> {
             FnKind::Host => "host",
             FnKind::Kernel => "kernel",
             FnKind::Device => "device",
+            FnKind::Native => "native",
         };
         let params: Vec<String> = (0..usize::from(f.params))
             .map(|p| match f.regs.get(p) {

@@ -254,6 +254,7 @@ impl Writer {
             FnKind::Host => 0,
             FnKind::Kernel => 1,
             FnKind::Device => 2,
+            FnKind::Native => 3,
         });
         self.uleb(u32::from(f.params));
         match f.ret {

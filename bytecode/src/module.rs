@@ -26,6 +26,10 @@ pub enum FnKind {
     Kernel = 1,
     /// A `@Device` helper, callable from kernels and device functions only.
     Device = 2,
+    /// A `static native` method: no code, its behaviour is a function the embedding host
+    /// registers with the VM (calling an unregistered one is a runtime error). Callable from
+    /// host code only; its parameters and result are primitives or `String` (V-NATIVE).
+    Native = 3,
 }
 
 /// A source position attached to a pc.
@@ -104,7 +108,8 @@ pub struct Function {
     pub ret: Option<Type>,
     /// Type of every register (parameters first). Invariant: `regs.len() >= params`.
     pub regs: Vec<Type>,
-    /// The code. Invariant (verified): non-empty and ends in a terminator.
+    /// The code. Invariant (verified): non-empty and ends in a terminator; empty for a
+    /// [`FnKind::Native`] function.
     pub code: Vec<Instr>,
     /// Index into [`Module::files`] of the defining source file.
     pub file: u32,

@@ -16,6 +16,9 @@
 //!   register index that passes V-REG fits a `u16` and the parameters are registers
 //!   `0..params` of the frame.
 //! - **V-KERNEL**: a `Kernel` function returns `void` (XPU-K01).
+//! - **V-NATIVE**: a `Native` function has no code, regions or shared declarations, line
+//!   entries only at pc 0, exactly its parameters as registers, and only primitive or
+//!   `String` parameter and result types. (V-TERM and the code rules do not apply to it.)
 //! - **V-INIT**: every entry of `init` is a function index in range, of a `Host` function with
 //!   0 parameters and a `void` result.
 //! - **V-ENTRY**: `entry`, if present, is a function index in range of a `Host` function.
@@ -52,7 +55,7 @@
 //!   `aset.* a b c`: likewise with the array in `a` and the value in `c`. `newarr` needs an
 //!   array destination (V-OPTYPE).
 //! - **V-CALL**: `call a b c`: the callee `F = functions[c]` (V-FUNC) may be called from this
-//!   function's kind (host → `Host` only; kernel or device → `Device` only);
+//!   function's kind (host → `Host` or `Native`; kernel or device → `Device` only);
 //!   `b + F.params <= regs.len()` and `regs[b + i] == F.regs[i]` for `i < F.params`; if
 //!   `F.ret == Some(t)` then `a < regs.len()` and `regs[a] == t`, else `a == 0`. The callee's
 //!   frame starts at caller register `b` and may extend beyond the caller's frame: the VM
@@ -402,6 +405,9 @@ impl<'m> Verifier<'m> {
         for (r, &t) in f.regs.iter().enumerate() {
             self.check_type(t, Some(f), &format!("register r{r}"))?;
         }
+        if f.kind == FnKind::Native {
+            self.native(f)?;
+        }
         if f.kind == FnKind::Kernel && f.ret.is_some() {
             return Err(fail(
                 "V-KERNEL",
@@ -425,8 +431,47 @@ impl<'m> Verifier<'m> {
         Ok(())
     }
 
+    /// V-NATIVE: a native function is a signature only.
+    fn native(&self, f: &Function) -> Result<(), VerifyError> {
+        let crosses = |t: Type| matches!(t, Type::Scalar(_) | Type::Str);
+        let what = if !f.code.is_empty() || !f.regions.is_empty() || !f.shared.is_empty() {
+            Some("has code, regions or shared declarations".to_string())
+        } else if f.lines.iter().any(|e| e.pc != 0) {
+            Some("has line entries past pc 0".to_string())
+        } else if f.regs.len() != usize::from(f.params) {
+            Some(format!(
+                "has {} registers for {} parameters",
+                f.regs.len(),
+                f.params
+            ))
+        } else if let Some(t) = f.regs.iter().copied().find(|&t| !crosses(t)) {
+            Some(format!(
+                "takes a {t}: only primitives and String cross to the host"
+            ))
+        } else if let Some(t) = f.ret.filter(|&t| !crosses(t)) {
+            Some(format!(
+                "returns a {t}: only primitives and String cross from the host"
+            ))
+        } else {
+            None
+        };
+        match what {
+            Some(w) => Err(fail(
+                "V-NATIVE",
+                Some(f),
+                None,
+                format!("native function {w}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Code and tables of one function (its header is already verified).
     fn body(&self, f: &Function) -> Result<(), VerifyError> {
+        if f.kind == FnKind::Native {
+            // V-NATIVE (checked with the header) leaves nothing to check here.
+            return Ok(());
+        }
         match f.code.last() {
             None => {
                 return Err(fail(
@@ -907,8 +952,10 @@ impl FnVerifier<'_, '_> {
             return Err(self.err("V-FUNC", pc, format!("function {} out of range", i.c)));
         };
         let allowed = match f.kind {
-            FnKind::Host => callee.kind == FnKind::Host,
+            FnKind::Host => matches!(callee.kind, FnKind::Host | FnKind::Native),
             FnKind::Kernel | FnKind::Device => callee.kind == FnKind::Device,
+            // A native function has no code, so it calls nothing.
+            FnKind::Native => false,
         };
         if !allowed {
             return Err(self.err(
@@ -1103,6 +1150,7 @@ fn kind_name(k: FnKind) -> &'static str {
         FnKind::Host => "host",
         FnKind::Kernel => "kernel",
         FnKind::Device => "device",
+        FnKind::Native => "native",
     }
 }
 

@@ -93,6 +93,9 @@ pub struct Modifiers {
     pub is_static: bool,
     /// `final`.
     pub is_final: bool,
+    /// `native` (our extension, `docs/spec-decisions.md`): a `static` method without a body,
+    /// supplied by the embedding host.
+    pub native: bool,
 }
 
 /// A class declaration.
@@ -168,7 +171,7 @@ pub struct MethodDecl {
     pub name: Ident,
     /// Parameters.
     pub params: Vec<Param>,
-    /// The body.
+    /// The body (empty for a `native` method, whose declaration ends in `;`).
     pub body: Block,
     /// The whole declaration.
     pub span: Span,

@@ -3,11 +3,14 @@
 //! **API Boundary.** The CLI, the REPL and embedders use only these items.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::io::Write;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use cajeta_bytecode::{Const, Elem, Module, Scalar, Type};
 
+use crate::embed::HostFunc;
 use crate::error::{ErrorCode, RuntimeError};
 use crate::format;
 use crate::heap::{ArrData, Array, Heap, HeapStats, Obj, NULL};
@@ -217,6 +220,11 @@ pub struct Vm {
     /// Active frames not in `frames[frames_floor..]`'s count toward the depth limit (JIT frames
     /// and outer activations); `max_depth` is lowered by as much while they exist.
     pub(crate) hidden_frames: usize,
+    /// Host functions registered by name ([`Vm::define_native`]).
+    pub(crate) host_fns: HashMap<String, Rc<HostFunc>>,
+    /// Per function of the module, the host function bound to it (native functions whose
+    /// name and signature match a registration; `None` elsewhere).
+    pub(crate) natives: Vec<Option<Rc<HostFunc>>>,
 }
 
 impl Vm {
@@ -253,6 +261,8 @@ impl Vm {
             jit: None,
             frames_floor: 0,
             hidden_frames: 0,
+            host_fns: HashMap::new(),
+            natives: Vec::new(),
             module,
         }
     }
@@ -374,7 +384,7 @@ impl Vm {
 
     /// The register cell for an argument of type `ty`, or `None` if it does not fit. Strings
     /// allocated here are not yet rooted, so this never triggers a collection.
-    fn arg_cell(&mut self, v: &Value, ty: Type) -> Option<u64> {
+    pub(crate) fn arg_cell(&mut self, v: &Value, ty: Type) -> Option<u64> {
         Some(match (v, ty) {
             (Value::Bool(b), Type::Scalar(Scalar::Bool)) => *b as u64,
             (Value::Char(c), Type::Scalar(Scalar::Char)) => *c as u64,
@@ -408,7 +418,7 @@ impl Vm {
     }
 
     /// The embedding form of a result cell of type `ty`.
-    fn cell_value(&self, cell: u64, ty: Type) -> Value {
+    pub(crate) fn cell_value(&self, cell: u64, ty: Type) -> Value {
         match ty {
             Type::Scalar(s) => match s {
                 Scalar::Bool => Value::Bool(cell != 0),

@@ -73,6 +73,14 @@ error_codes! {
     /// (VM only) A module given to the embedding API failed bytecode verification (the
     /// message names the invariant, function and pc). Never raised by a program.
     Verify = ("E-VERIFY", "a module given to the embedding API fails verification"),
+    /// (Ours) A `native` method was called that the host did not register (or registered
+    /// with another signature), or the host function returned an error; message
+    /// `native method <name> …`.
+    Native = ("E-NATIVE", "a native method is unregistered or its host function failed"),
+    /// (VM only) The fuel given to the VM ran out (embedding API: `Vm::set_fuel`).
+    Fuel = ("E-FUEL", "the VM's fuel is exhausted"),
+    /// (VM only) The host interrupted the running call (`Vm::interrupt_handle`).
+    Interrupted = ("E-INTERRUPTED", "the host interrupted the running call"),
     /// Allocation failure of device memory.
     XpuOom = ("XPU-E-OOM", "a device allocation fails"),
     /// Use of a freed or unallocated buffer, a destroyed stream or event.

@@ -28,16 +28,17 @@ mod embed;
 pub mod error;
 pub mod format;
 pub mod heap;
-pub mod session;
 mod interp;
 mod jit;
 mod output;
+pub mod session;
 mod xpu;
 
 pub use api::{
     run_program, run_program_in, run_program_with, RunOptions, Value, Vm, DEFAULT_MAX_DEPTH,
 };
 pub use cajeta_backends::MemStats;
+pub use embed::{HostError, HostFuncBox, HostResult, IntoHostFunc, ValType};
 pub use error::{ErrorCode, RuntimeError, TraceFrame};
 pub use heap::HeapStats;
 pub use jit::{JitMode, AUTO_CALLS, NATIVE_STACK_BUDGET};

@@ -364,6 +364,61 @@ fn annotation_kind(anns: &[ast::Annotation]) -> FnKind {
     FnKind::Host
 }
 
+/// The rules of a `static native` method (our extension, `docs/spec-decisions.md`): static,
+/// host-side, and only primitives and `String` cross the boundary.
+fn native_signature_errors(
+    md: &ast::MethodDecl,
+    kind: FnKind,
+    params: &[(String, Ty)],
+    ret: &Ty,
+) -> Vec<Diag> {
+    let mut errors = Vec::new();
+    let span = md.name.span;
+    if !md.modifiers.is_static {
+        errors.push(Diag::error(
+            code::SYNTAX,
+            span,
+            format!("native method '{}' must be static", md.name.name),
+        ));
+    }
+    if kind != FnKind::Host || !md.annotations.is_empty() {
+        errors.push(Diag::error(
+            code::SYNTAX,
+            span,
+            format!(
+                "native method '{}' cannot be annotated (@Kernel, @Device and @Host do not apply)",
+                md.name.name
+            ),
+        ));
+    }
+    let crosses = |t: &Ty| matches!(t, Ty::Prim(_) | Ty::Str | Ty::Error);
+    for (name, t) in params {
+        if !crosses(t) {
+            errors.push(Diag::error(
+                code::TYPE_MISMATCH,
+                span,
+                format!(
+                    "parameter '{name}' of native method '{}' has type {}: only primitives and String cross to the host",
+                    md.name.name,
+                    t.reg()
+                ),
+            ));
+        }
+    }
+    if !crosses(ret) && *ret != Ty::Void {
+        errors.push(Diag::error(
+            code::TYPE_MISMATCH,
+            span,
+            format!(
+                "native method '{}' returns {}: only void, primitives and String cross from the host",
+                md.name.name,
+                ret.reg()
+            ),
+        ));
+    }
+    errors
+}
+
 fn shell(name: String, kind: FnKind, file: u32) -> Function {
     Function {
         name,
@@ -649,6 +704,9 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                     if kind != FnKind::Host {
                         errors.extend(device_signature_errors(&p, md, kind, &params, &ret));
                     }
+                    if md.modifiers.native {
+                        errors.extend(native_signature_errors(md, kind, &params, &ret));
+                    }
                     // Two kernels, or a kernel and a method, may not share a name (XPU §3.2).
                     if methods.iter().any(|o| {
                         o.name == md.name.name
@@ -689,6 +747,28 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                     let shell_kind = if dual { FnKind::Host } else { kind };
                     p.functions
                         .push(shell(format!("{qual}.{}", md.name.name), shell_kind, file));
+                    if md.modifiers.native {
+                        // No body to compile: the signature is the whole function (its
+                        // parameters are scalars and Strings, so there are no owns-flags).
+                        let func = &mut p.functions[f as usize];
+                        func.kind = FnKind::Native;
+                        func.regs = params.iter().map(|(_, t)| t.reg()).collect();
+                        func.params = func.regs.len() as u16;
+                        func.ret = (ret != Ty::Void).then(|| ret.reg());
+                        methods.push(MethodSig {
+                            name: md.name.name.clone(),
+                            params,
+                            ret,
+                            is_static: true,
+                            access: Access::of(&md.modifiers),
+                            kind: FnKind::Host,
+                            func: f,
+                            body: None,
+                            span: md.name.span,
+                            device_twin: None,
+                        });
+                        continue;
+                    }
                     let mut sig = MethodSig {
                         name: md.name.name.clone(),
                         params,

@@ -142,7 +142,12 @@ impl Parser {
                     pre.annotations.push(a);
                 }
                 Tok::Kw(
-                    k @ (Kw::Public | Kw::Protected | Kw::Private | Kw::Static | Kw::Final),
+                    k @ (Kw::Public
+                    | Kw::Protected
+                    | Kw::Private
+                    | Kw::Static
+                    | Kw::Final
+                    | Kw::Native),
                 ) => {
                     let k = *k;
                     pre.start.get_or_insert(span);
@@ -153,6 +158,7 @@ impl Parser {
                         Kw::Protected => &mut m.protected,
                         Kw::Private => &mut m.private,
                         Kw::Static => &mut m.is_static,
+                        Kw::Native => &mut m.native,
                         _ => &mut m.is_final,
                     };
                     let repeated = *flag;
@@ -168,7 +174,6 @@ impl Parser {
                     | Kw::Strictfp
                     | Kw::Const
                     | Kw::Async
-                    | Kw::Native
                     | Kw::Transient
                     | Kw::Volatile
                     | Kw::Default),
@@ -186,7 +191,7 @@ impl Parser {
     /// Top-level classes accept only `public` and `final`.
     fn check_class_modifiers(&mut self, prefix: &Prefix) {
         let m = &prefix.modifiers;
-        if m.protected || m.private || m.is_static {
+        if m.protected || m.private || m.is_static || m.native {
             let span = prefix.start.unwrap_or(self.span());
             self.error(span, "a top-level class may only be 'public' and 'final'");
         }
@@ -383,6 +388,9 @@ impl Parser {
                     self.error(here, format!("method '{n}' needs a result type (or 'void'); a constructor must be named '{}'", class.name));
                     return Err(Failed);
                 }
+                if prefix.modifiers.native {
+                    self.error(here, "'native' applies to static methods only");
+                }
                 let params = self.params()?;
                 let body = self.method_body()?;
                 Ok(Some(Member::Constructor(CtorDecl {
@@ -427,7 +435,24 @@ impl Parser {
         name: Ident,
     ) -> PResult<Member> {
         let params = self.params()?;
-        let body = self.method_body()?;
+        // A `native` method's declaration ends in `;`: the host supplies the body.
+        let body = if prefix.modifiers.native && self.is_p(P::Semi) {
+            let span = self.span();
+            self.bump();
+            Block {
+                stmts: Vec::new(),
+                span,
+            }
+        } else {
+            let body = self.method_body()?;
+            if prefix.modifiers.native {
+                self.error(
+                    name.span,
+                    "a native method has no body: end its declaration with ';'",
+                );
+            }
+            body
+        };
         Ok(Member::Method(MethodDecl {
             annotations: prefix.annotations,
             modifiers: prefix.modifiers,
@@ -506,6 +531,9 @@ impl Parser {
         ty: TypeExpr,
         first: Ident,
     ) -> PResult<FieldDecl> {
+        if prefix.modifiers.native {
+            self.error(first.span, "'native' applies to static methods only");
+        }
         let mut vars = Vec::new();
         let mut name = first;
         loop {

@@ -179,6 +179,7 @@ impl Vm {
         self.frames.clear();
         self.frames_floor = 0;
         self.hidden_frames = 0;
+        self.bind_natives();
 
         // Compiled code belongs to the old module: start the JIT afresh in the same mode.
         let mode = self.jit_mode();

@@ -36,7 +36,7 @@
 //! branch targets it takes are `< len`; a `BrK*`/`K*` slot's `bc` is `< kvals.len()`; a
 //! `Loop*` slot's `b` is the head `H < len` of the loop test its name says.
 
-use cajeta_bytecode::{Function, Instr, Op};
+use cajeta_bytecode::{FnKind, Function, Instr, Op};
 
 macro_rules! define_xops {
     ($($name:ident $mn:literal [$a:expr, $b:expr, $c:expr] $sem:literal;)*) => {
@@ -193,6 +193,10 @@ macro_rules! define_xops {
             AGet2SubF64,
             /// `AGet2F64`, then the `mul.f64` in the third slot.
             AGet2MulF64,
+            /// The whole body of a native function (no bytecode): calls the host function
+            /// registered for the running function with its parameter registers, then
+            /// returns its result (`a == 1`) or nothing (`a == 0`).
+            NativeCall,
         }
 
         impl XOp {
@@ -350,6 +354,14 @@ fn mul_add_op(mul: Op, t: u16, next: Instr) -> Option<XOp> {
 /// Lowers a verified function's code (see the module documentation). Immediates of absorbed
 /// `loadi` instructions are appended to `kvals`, the VM's constant cells.
 pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>) -> Box<[XInstr]> {
+    if f.kind == FnKind::Native {
+        return Box::new([XInstr {
+            op: XOp::NativeCall,
+            a: u16::from(f.ret.is_some()),
+            b: 0,
+            c: 0,
+        }]);
+    }
     let code: &[Instr] = &f.code;
     let n = code.len();
     let mut out: Vec<XInstr> = code

@@ -913,6 +913,16 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             XOp::MulSubF32 => mul_add!(f32b, bf32, b, |o, t| o - t),
             XOp::MulRsubF32 => mul_add!(f32b, bf32, c, |o, t| t - o),
 
+            XOp::NativeCall => {
+                // The host function cannot reach the stack, so `regs` stays valid.
+                let v = vm.native_call(ip)?;
+                vm.own = false;
+                if ins.a() != 0 {
+                    ret_value!(v);
+                } else {
+                    pop_frame!(0);
+                }
+            }
             XOp::Drop => {
                 if rd!(ins.b()) != 0 {
                     vm.heap.release(rd!(ins.a()));
