@@ -516,10 +516,8 @@ pub fn split(text: &str) -> Split {
                         break k + 1;
                     }
                 }
-                Tok::P(P::Semi) if depth <= 0 => {
-                    if !(compound && is_kw(&toks[k + 1], Kw::Else)) {
-                        break k + 1;
-                    }
+                Tok::P(P::Semi) if depth <= 0 && !(compound && is_kw(&toks[k + 1], Kw::Else)) => {
+                    break k + 1;
                 }
                 _ => {}
             }

@@ -160,6 +160,9 @@ pub fn echo_line(vm: &Vm, v: &Value, ty: &str) -> String {
     }
 }
 
+/// Reads `count` elements from `start` of a buffer or array.
+type Fetch<'a> = dyn Fn(u64, u64) -> Option<Vec<Value>> + 'a;
+
 /// Elements `start..end` of a buffer or array as `name[start..end] = [..]`, or an error
 /// message.
 pub fn show_range(
@@ -172,7 +175,7 @@ pub fn show_range(
     let Value::Ref(h) = v else {
         return Ok(format!("{name} = {}", value_text(vm, v, ty)));
     };
-    let (len, fetch): (u64, Box<dyn Fn(u64, u64) -> Option<Vec<Value>>>) = match vm.object(*h) {
+    let (len, fetch): (u64, Box<Fetch>) = match vm.object(*h) {
         Object::Buffer(b) => {
             if b.freed {
                 return Err(format!(
