@@ -1,6 +1,11 @@
-//! The Vulkan backend: kernel bytecode lowered to SPIR-V ([`spirv`]) and run through ash, which
-//! loads the Vulkan loader at run time (no Vulkan needed to build).
+//! The Vulkan backend: kernel bytecode lowered to SPIR-V ([`spirv`]) and run through ash
+//! ([`runtime`]), which loads the Vulkan loader at run time (no Vulkan needed to build).
+//!
+//! `CAJETA_VULKAN_FORCE_STAGING=1` makes every `Device`-kind storage device-only for the host:
+//! transfers go through staging buffers even where the memory is host-visible (lavapipe has a
+//! single host-visible memory type, so the staging path would otherwise never run).
 
+pub mod runtime;
 pub mod spirv;
 
 use crate::Backend;
@@ -10,6 +15,7 @@ use std::sync::Arc;
 /// is preferred; a CPU implementation (lavapipe) is taken only when `allow_cpu_device` is set
 /// (an explicit `--backend vulkan`). Never panics.
 pub fn open(allow_cpu_device: bool) -> Result<Arc<dyn Backend>, String> {
-    let _ = allow_cpu_device;
-    Err("the Vulkan runtime is not implemented yet".into())
+    let force_staging = std::env::var("CAJETA_VULKAN_FORCE_STAGING").is_ok_and(|v| v == "1");
+    let b = runtime::VulkanBackend::new(allow_cpu_device, force_staging)?;
+    Ok(Arc::new(b))
 }

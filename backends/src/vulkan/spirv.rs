@@ -135,6 +135,8 @@ pub struct Lowered {
     pub features: Features,
     /// Bytes of the kernel's shared declarations.
     pub shared_bytes: u64,
+    /// Length in elements of each shared declaration.
+    pub shared_lens: Vec<u32>,
 }
 
 /// The SPIR-V module (words) of kernel function `kernel` of `module`.
@@ -180,6 +182,7 @@ pub fn lower(module: &Module, kernel: u32) -> Result<Lowered, LowerError> {
         sites: cx.sites,
         features: cx.features,
         shared_bytes,
+        shared_lens: k.shared.iter().map(|d| d.len).collect(),
     })
 }
 
@@ -1537,9 +1540,26 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     i.op.mnemonic()
                 ))
             }
-            Op::FmaF32 | Op::FmaF64 => {
-                let s = self.reg_scalar(a)?;
-                let t = self.cx.reg_ty(s);
+            Op::FmaF32 => {
+                // Drivers may evaluate GLSL Fma as a multiply and an add (lavapipe does);
+                // in float64 the product of two float32 is exact, so one float64 add and the
+                // final rounding give the fused result except in rare double-rounding cases.
+                let f = self.cx.t_f32;
+                let d = self.cx.f64t();
+                let mut w = [0; 3];
+                for (k, r) in [a, b, c].into_iter().enumerate() {
+                    let x = self.load(r)?;
+                    w[k] = self.b().f_convert(d, None, x).map_err(be)?;
+                }
+                let p = self.b().f_mul(d, None, w[0], w[1]).map_err(be)?;
+                self.b().decorate(p, Decoration::NoContraction, []);
+                let q = self.b().f_add(d, None, p, w[2]).map_err(be)?;
+                self.b().decorate(q, Decoration::NoContraction, []);
+                let v = self.b().f_convert(f, None, q).map_err(be)?;
+                self.store(a, v)?;
+            }
+            Op::FmaF64 => {
+                let t = self.cx.f64t();
                 let x = self.load(a)?;
                 let y = self.load(b)?;
                 let z = self.load(c)?;
