@@ -165,7 +165,7 @@ fn all_ops_kernel() -> Module {
         }
     }
     for f in MathFn::ALL {
-        if matches!(
+        let exact = matches!(
             f,
             MathFn::Sqrt
                 | MathFn::Floor
@@ -174,12 +174,29 @@ fn all_ops_kernel() -> Module {
                 | MathFn::Round
                 | MathFn::Abs
                 | MathFn::Rsqrt
-        ) {
-            for (op, t) in [(Op::Math1F32, Scalar::F32), (Op::Math1F64, Scalar::F64)] {
-                let a = new_reg(&mut regs, Type::Scalar(t));
-                let b = new_reg(&mut regs, Type::Scalar(t));
-                code.push(Instr::new(op, a, b, f as u16));
-            }
+        );
+        let approx_f32 = matches!(
+            f,
+            MathFn::Exp
+                | MathFn::Exp2
+                | MathFn::Log
+                | MathFn::Log2
+                | MathFn::Log10
+                | MathFn::Sin
+                | MathFn::Cos
+                | MathFn::Tan
+        );
+        let ops: &[(Op, Scalar)] = if exact {
+            &[(Op::Math1F32, Scalar::F32), (Op::Math1F64, Scalar::F64)]
+        } else if approx_f32 {
+            &[(Op::Math1F32, Scalar::F32)]
+        } else {
+            &[]
+        };
+        for &(op, t) in ops {
+            let a = new_reg(&mut regs, Type::Scalar(t));
+            let b = new_reg(&mut regs, Type::Scalar(t));
+            code.push(Instr::new(op, a, b, f as u16));
         }
     }
     code.push(Instr::new(Op::RetVoid, 0, 0, 0));
@@ -371,11 +388,17 @@ fn refusals_are_errors_naming_the_cause() {
     assert!(ptx::lower(&ok, 7, "sm_90").is_err());
 
     let sin = k(
-        vec![Instr::new(Op::Math1F32, 0, 0, MathFn::Sin as u16), ret],
-        vec![Type::Scalar(Scalar::F32)],
+        vec![Instr::new(Op::Math1F64, 0, 0, MathFn::Sin as u16), ret],
+        vec![Type::Scalar(Scalar::F64)],
     );
     let e = ptx::lower(&sin, 0, "sm_90").expect_err("sin");
-    assert!(e.message.contains("Math.sin"), "{e}");
+    assert!(e.message.contains("Math.sin on float64"), "{e}");
+    let pow = k(
+        vec![Instr::new(Op::PowF32, 0, 0, 0), ret],
+        vec![Type::Scalar(Scalar::F32)],
+    );
+    let e = ptx::lower(&pow, 0, "sm_90").expect_err("pow");
+    assert!(e.message.contains("Math.pow"), "{e}");
 
     let print = k(vec![Instr::new(Op::Print, 0, 0, 0), ret], vec![Type::Str]);
     let e = ptx::lower(&print, 0, "sm_90").expect_err("print");

@@ -967,10 +967,39 @@ impl Emitter<'_> {
                     self.ins(format!("cvt.rn.f32.f64 {d}, {s}"));
                 }
             }
+            // float32 transcendentals: the hardware approximations (XPU §2.12 lets GPU
+            // backends use their documented bounds; docs/notes/cuda.md lists them).
+            MathFn::Exp2 if !f64_ => self.ins(format!("ex2.approx.f32 {d}, {x}")),
+            MathFn::Exp if !f64_ => {
+                let t = self.tmp("f32");
+                self.ins(format!("mul.rn.f32 {t}, {x}, 0f3FB8AA3B")); // log2(e)
+                self.ins(format!("ex2.approx.f32 {d}, {t}"));
+            }
+            MathFn::Log2 if !f64_ => self.ins(format!("lg2.approx.f32 {d}, {x}")),
+            MathFn::Log | MathFn::Log10 if !f64_ => {
+                let t = self.tmp("f32");
+                // ln(2), log10(2)
+                let k = if f == MathFn::Log {
+                    "0f3F317218"
+                } else {
+                    "0f3E9A209B"
+                };
+                self.ins(format!("lg2.approx.f32 {t}, {x}"));
+                self.ins(format!("mul.rn.f32 {d}, {t}, {k}"));
+            }
+            MathFn::Sin if !f64_ => self.ins(format!("sin.approx.f32 {d}, {x}")),
+            MathFn::Cos if !f64_ => self.ins(format!("cos.approx.f32 {d}, {x}")),
+            MathFn::Tan if !f64_ => {
+                let (sn, cs) = (self.tmp("f32"), self.tmp("f32"));
+                self.ins(format!("sin.approx.f32 {sn}, {x}"));
+                self.ins(format!("cos.approx.f32 {cs}, {x}"));
+                self.ins(format!("div.rn.f32 {d}, {sn}, {cs}"));
+            }
             other => {
                 return Err(format!(
-                    "Math.{} is not available on the cuda backend yet",
-                    other.name()
+                    "Math.{} on {} is not available on the cuda backend yet",
+                    other.name(),
+                    if f64_ { "float64" } else { "float32" }
                 ))
             }
         }
