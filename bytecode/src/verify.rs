@@ -448,12 +448,10 @@ impl<'m> Verifier<'m> {
             Some(format!(
                 "takes a {t}: only primitives and String cross to the host"
             ))
-        } else if let Some(t) = f.ret.filter(|&t| !crosses(t)) {
-            Some(format!(
-                "returns a {t}: only primitives and String cross from the host"
-            ))
         } else {
-            None
+            f.ret
+                .filter(|&t| !crosses(t))
+                .map(|t| format!("returns a {t}: only primitives and String cross from the host"))
         };
         match what {
             Some(w) => Err(fail(

@@ -77,10 +77,6 @@ error_codes! {
     /// with another signature), or the host function returned an error; message
     /// `native method <name> …`.
     Native = ("E-NATIVE", "a native method is unregistered or its host function failed"),
-    /// (VM only) The fuel given to the VM ran out (embedding API: `Vm::set_fuel`).
-    Fuel = ("E-FUEL", "the VM's fuel is exhausted"),
-    /// (VM only) The host interrupted the running call (`Vm::interrupt_handle`).
-    Interrupted = ("E-INTERRUPTED", "the host interrupted the running call"),
     /// Allocation failure of device memory.
     XpuOom = ("XPU-E-OOM", "a device allocation fails"),
     /// Use of a freed or unallocated buffer, a destroyed stream or event.
