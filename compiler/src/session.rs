@@ -628,6 +628,32 @@ struct Layout {
     expr_at: Option<u32>,
 }
 
+/// Reads the probe's verdict from the diagnostics of a probe compile: the expression's type
+/// (`boolean` when it compiled, `void` for a void call) and the other diagnostics.
+fn probe_result(errors: Vec<Diag>, at: Option<u32>) -> (String, Vec<Diag>) {
+    let mut ty = "boolean".to_string();
+    let mut rest = vec![];
+    for d in errors {
+        let here = d.span.map(|s| s.start) == at;
+        if here && d.code == code::TYPE_MISMATCH {
+            if let Some(t) = d
+                .message
+                .strip_prefix("cannot convert ")
+                .and_then(|m| m.strip_suffix(" to boolean"))
+            {
+                ty = t.to_string();
+                continue;
+            }
+        }
+        if here && d.code == code::UNRESOLVED_EXPRESSION {
+            ty = "void".to_string();
+            continue;
+        }
+        rest.push(d);
+    }
+    (ty, rest)
+}
+
 impl Session {
     /// An empty session.
     pub fn new() -> Session {
@@ -739,37 +765,17 @@ impl Session {
                 GENERATED_FILE.to_string(),
                 layout.gen.text.clone().into_bytes(),
             )]);
-            let at = layout.expr_at;
-            let mut ty = Some("boolean".to_string());
-            let mut rest = vec![];
-            for d in c.errors {
-                let here = d.span.map(|s| s.start) == at;
-                if here && d.code == code::TYPE_MISMATCH {
-                    if let Some(t) = d
-                        .message
-                        .strip_prefix("cannot convert ")
-                        .and_then(|m| m.strip_suffix(" to boolean"))
-                    {
-                        ty = Some(t.to_string());
-                        continue;
-                    }
-                }
-                if here && d.code == code::UNRESOLVED_EXPRESSION {
-                    ty = None;
-                    continue;
-                }
-                rest.push(d);
-            }
+            let (ty, rest) = probe_result(c.errors, layout.expr_at);
             if !rest.is_empty() {
                 return Err(next.render(&layout.gen, &rest));
             }
-            match ty.as_deref() {
-                None => {
+            match ty.as_str() {
+                "void" => {
                     body.push(Ok(e));
                     body.push(Err(";\n".into()));
                 }
-                Some("null") => echo = Echo::Null,
-                Some(t) => {
+                "null" => echo = Echo::Null,
+                t => {
                     echo = Echo::Value(t.to_string());
                     ret = Some(qualified_type(t));
                 }
@@ -823,26 +829,7 @@ impl Session {
             GENERATED_FILE.to_string(),
             layout.gen.text.clone().into_bytes(),
         )]);
-        let mut rest = vec![];
-        let mut ty = "boolean".to_string();
-        for d in c.errors {
-            let here = d.span.map(|s| s.start) == layout.expr_at;
-            if here && d.code == code::TYPE_MISMATCH {
-                if let Some(t) = d
-                    .message
-                    .strip_prefix("cannot convert ")
-                    .and_then(|m| m.strip_suffix(" to boolean"))
-                {
-                    ty = t.to_string();
-                    continue;
-                }
-            }
-            if here && d.code == code::UNRESOLVED_EXPRESSION {
-                ty = "void".into();
-                continue;
-            }
-            rest.push(d);
-        }
+        let (ty, rest) = probe_result(c.errors, layout.expr_at);
         if rest.is_empty() {
             Ok(ty)
         } else {
