@@ -88,6 +88,7 @@
 
 mod context;
 mod helpers;
+mod loops;
 mod translate;
 
 use std::fmt;

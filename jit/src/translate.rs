@@ -38,6 +38,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 
 use crate::context::{encode_elem, off, ObjectView, RuntimeHooks, Status, ELEM_REF};
 use crate::helpers;
+use crate::loops::{self, HoistedLoop};
 use crate::JitError;
 
 const I8: types::Type = types::I8;
@@ -128,8 +129,13 @@ pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<(), Jit
     let mut terminated = true;
     for (pc, &ins) in f.code.iter().enumerate() {
         if let Some(blk) = tr.blocks[pc] {
+            // A hoisting loop's header is entered from above through its preheader.
+            let entry = tr.branch_block(pc as u32 - 1, pc as u32).unwrap_or(blk);
             if !terminated {
-                tr.b.ins().jump(blk, &[]);
+                tr.b.ins().jump(entry, &[]);
+            }
+            if entry != blk {
+                tr.preheader(pc as u32, blk);
             }
             tr.b.switch_to_block(blk);
         } else if terminated {
@@ -146,6 +152,7 @@ pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<(), Jit
             "code does not end in a terminator".into(),
         ));
     }
+    tr.fill_deferred();
     tr.fault_block();
     tr.b.seal_all_blocks();
     tr.b.finalize(s.frontend);
@@ -180,6 +187,26 @@ struct Tr<'a, 'b> {
     sigs: HashMap<(Vec<types::Type>, Vec<types::Type>), SigRef>,
     /// Memory flags of the inline object accesses (see [`ObjectMem`]).
     mem: ObjectMem,
+    /// Loops whose object lookups run once in a preheader (see [`crate::loops`]), each with
+    /// its preheader block and, per hoisted register, the data-address and length variables.
+    hoisted: Vec<Hoist>,
+    /// Cold blocks that call an access's hook to raise its error, filled once every other
+    /// block is (they only use values defined before their branch).
+    deferred: Vec<Deferred>,
+}
+
+/// A hoisting loop, its preheader block and, per hoisted register (in the loop's order),
+/// the variables holding the object's data address and length.
+type Hoist = (HoistedLoop, Block, Vec<(Variable, Variable)>);
+
+/// A cold error exit still to be filled: the hook call that raises the error of the access
+/// at `pc`, then the function's error exit.
+struct Deferred {
+    block: Block,
+    pc: u32,
+    hook: usize,
+    params: Vec<types::Type>,
+    args: Vec<Value>,
 }
 
 /// The alias regions of inline object access. Cranelift's alias analysis may then reuse a
@@ -304,6 +331,22 @@ impl<'a, 'b> Tr<'a, 'b> {
             .collect();
 
         let mem = ObjectMem::new(&mut b);
+        let hoisted = if s.inline_objects {
+            loops::hoisted_loops(f)
+                .into_iter()
+                .map(|l| {
+                    let pre = b.create_block();
+                    let vars = l
+                        .regs
+                        .iter()
+                        .map(|_| (b.declare_var(I64), b.declare_var(I64)))
+                        .collect();
+                    (l, pre, vars)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut tr = Tr {
             s,
             f,
@@ -322,6 +365,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             fault,
             sigs: HashMap::new(),
             mem,
+            hoisted,
+            deferred: Vec::new(),
         };
         // A frame with String registers uses its window: make sure it exists (callers
         // reserve nothing for native callees).
@@ -504,6 +549,54 @@ impl<'a, 'b> Tr<'a, 'b> {
             .ok_or_else(|| self.err(pc, format!("jump target {pc} is not a block")))
     }
 
+    /// The block a branch (or fallthrough) from `pc` to `target` enters: the preheader of a
+    /// hoisting loop whose header `target` is, when `pc` lies outside that loop, else the
+    /// target's own block.
+    fn branch_block(&self, pc: u32, target: u32) -> Result<Block, JitError> {
+        for (l, pre, _) in &self.hoisted {
+            if l.header == target && !l.contains(pc) {
+                return Ok(*pre);
+            }
+        }
+        self.block(target)
+    }
+
+    /// Fills the preheader of the loop at `header` (its block `body`): each hoisted register
+    /// looked up once (see [`crate::loops`]), then on to the header.
+    fn preheader(&mut self, header: u32, body: Block) {
+        let Some(k) = self.hoisted.iter().position(|(l, _, _)| l.header == header) else {
+            return;
+        };
+        let (l, pre, vars) = self.hoisted[k].clone();
+        self.b.switch_to_block(pre);
+        for (&(reg, kind), &(data_var, len_var)) in l.regs.iter().zip(&vars) {
+            if self.hoisted_view(header, reg) != Some((data_var, len_var)) {
+                // An enclosing loop's preheader looked it up already.
+                continue;
+            }
+            let handle = self.get(reg);
+            let (data, len) = self.speculative_lookup(handle, kind);
+            self.b.def_var(data_var, data);
+            self.b.def_var(len_var, len);
+        }
+        self.b.ins().jump(body, &[]);
+    }
+
+    /// The hoisted (data, length) variables of `reg` at `pc`, from the outermost hoisting
+    /// loop around `pc` that hoists it (its preheader dominates the loops inside it, which
+    /// then need no lookup of their own).
+    fn hoisted_view(&self, pc: u32, reg: u16) -> Option<(Variable, Variable)> {
+        self.hoisted
+            .iter()
+            .filter(|(l, _, _)| l.contains(pc))
+            .filter_map(|(l, _, vars)| {
+                let k = l.regs.iter().position(|&(r, _)| r == reg)?;
+                Some((l.end - l.header, vars[k]))
+            })
+            .max_by_key(|&(size, _)| size)
+            .map(|(_, v)| v)
+    }
+
     fn err(&self, pc: u32, msg: String) -> JitError {
         JitError::new(Some(self.s.func), Some(pc), msg)
     }
@@ -546,7 +639,7 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// backward branch under fuel accounting a new block that uses fuel first (filled by
     /// [`Tr::fill_edges`] after the branch is emitted).
     fn edge(&mut self, pc: u32, target: u32) -> Result<(Block, Option<Block>), JitError> {
-        let t = self.block(target)?;
+        let t = self.branch_block(pc, target)?;
         if self.fuel_var.is_some() && target <= pc {
             let e = self.b.create_block();
             Ok((e, Some(e)))
@@ -849,7 +942,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                 if t <= pc {
                     self.consume_fuel(pc);
                 }
-                let blk = self.block(t)?;
+                let blk = self.branch_block(pc, t)?;
                 self.b.ins().jump(blk, &[]);
                 return Ok(true);
             }
@@ -1286,7 +1379,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             match scalar.filter(|_| self.s.inline_objects) {
                 Some(s) => {
                     let kind = ObjectView::array_kind(s);
-                    let data = self.view_lookup(pc, arr, kind, Some(idx), (addr, &params, &args));
+                    let data = self.object_data(pc, i.b, kind, Some(idx), (addr, &params, &args));
                     let at = self.element_addr(data, idx, s);
                     let ty = self.var_type(i.a);
                     let v = self.load_scalar(s, ty, at);
@@ -1310,9 +1403,16 @@ impl<'a, 'b> Tr<'a, 'b> {
             match scalar.filter(|_| self.s.inline_objects) {
                 Some(s) => {
                     let kind = ObjectView::array_kind(s);
-                    let data = self.view_lookup(pc, arr, kind, Some(idx), (addr, &params, &args));
+                    let data = self.object_data(pc, i.a, kind, Some(idx), (addr, &params, &args));
                     let at = self.element_addr(data, idx, s);
-                    self.store_scalar(s, v, at);
+                    match self.kind(i.c) {
+                        // Floats go to memory from their own registers.
+                        Kind::F64 | Kind::F32 => {
+                            let x = self.get(i.c);
+                            self.b.ins().store(self.mem.elems, x, at, 0);
+                        }
+                        _ => self.store_scalar(s, v, at),
+                    }
                 }
                 None => self.hook(pc, addr, &params, &args),
             }
@@ -1344,7 +1444,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             );
             match kind {
                 Some(kind) => {
-                    let data = self.view_lookup(pc, obj, kind, None, (addr, &params, &args));
+                    let data = self.object_data(pc, obj_reg, kind, None, (addr, &params, &args));
                     let ty = self.var_type(i.a);
                     let v = self.b.ins().load(ty, self.mem.fields, data, offset);
                     self.set(i.a, v);
@@ -1364,7 +1464,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             );
             match kind {
                 Some(kind) => {
-                    let data = self.view_lookup(pc, obj, kind, None, (addr, &params, &args));
+                    let data = self.object_data(pc, obj_reg, kind, None, (addr, &params, &args));
                     self.b.ins().store(self.mem.fields, v, data, offset);
                 }
                 None => self.hook(pc, addr, &params, &args),
@@ -1373,45 +1473,49 @@ impl<'a, 'b> Tr<'a, 'b> {
         Ok(())
     }
 
-    /// Looks `handle` up in the object views and returns the object's data address, in a
-    /// block reached only when the entry's tag is `kind` at the handle's generation (and,
-    /// with `index`, the index is below the length). Every other case goes to a cold block
-    /// that calls the instruction's hook (`slow`: address, parameter types, arguments), which
-    /// raises the error, and leaves the function: a hook that unexpectedly succeeds there
-    /// means the views are out of step with the heap, an embedder bug (`Status::Panic`).
-    fn view_lookup(
+    /// The inline access path of an element or field instruction at `pc` on `handle` (a
+    /// register of view kind `kind`): returns the object's data address, in a block reached
+    /// only when the object is live and of that kind (and, with `index`, the index is below
+    /// its length). Every other case goes to a cold block that calls the instruction's hook
+    /// (`slow`: address, parameter types, arguments), which raises the error, and leaves the
+    /// function. Inside a hoisting loop the lookup was made in the preheader and only the
+    /// index (or, for instances, the lookup's success) is checked here.
+    fn object_data(
         &mut self,
         pc: u32,
-        handle: Value,
+        reg: u16,
         kind: u32,
         index: Option<Value>,
         slow: (usize, &[types::Type], &[Value]),
     ) -> Value {
-        let error = self.b.create_block();
-        let ctx = self.ctx;
+        let error = self.error_block(pc, slow);
+        if let Some((data_var, len_var)) = self.hoisted_view(pc, reg) {
+            let len = self.b.use_var(len_var);
+            let bad = match index {
+                Some(index) => self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThanOrEqual, index, len),
+                None => self.b.ins().icmp_imm_s(IntCC::Equal, len, 0),
+            };
+            let live = self.b.create_block();
+            self.b.ins().brif(bad, error, &[], live, &[]);
+            self.b.switch_to_block(live);
+            return self.b.use_var(data_var);
+        }
+        let handle = self.get(reg);
+        let (entry, in_table) = self.view_entry(handle);
         let vf = self.mem.views;
+        let checked = self.b.create_block();
+        self.b.ins().brif(in_table, checked, &[], error, &[]);
+        self.b.switch_to_block(checked);
+        let tag = self.b.ins().load(I64, vf, entry, off::VIEW_TAG);
+        let want = self.want_tag(handle, kind);
         let b = &mut self.b;
-        // Slot index: the low half minus one (null's 0 becomes 2^64 - 1: out of range). The
-        // halves come from a truncation and a subtraction: x86 has no 64-bit AND immediate.
-        let low = b.ins().ireduce(I32, handle);
-        let low = b.ins().uextend(I64, low);
-        let slot = b.ins().iadd_imm_s(low, -1);
-        let views = b.ins().load(I64, vf, ctx, off::VIEWS);
-        let table = b.ins().load(I64, vf, views, off::VIEWS_PTR);
-        let len = b.ins().load(I64, vf, views, off::VIEWS_LEN);
-        let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, slot, len);
-        let in_table = b.create_block();
-        b.ins().brif(outside, error, &[], in_table, &[]);
-        b.switch_to_block(in_table);
-        let offset = b.ins().imul_imm_u(slot, off::VIEW_SIZE);
-        let entry = b.ins().iadd(table, offset);
-        let tag = b.ins().load(I64, vf, entry, off::VIEW_TAG);
-        let generation = b.ins().isub(handle, low);
-        let want = b.ins().bor_imm_u(generation, i64::from(kind));
         let mut bad = b.ins().icmp(IntCC::NotEqual, tag, want);
         if let Some(index) = index {
-            // One branch for both checks: the length is only read when the tag matched, but
-            // an entry's `len` is always readable.
+            // One branch for both checks: an entry's `len` is readable even when its tag
+            // does not match.
             let n = b.ins().load(I64, vf, entry, off::VIEW_LEN);
             // A negative index is a huge unsigned one: out of bounds too.
             let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, n);
@@ -1419,23 +1523,107 @@ impl<'a, 'b> Tr<'a, 'b> {
         }
         let live = b.create_block();
         b.ins().brif(bad, error, &[], live, &[]);
-        // The error path, while no block is open.
-        self.b.switch_to_block(error);
-        self.b.set_cold_block(error);
-        let (addr, params, args) = slow;
-        let mut p = vec![I64];
-        p.extend_from_slice(params);
-        let mut a = vec![self.ctx];
-        a.extend_from_slice(args);
-        let st = self.call1(addr, &p, I32, &a);
-        let panic = self.b.ins().iconst(I32, Status::Panic as i64);
-        let st = self.b.ins().select(st, st, panic);
-        let pcv = self.b.ins().iconst(I32, i64::from(pc));
-        self.b
-            .ins()
-            .jump(self.fault, &[BlockArg::Value(st), BlockArg::Value(pcv)]);
-        self.b.switch_to_block(live);
-        self.b.ins().load(I64, vf, entry, off::VIEW_DATA)
+        b.switch_to_block(live);
+        b.ins().load(I64, vf, entry, off::VIEW_DATA)
+    }
+
+    /// The address of `handle`'s view entry, and whether its slot index is inside the table
+    /// (the entry may only be read when it is). Null's index 0 - 1 is never inside.
+    fn view_entry(&mut self, handle: Value) -> (Value, Value) {
+        let ctx = self.ctx;
+        let vf = self.mem.views;
+        let b = &mut self.b;
+        // Slot index: the low half minus one. The halves come from a truncation and a
+        // subtraction: x86 has no 64-bit AND immediate.
+        let low = b.ins().ireduce(I32, handle);
+        let low = b.ins().uextend(I64, low);
+        let slot = b.ins().iadd_imm_s(low, -1);
+        let views = b.ins().load(I64, vf, ctx, off::VIEWS);
+        let table = b.ins().load(I64, vf, views, off::VIEWS_PTR);
+        let len = b.ins().load(I64, vf, views, off::VIEWS_LEN);
+        let in_table = b.ins().icmp(IntCC::UnsignedLessThan, slot, len);
+        let offset = b.ins().imul_imm_u(slot, off::VIEW_SIZE);
+        let entry = b.ins().iadd(table, offset);
+        (entry, in_table)
+    }
+
+    /// The tag a live object of `kind` designated by `handle` has: the handle's generation
+    /// (its high half) and the kind.
+    fn want_tag(&mut self, handle: Value, kind: u32) -> Value {
+        let b = &mut self.b;
+        let low = b.ins().ireduce(I32, handle);
+        let low = b.ins().uextend(I64, low);
+        let generation = b.ins().isub(handle, low);
+        b.ins().bor_imm_u(generation, i64::from(kind))
+    }
+
+    /// The preheader's lookup of `handle` as `kind`: its data address and length, or length
+    /// 0 when it is not a live object of that kind (never an error here).
+    fn speculative_lookup(&mut self, handle: Value, kind: u32) -> (Value, Value) {
+        let (entry, in_table) = self.view_entry(handle);
+        let vf = self.mem.views;
+        let checked = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, I64);
+        self.b.append_block_param(done, I64);
+        let zero = self.b.ins().iconst(I64, 0);
+        self.b.ins().brif(
+            in_table,
+            checked,
+            &[],
+            done,
+            &[BlockArg::Value(zero), BlockArg::Value(zero)],
+        );
+        self.b.switch_to_block(checked);
+        let tag = self.b.ins().load(I64, vf, entry, off::VIEW_TAG);
+        let want = self.want_tag(handle, kind);
+        let b = &mut self.b;
+        let ok = b.ins().icmp(IntCC::Equal, tag, want);
+        let n = b.ins().load(I64, vf, entry, off::VIEW_LEN);
+        let data = b.ins().load(I64, vf, entry, off::VIEW_DATA);
+        let zero = b.ins().iconst(I64, 0);
+        let n = b.ins().select(ok, n, zero);
+        b.ins()
+            .jump(done, &[BlockArg::Value(data), BlockArg::Value(n)]);
+        b.switch_to_block(done);
+        let p = b.block_params(done);
+        (p[0], p[1])
+    }
+
+    /// A cold block that raises the error of the access at `pc` through its hook (`slow`:
+    /// address, parameter types, arguments) and leaves the function; filled at the end
+    /// ([`Tr::fill_deferred`]). A hook that unexpectedly succeeds there means the object
+    /// views are out of step with the heap, an embedder bug: `Status::Panic`.
+    fn error_block(&mut self, pc: u32, slow: (usize, &[types::Type], &[Value])) -> Block {
+        let block = self.b.create_block();
+        self.b.set_cold_block(block);
+        let (hook, params, args) = slow;
+        self.deferred.push(Deferred {
+            block,
+            pc,
+            hook,
+            params: params.to_vec(),
+            args: args.to_vec(),
+        });
+        block
+    }
+
+    /// Fills the [`Tr::error_block`]s.
+    fn fill_deferred(&mut self) {
+        for d in std::mem::take(&mut self.deferred) {
+            self.b.switch_to_block(d.block);
+            let mut p = vec![I64];
+            p.extend_from_slice(&d.params);
+            let mut a = vec![self.ctx];
+            a.extend_from_slice(&d.args);
+            let st = self.call1(d.hook, &p, I32, &a);
+            let panic = self.b.ins().iconst(I32, Status::Panic as i64);
+            let st = self.b.ins().select(st, st, panic);
+            let pcv = self.b.ins().iconst(I32, i64::from(d.pc));
+            self.b
+                .ins()
+                .jump(self.fault, &[BlockArg::Value(st), BlockArg::Value(pcv)]);
+        }
     }
 
     /// Address of element `index` of an array of `s` whose data starts at `data`.
@@ -1659,6 +1847,17 @@ pub(crate) fn entry_wrapper(mut b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result
     Ok(())
 }
 
+/// Bytes per element of an array of `s` (`ObjectView` storage: natural width, `boolean` one
+/// byte, `char` four).
+fn scalar_width(s: Scalar) -> u32 {
+    match s {
+        Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
+        Scalar::I16 | Scalar::U16 => 2,
+        Scalar::Char | Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
+        Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1727,16 +1926,5 @@ mod tests {
         }
         assert!(!unsupported(Op::AddI32));
         assert!(!unsupported(Op::Print));
-    }
-}
-
-/// Bytes per element of an array of `s` (`ObjectView` storage: natural width, `boolean` one
-/// byte, `char` four).
-fn scalar_width(s: Scalar) -> u32 {
-    match s {
-        Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
-        Scalar::I16 | Scalar::U16 => 2,
-        Scalar::Char | Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
-        Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
     }
 }
