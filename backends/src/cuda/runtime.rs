@@ -195,11 +195,19 @@ impl Drop for Storage {
     }
 }
 
-/// A loaded kernel.
+/// A loaded PTX module and its kernel function.
 struct Loaded {
     ctx: Arc<Ctx>,
     module: sys::CUmodule,
     func: sys::CUfunction,
+    /// The PTX it was loaded from (the text cache compares it).
+    text: String,
+}
+
+/// A kernel of one bytecode module: the loaded code (shared by identical kernels of other
+/// modules) and this module's lowering (its fault sites name this module's functions).
+struct Kernel {
+    loaded: Arc<Loaded>,
     lowered: Lowered,
 }
 
@@ -222,7 +230,7 @@ impl Drop for Loaded {
 struct Pending {
     /// Device address of its fault record.
     record: u64,
-    loaded: Arc<Loaded>,
+    kernel: Arc<Kernel>,
     /// The kernel's simple name.
     name: String,
     /// Storages it uses, kept alive until it completes.
@@ -241,7 +249,7 @@ unsafe impl Send for Stream {}
 
 /// The kernel cache keyed by (module address, kernel index); the entry holds the module so the
 /// address stays unique.
-type ModuleCache = HashMap<(usize, u32), (Arc<Module>, Arc<Loaded>)>;
+type ModuleCache = HashMap<(usize, u32), (Arc<Module>, Arc<Kernel>)>;
 
 /// The `cuda` backend.
 pub struct CudaBackend {
@@ -383,7 +391,7 @@ impl CudaBackend {
     }
 
     /// The loaded kernel `kernel` of `module`, lowering and loading it on first use.
-    fn load(&self, module: &Arc<Module>, kernel: u32) -> Result<Arc<Loaded>, String> {
+    fn load(&self, module: &Arc<Module>, kernel: u32) -> Result<Arc<Kernel>, String> {
         let key = (Arc::as_ptr(module) as usize, kernel);
         if let Some((_, l)) = lock(&self.by_module).get(&key) {
             return Ok(l.clone());
@@ -394,7 +402,7 @@ impl CudaBackend {
         let hash = h.finish();
         let cached = lock(&self.by_text)
             .get(&hash)
-            .filter(|l| l.lowered.text == lowered.text)
+            .filter(|l| l.text == lowered.text)
             .cloned();
         let loaded = match cached {
             Some(l) => l,
@@ -417,14 +425,15 @@ impl CudaBackend {
                     ctx: self.ctx.clone(),
                     module,
                     func,
-                    lowered,
+                    text: lowered.text.clone(),
                 });
                 lock(&self.by_text).insert(hash, l.clone());
                 l
             }
         };
-        lock(&self.by_module).insert(key, (module.clone(), loaded.clone()));
-        Ok(loaded)
+        let k = Arc::new(Kernel { loaded, lowered });
+        lock(&self.by_module).insert(key, (module.clone(), k.clone()));
+        Ok(k)
     }
 
     /// A fault record (64 device bytes), from the pool or newly allocated.
@@ -448,7 +457,7 @@ impl CudaBackend {
             let read = unsafe { result::memcpy_dtoh_sync(&mut rec, p.record) };
             if first.is_none() {
                 first = match (sync, read) {
-                    (Ok(()), Ok(())) => abi::decode_fault(&rec, &p.loaded.lowered, &p.name),
+                    (Ok(()), Ok(())) => abi::decode_fault(&rec, &p.kernel.lowered, &p.name),
                     (Err(e), _) | (_, Err(e)) => Some(KernelFault {
                         code: "XPU-E-LAUNCH",
                         message: format!(
@@ -563,13 +572,13 @@ impl Backend for CudaBackend {
             })
         };
         self.ctx.enter().map_err(&refuse)?;
-        let loaded = self.load(module, kernel).map_err(&refuse)?;
-        abi::check_dims(&dims, loaded.lowered.shared_bytes, &self.limits).map_err(&refuse)?;
+        let k = self.load(module, kernel).map_err(&refuse)?;
+        abi::check_dims(&dims, k.lowered.shared_bytes, &self.limits).map_err(&refuse)?;
 
         let mut holds = vec![];
         let packed = {
             let storages = lock(&self.storages);
-            abi::pack_args(&loaded.lowered.params, args, |id| {
+            abi::pack_args(&k.lowered.params, args, |id| {
                 storages.get(&id.0).map(|s| {
                     holds.push(s.clone());
                     BoundStorage {
@@ -592,14 +601,14 @@ impl Backend for CudaBackend {
         if dims.grid.contains(&0) || dims.block.contains(&0) {
             return Ok(());
         }
-        let shared_total = loaded.lowered.shared_bytes + dims.shared_bytes;
+        let shared_total = k.lowered.shared_bytes + dims.shared_bytes;
         // Within the limit (checked), so it fits an i32 / u32.
         let dynamic = dims.shared_bytes as u32;
         if shared_total > DEFAULT_SHARED_LIMIT {
-            // SAFETY: `loaded.func` is a live function of a loaded module.
+            // SAFETY: `k.loaded.func` is a live function of a loaded module.
             unsafe {
                 result::function::set_function_attribute(
-                    loaded.func,
+                    k.loaded.func,
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     dynamic as i32,
                 )
@@ -629,7 +638,7 @@ impl Backend for CudaBackend {
         let launched = unsafe {
             result::memset_d8_async(record, 0, FAULT_RECORD_BYTES, st.raw).and_then(|()| {
                 result::launch_kernel(
-                    loaded.func,
+                    k.loaded.func,
                     (dims.grid[0], dims.grid[1], dims.grid[2]),
                     (dims.block[0], dims.block[1], dims.block[2]),
                     dynamic,
@@ -644,7 +653,7 @@ impl Backend for CudaBackend {
         }
         st.pending.push(Pending {
             record,
-            loaded,
+            kernel: k,
             name,
             _holds: holds,
         });
