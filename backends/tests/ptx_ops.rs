@@ -426,3 +426,35 @@ fn entry_names_are_injective_identifiers() {
         }
     }
 }
+
+#[test]
+fn float_wave_sum_is_the_butterfly_in_spec_order() {
+    // r1 := wave.sum.f32 r0 (XPU §5.3: distances 1, 2, 4, … W/2 in this order).
+    let k = function(
+        "t.W.k",
+        FnKind::Kernel,
+        0,
+        vec![Type::Scalar(Scalar::F32), Type::Scalar(Scalar::F32)],
+        vec![
+            Instr::new(Op::WaveSumF32, 1, 0, 0),
+            Instr::new(Op::RetVoid, 0, 0, 0),
+        ],
+    );
+    let m = Module {
+        functions: vec![k],
+        ..Module::default()
+    };
+    let text = ptx::emit_ptx(&m, 0, "sm_90").expect("lower");
+    let distances: Vec<u32> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("xor.b32 "))
+        .filter_map(|l| l.trim_end_matches(';').rsplit(", ").next()?.parse().ok())
+        .collect();
+    assert_eq!(distances, vec![1, 2, 4, 8, 16]);
+    assert_eq!(
+        text.matches("add.rn.f32").count(),
+        5,
+        "one rounding per step"
+    );
+    assert_eq!(text.matches("shfl.sync.idx.b32").count(), 5);
+}
