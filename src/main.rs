@@ -172,6 +172,10 @@ fn main() -> ExitCode {
 
 fn real_main(words: Vec<String>) -> ExitCode {
     let Some(cmd) = words.first() else {
+        // `cajeta` alone: the REPL on a terminal, the usage text otherwise.
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return ExitCode::from(cajeta_repl::run(&cajeta_repl::ReplOptions::default()));
+        }
         eprint!("{USAGE}");
         return ExitCode::from(2);
     };
