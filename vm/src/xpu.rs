@@ -784,7 +784,9 @@ impl Vm {
             let ty = self.module.statics[s].ty;
             if ty.is_ref() && ty != Type::Str {
                 let h = std::mem::take(&mut self.statics[s]);
-                self.release_tree(h);
+                if self.static_owns(s) {
+                    self.release_tree(h);
+                }
             }
         }
         if let Some(backend) = self.xpu.backend.clone() {
@@ -793,6 +795,22 @@ impl Vm {
                 .map_err(|f| self.xpu_error(XErr::Kernel(f), None))?;
         }
         Ok(())
+    }
+
+    /// Whether static `s` owns its object: the compiler gives a static of an owned kind a
+    /// hidden owns-flag, the static `pkg.Class.$own.name` right after it (LANGUAGE §6.2); a
+    /// static without one (older bytecode) counts as owning.
+    fn static_owns(&self, s: usize) -> bool {
+        let name = &self.module.statics[s].name;
+        let Some((class, field)) = name.rsplit_once('.') else {
+            return true;
+        };
+        match self.module.statics.get(s + 1) {
+            Some(f) if f.name == format!("{class}.$own.{field}") => {
+                self.statics.get(s + 1).is_some_and(|&c| c != 0)
+            }
+            _ => true,
+        }
     }
 
     /// Releases object `h` and, first, what its fields and elements hold (the drops the

@@ -594,6 +594,19 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                             is_final: f.modifiers.is_final,
                             access: Access::of(&f.modifiers),
                         });
+                        // A static of an owned kind owns or borrows like any slot (LANGUAGE
+                        // §6.2): its hidden owns-flag is the next static, named so no source
+                        // field can clash (program end reads it too).
+                        if ty.is_owned_kind() {
+                            p.statics.push(StaticInfo {
+                                name: format!("$own.{}", name.name),
+                                qual: format!("{qual}.$own.{}", name.name),
+                                ty: Ty::BOOL,
+                                class: ci as u32,
+                                is_final: false,
+                                access: Access::Private,
+                            });
+                        }
                     } else {
                         if matches!(ty, Ty::Shared(_) | Ty::Stream) {
                             errors.push(Diag::error(

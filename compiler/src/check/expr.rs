@@ -1530,10 +1530,12 @@ impl FnBuilder<'_> {
                 None => Val::error(),
             },
             Place::Static(si) => {
+                let own = v.own;
                 let Some(r) = self.coerce(v, &ty, value.span) else {
                     return Val::error();
                 };
-                self.emit(Op::SetStatic, r, si as u16, 0);
+                self.set_pos(span);
+                self.store_static(si, r, own);
                 Val::reg(ty, r)
             }
             Place::Field { obj, field, .. } => {

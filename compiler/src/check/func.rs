@@ -454,8 +454,9 @@ impl<'a> FnBuilder<'a> {
                     let ty = self.p.statics[si as usize].ty.clone();
                     self.set_pos(init.span);
                     let v = self.expr_for(init, &ty);
+                    let own = v.own;
                     if let Some(r) = self.coerce(v, &ty, init.span) {
-                        self.emit(Op::SetStatic, r, si as u16, 0);
+                        self.store_static(si, r, own);
                     }
                     self.end_statement();
                 }
@@ -847,6 +848,35 @@ impl<'a> FnBuilder<'a> {
             Own::Dyn(d) => d,
         };
         self.emit(Op::SetField, obj, flag_index as u16, flag);
+    }
+
+    /// `Cls.f = r` with ownership: a static of an owned kind has a hidden owns-flag (the
+    /// static right after it, see `collect`); the object it owned before is dropped after the
+    /// value is computed, before the store, as for fields (LANGUAGE §6.2–6.3).
+    pub fn store_static(&mut self, si: u32, r: Reg, own: Own) {
+        let flag = si as usize + 1;
+        let st = &self.p.statics[si as usize];
+        let flagged = self
+            .p
+            .statics
+            .get(flag)
+            .is_some_and(|f| f.name == format!("$own.{}", st.name) && f.class == st.class);
+        if !flagged {
+            self.emit(Op::SetStatic, r, si as u16, 0);
+            return;
+        }
+        let ty = st.ty.clone();
+        let (old, old_flag) = (self.temp(ty.reg()), self.temp(Type::BOOL));
+        self.emit(Op::GetStatic, old, si as u16, 0);
+        self.emit(Op::GetStatic, old_flag, flag as u16, 0);
+        self.emit_drop(old, old_flag, &ty);
+        self.emit(Op::SetStatic, r, si as u16, 0);
+        let owns = match own {
+            Own::No => self.load_bool(false),
+            Own::Yes => self.load_bool(true),
+            Own::Dyn(d) => d,
+        };
+        self.emit(Op::SetStatic, owns, flag as u16, 0);
     }
 
     /// The body of `pkg.Class.~Class`: the destructor's statements, then the drops of what the
