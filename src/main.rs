@@ -31,7 +31,10 @@ Options:
                              device backend (default: auto; also CAJETA_XPU_BACKEND)
   --jit off|auto|eager       host JIT mode (default: auto; also CAJETA_JIT)
   --jit-verbose              print each JIT decision (compiled in N ms, or why interpreted)
-  --xpu-checks on|off        device bounds checks (default: on)
+  --xpu-checks on|off        device index checks of compiled cpu kernels (default: on)
+  --xpu-sim                  run every kernel on the cpu backend's lane scheduler (checked,
+                             deterministic) instead of compiling it
+  --xpu-verbose              print how each kernel runs (compiled, or why not)
   --cuda-arch sm_NN          PTX target of emit ptx and the cuda backend (default: sm_80)
   --mem-stats                print device memory statistics on stderr at exit
   --verbose                  print what the VM decides (tiering, backend)
@@ -59,6 +62,10 @@ struct Options {
     output: Option<PathBuf>,
     /// `emit ptx` target architecture (`--cuda-arch sm_90`).
     cuda_arch: Option<String>,
+    /// Every kernel on the cpu backend's lane scheduler (`--xpu-sim`).
+    xpu_sim: bool,
+    /// Report how each kernel runs (`--xpu-verbose`).
+    xpu_verbose: bool,
 }
 
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
@@ -128,6 +135,8 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
                 o.xpu_checks = Some(v);
             }
             "--mem-stats" => o.mem_stats = true,
+            "--xpu-sim" => o.xpu_sim = true,
+            "--xpu-verbose" => o.xpu_verbose = true,
             "--verbose" => o.verbose = true,
             "--jit-verbose" => o.jit_verbose = true,
             "--cuda-arch" => {
@@ -337,10 +346,19 @@ fn cmd_run(opts: Options) -> ExitCode {
         jit,
         jit_verbose: opts.jit_verbose || opts.verbose,
     };
+    // Backends are created at the first device touch, deep in the VM, and read their
+    // configuration from the environment: set it from the options (still single-threaded).
     if let Some(arch) = &opts.cuda_arch {
-        // The cuda backend is created at the first device touch, deep in the VM: it reads the
-        // architecture from the environment (still single-threaded here).
         std::env::set_var("CAJETA_CUDA_ARCH", arch);
+    }
+    if let Some(checks) = &opts.xpu_checks {
+        std::env::set_var("CAJETA_XPU_CHECKS", checks);
+    }
+    if opts.xpu_sim {
+        std::env::set_var("CAJETA_XPU_SIM", "1");
+    }
+    if opts.xpu_verbose || opts.verbose {
+        std::env::set_var("CAJETA_XPU_VERBOSE", "1");
     }
     let status = cajeta_vm::run_program_with(Arc::new(module), f, &opts.args, &run);
     ExitCode::from((status & 0xFF) as u8)

@@ -30,8 +30,10 @@
 //!
 //! # Device backends
 //!
-//! Programs below `xpu/` run once per backend of `CAJETA_CONFORMANCE_BACKENDS` (default `cpu`),
-//! as `cajeta run --backend B …`, and are reported as `B/xpu/NAME.cajeta`. Before them, each
+//! Programs below `xpu/` run once per backend of `CAJETA_CONFORMANCE_BACKENDS` (default
+//! `cpu,cpu-sim`), as `cajeta run --backend B …`, and are reported as `B/xpu/NAME.cajeta`;
+//! `cpu-sim` is `--backend cpu --xpu-sim` (kernels on the lane scheduler, where `cpu` compiles
+//! the kernels it can), so the two kernel paths are compared on every program. Before them, each
 //! backend is probed once with a tiny program printing `Device.activeBackend()`; a backend whose
 //! probe does not exit 0 printing its own name is unavailable, and every xpu program under it is
 //! **skipped** with the probe's reason. `cpu` is always available (XPU.md §8.1), so a failed `cpu`
@@ -55,8 +57,8 @@
 //! * `CAJETA_CONFORMANCE_FILTER=substring`: only programs whose name (`lang/hello.cajeta`,
 //!   `multi/twopkg/`, `cpu/xpu/saxpy_canonical.cajeta`) contains it;
 //! * `CAJETA_CONFORMANCE_CAPS=t2,…`: available capabilities (default `t2`);
-//! * `CAJETA_CONFORMANCE_BACKENDS=cpu,vulkan,cuda`: the backends the xpu programs run under
-//!   (default `cpu`; `none` skips every xpu program);
+//! * `CAJETA_CONFORMANCE_BACKENDS=cpu,cpu-sim,vulkan,cuda`: the backends the xpu programs run
+//!   under (default `cpu,cpu-sim`; `none` skips every xpu program);
 //! * `CAJETA_CONFORMANCE_JOBS=N`: programs run in parallel (default 2);
 //! * `CAJETA_CONFORMANCE_TIMEOUT=SECONDS`: limit per `cajeta` invocation (default 60);
 //! * `CAJETA_CONFORMANCE_MODES=run,cjb`: which of the two executions to perform (default both);
@@ -402,14 +404,28 @@ struct Settings {
     backends: Vec<String>,
 }
 
+/// The pseudo-backend `cpu-sim`: `--backend cpu --xpu-sim`, every kernel on the lane scheduler
+/// (by default `cpu` compiles the kernels it can), so the two paths are compared on every
+/// program.
+const SIM: &str = "cpu-sim";
+
+/// The `--backend` name of a harness backend.
+fn backend_name(backend: &str) -> &str {
+    if backend == SIM {
+        "cpu"
+    } else {
+        backend
+    }
+}
+
 /// The backend names `cajeta run --backend` accepts (XPU.md §8.1).
 const BACKEND_NAMES: [&str; 4] = ["cpu", "vulkan", "cuda", "auto"];
 
-/// The value of `CAJETA_CONFORMANCE_BACKENDS` as a list: `cpu` when unset, nothing for `none`,
-/// else the comma- or space-separated names in order, without repeats.
+/// The value of `CAJETA_CONFORMANCE_BACKENDS` as a list: `cpu,cpu-sim` when unset, nothing
+/// for `none`, else the comma- or space-separated names in order, without repeats.
 fn parse_backends(value: Option<&str>) -> Vec<String> {
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
-        return vec!["cpu".to_string()];
+        return vec!["cpu".to_string(), "cpu-sim".to_string()];
     };
     if value == "none" {
         return Vec::new();
@@ -577,7 +593,10 @@ fn run_args(
     args.extend(settings.run_flags.iter().cloned());
     if let Some(backend) = backend {
         args.push("--backend".into());
-        args.push(backend.into());
+        args.push(backend_name(backend).into());
+        if backend == SIM {
+            args.push("--xpu-sim".into());
+        }
     }
     args.extend(header.flags.iter().cloned());
     args.push(path.to_string_lossy().into_owned());
@@ -655,7 +674,7 @@ fn run_program(job: &Job, settings: &Settings, scratch: &Path) -> Outcome {
         Ok(exp) => exp,
         Err(why) => return Outcome::Fail(why),
     };
-    let backend_cap = backend.map(|b| format!("backend-{b}"));
+    let backend_cap = backend.map(|b| format!("backend-{}", backend_name(b)));
     let missing: Vec<&str> = exp
         .header
         .requires
@@ -799,7 +818,7 @@ fn probe_verdict(backend: &str, out: &RunOutput) -> Availability {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let printed = stdout.trim();
     match out.code() {
-        Ok(0) if printed == backend || (backend == "auto" && !printed.is_empty()) => {
+        Ok(0) if printed == backend_name(backend) || (backend == "auto" && !printed.is_empty()) => {
             Availability::Available
         }
         Ok(0) => Availability::Unavailable(format!(
@@ -951,7 +970,7 @@ fn conformance() {
     let unknown: Vec<&String> = settings
         .backends
         .iter()
-        .filter(|b| !BACKEND_NAMES.contains(&b.as_str()))
+        .filter(|b| !BACKEND_NAMES.contains(&b.as_str()) && b.as_str() != SIM)
         .collect();
     assert!(
         unknown.is_empty(),
@@ -1208,8 +1227,8 @@ fn harness_self_check() {
     assert_eq!(header.flags, vec!["--mem-stats"]);
 
     // Backend lists and the per-backend jobs of xpu programs.
-    assert_eq!(parse_backends(None), vec!["cpu"]);
-    assert_eq!(parse_backends(Some(" ")), vec!["cpu"]);
+    assert_eq!(parse_backends(None), vec!["cpu", "cpu-sim"]);
+    assert_eq!(parse_backends(Some(" ")), vec!["cpu", "cpu-sim"]);
     assert!(parse_backends(Some("none")).is_empty());
     assert_eq!(
         parse_backends(Some("cpu, vulkan cuda,cpu")),

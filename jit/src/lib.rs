@@ -87,6 +87,7 @@
 #![deny(missing_docs)]
 
 mod context;
+pub mod device;
 mod helpers;
 mod loops;
 mod translate;
@@ -226,37 +227,7 @@ impl Jit {
     ) -> Result<Jit, JitError> {
         cajeta_bytecode::verify(&module)
             .map_err(|e| JitError::new(None, None, format!("module not verified: {e}")))?;
-        let fail = |what: String| JitError::new(None, None, what);
-        let mut flags = settings::builder();
-        let verifier = if cfg!(debug_assertions) {
-            "true"
-        } else {
-            "false"
-        };
-        for (k, v) in [
-            ("opt_level", "speed"),
-            ("is_pic", "false"),
-            ("use_colocated_libcalls", "false"),
-            ("enable_verifier", verifier),
-        ] {
-            flags
-                .set(k, v)
-                .map_err(|e| fail(format!("cranelift setting {k}: {e}")))?;
-        }
-        let isa = cranelift_native::builder()
-            .map_err(|e| fail(format!("host not supported: {e}")))?
-            .finish(settings::Flags::new(flags))
-            .map_err(|e| fail(format!("host not supported: {e}")))?;
-        if isa.pointer_type() != types::I64 {
-            return Err(fail("the JIT needs a 64-bit host".into()));
-        }
-        let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-        // One contiguous reservation, so that direct calls between compiled functions (which
-        // Cranelift emits as 32-bit pc-relative calls) always reach.
-        let arena = ArenaMemoryProvider::new_with_size(CODE_RESERVATION)
-            .map_err(|e| fail(format!("cannot reserve code memory: {e}")))?;
-        builder.memory_provider(Box::new(arena));
-        let jm = JITModule::new(builder);
+        let jm = new_jit_module()?;
         let n = module.functions.len();
         Ok(Jit {
             hooks,
@@ -412,6 +383,42 @@ impl Jit {
         }
         Ok(c)
     }
+}
+
+/// A Cranelift JIT module for the host: optimising, position-dependent code in one
+/// contiguous reservation.
+pub(crate) fn new_jit_module() -> Result<JITModule, JitError> {
+    let fail = |what: String| JitError::new(None, None, what);
+    let mut flags = settings::builder();
+    let verifier = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
+    for (k, v) in [
+        ("opt_level", "speed"),
+        ("is_pic", "false"),
+        ("use_colocated_libcalls", "false"),
+        ("enable_verifier", verifier),
+    ] {
+        flags
+            .set(k, v)
+            .map_err(|e| fail(format!("cranelift setting {k}: {e}")))?;
+    }
+    let isa = cranelift_native::builder()
+        .map_err(|e| fail(format!("host not supported: {e}")))?
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| fail(format!("host not supported: {e}")))?;
+    if isa.pointer_type() != types::I64 {
+        return Err(fail("the JIT needs a 64-bit host".into()));
+    }
+    let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+    // One contiguous reservation, so that direct calls between compiled functions (which
+    // Cranelift emits as 32-bit pc-relative calls) always reach.
+    let arena = ArenaMemoryProvider::new_with_size(CODE_RESERVATION)
+        .map_err(|e| fail(format!("cannot reserve code memory: {e}")))?;
+    builder.memory_provider(Box::new(arena));
+    Ok(JITModule::new(builder))
 }
 
 impl Drop for Jit {

@@ -22,7 +22,7 @@
 //! raises the error at the right instruction — so a loop that never runs an access never
 //! faults, as in the interpreter.
 
-use cajeta_bytecode::{Elem, Function, Op, Operand, Type};
+use cajeta_bytecode::{Elem, Function, Instr, Op, Operand, Type};
 
 use crate::context::ObjectView;
 
@@ -66,6 +66,17 @@ pub(crate) fn object_operand(f: &Function, op: Op, a: u16, b: u16) -> Option<(u1
     }
 }
 
+/// Whether instruction `i` may write register `r`: a `Dst` operand writes its register, and
+/// so may a `Special` first operand (`getfield` and `getstatic` write `r[a]`; counting the
+/// reads among them only makes callers more careful).
+pub(crate) fn writes(i: &Instr, r: u16) -> bool {
+    let ops = i.op.operands();
+    matches!(ops[0], Operand::Special) && i.a == r
+        || [(ops[0], i.a), (ops[1], i.b), (ops[2], i.c)]
+            .iter()
+            .any(|&(o, x)| matches!(o, Operand::Dst(_)) && x == r)
+}
+
 /// The loops of `f` whose lookups can be hoisted (see the module documentation), innermost
 /// last among loops sharing code; loops without candidates are left out.
 pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
@@ -98,17 +109,7 @@ pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
         if entered_inside {
             continue;
         }
-        // A `Dst` operand writes its register; so may a `Special` first operand (`getfield`
-        // and `getstatic` write `r[a]`; counting the reads among them only hoists less).
-        let written = |r: u16| {
-            body.iter().any(|i| {
-                let ops = i.op.operands();
-                matches!(ops[0], Operand::Special) && i.a == r
-                    || [(ops[0], i.a), (ops[1], i.b), (ops[2], i.c)]
-                        .iter()
-                        .any(|&(o, x)| matches!(o, Operand::Dst(_)) && x == r)
-            })
-        };
+        let written = |r: u16| body.iter().any(|i| writes(i, r));
         let mut regs: Vec<(u16, u32)> = Vec::new();
         for i in body {
             if let Some((r, kind)) = object_operand(f, i.op, i.a, i.b) {
@@ -127,7 +128,7 @@ pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cajeta_bytecode::{FnKind, Instr, Scalar};
+    use cajeta_bytecode::{FnKind, Scalar};
 
     /// `for (i = 0; i < n; i++) x = a[i];` with `extra` inserted in the loop body and `entry`
     /// as the instruction before the loop.

@@ -39,7 +39,10 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use crate::context::{encode_elem, off, ObjectView, RuntimeHooks, Status, ELEM_REF};
 use crate::helpers;
 use crate::loops::{self, HoistedLoop};
+
+mod device;
 use crate::JitError;
+pub(crate) use device::translate_kernel;
 
 const I8: types::Type = types::I8;
 const I16: types::Type = types::I16;
@@ -125,38 +128,74 @@ pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<(), Jit
         .get(s.func as usize)
         .ok_or_else(|| JitError::new(Some(s.func), None, "no such function".into()))?;
     let mut tr = Tr::prologue(b, s, f);
-    let n = f.code.len();
-    let mut terminated = true;
-    for (pc, &ins) in f.code.iter().enumerate() {
-        if let Some(blk) = tr.blocks[pc] {
-            // A hoisting loop's header is entered from above through its preheader.
-            let entry = tr.branch_block(pc as u32 - 1, pc as u32).unwrap_or(blk);
-            if !terminated {
-                tr.b.ins().jump(entry, &[]);
-            }
-            if entry != blk {
-                tr.preheader(pc as u32, blk);
-            }
-            tr.b.switch_to_block(blk);
-        } else if terminated {
-            // Unreachable and not a leader (code after `sys.exit`): nothing to translate.
-            continue;
-        }
-        terminated = tr.instr(pc as u32, ins)?;
-    }
-    if !terminated || n == 0 {
-        // V-TERM: the last instruction is a terminator.
-        return Err(JitError::new(
-            Some(s.func),
-            None,
-            "code does not end in a terminator".into(),
-        ));
-    }
+    tr.body()?;
     tr.fill_deferred();
     tr.fault_block();
     tr.b.seal_all_blocks();
     tr.b.finalize(s.frontend);
     Ok(())
+}
+
+impl Tr<'_, '_> {
+    /// Translates every instruction of the function, block by block.
+    fn body(&mut self) -> Result<(), JitError> {
+        let f = self.f;
+        let tr = self;
+        let n = f.code.len();
+        let mut terminated = true;
+        for (pc, &ins) in f.code.iter().enumerate() {
+            if let Some(blk) = tr.blocks[pc] {
+                // A hoisting loop's header is entered from above through its preheader.
+                let entry = match pc.checked_sub(1) {
+                    Some(prev) => tr.branch_block(prev as u32, pc as u32).unwrap_or(blk),
+                    None => blk,
+                };
+                if !terminated {
+                    tr.b.ins().jump(entry, &[]);
+                }
+                if entry != blk {
+                    tr.preheader(pc as u32, blk);
+                }
+                tr.b.switch_to_block(blk);
+            } else if terminated {
+                // Unreachable and not a leader (code after `sys.exit`): nothing to translate.
+                continue;
+            }
+            terminated = tr.instr(pc as u32, ins)?;
+        }
+        if !terminated || n == 0 {
+            // V-TERM: the last instruction is a terminator.
+            return Err(JitError::new(
+                Some(tr.s.func),
+                None,
+                "code does not end in a terminator".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Which pcs start a block: pc 0, jump targets, and the instruction after a branch or a
+/// terminator.
+fn leaders(f: &Function) -> Vec<bool> {
+    let n = f.code.len();
+    let mut leader = vec![false; n];
+    if n > 0 {
+        leader[0] = true;
+    }
+    for (pc, ins) in f.code.iter().enumerate() {
+        if ins.op.is_branch() {
+            if let Some(l) = leader.get_mut(ins.bc() as usize) {
+                *l = true;
+            }
+        }
+        if ins.op.is_branch() || ins.op.is_terminator() {
+            if let Some(l) = leader.get_mut(pc + 1) {
+                *l = true;
+            }
+        }
+    }
+    leader
 }
 
 /// The translator's state for one function.
@@ -193,6 +232,8 @@ struct Tr<'a, 'b> {
     /// Cold blocks that call an access's hook to raise its error, filled once every other
     /// block is (they only use values defined before their branch).
     deferred: Vec<Deferred>,
+    /// Kernel state when translating a kernel for the CPU backend (see [`device`]).
+    dev: Option<device::DevState>,
 }
 
 /// A hoisting loop, its preheader block and, per hoisted register (in the loop's order),
@@ -243,23 +284,7 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// Creates the blocks and variables and emits the prologue: depth check, window offset,
     /// parameter loads, fuel for the call.
     fn prologue(mut b: FunctionBuilder<'b>, s: &'a Setup<'a>, f: &'a Function) -> Tr<'a, 'b> {
-        let n = f.code.len();
-        let mut leader = vec![false; n];
-        if n > 0 {
-            leader[0] = true;
-        }
-        for (pc, ins) in f.code.iter().enumerate() {
-            if ins.op.is_branch() {
-                if let Some(l) = leader.get_mut(ins.bc() as usize) {
-                    *l = true;
-                }
-            }
-            if ins.op.is_branch() || ins.op.is_terminator() {
-                if let Some(l) = leader.get_mut(pc + 1) {
-                    *l = true;
-                }
-            }
-        }
+        let leader = leaders(f);
         let uses = |ops: &[Op]| f.code.iter().any(|i| ops.contains(&i.op));
         let uses_statics = uses(&[Op::GetStatic, Op::SetStatic]);
         let uses_consts = f.code.iter().any(|i| {
@@ -367,6 +392,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             mem,
             hoisted,
             deferred: Vec::new(),
+            dev: None,
         };
         // A frame with String registers uses its window: make sure it exists (callers
         // reserve nothing for native callees).
@@ -903,6 +929,11 @@ impl<'a, 'b> Tr<'a, 'b> {
 
     /// Translates one instruction; returns true if it ended the current block.
     fn instr(&mut self, pc: u32, i: Instr) -> Result<bool, JitError> {
+        if self.dev.is_some() {
+            if let Some(terminated) = self.device_instr(pc, i)? {
+                return Ok(terminated);
+            }
+        }
         let hooks = *self.s.hooks;
         match i.op {
             Op::Nop => {}

@@ -177,6 +177,15 @@ impl Item {
         out
     }
 
+    /// Places the item at instruction `pc` of kernel `kernel` with no callers: how a fault
+    /// of the compiled path is reported as the interpreter reports its own.
+    pub(crate) fn place(&mut self, kernel: u32, pc: u32) {
+        self.frames.clear();
+        self.func = kernel;
+        self.pc = pc;
+        self.base = 0;
+    }
+
     /// The running function and pc (after a fault: the faulting instruction).
     pub(crate) fn position(&self) -> (u32, u32) {
         (self.func, self.pc)

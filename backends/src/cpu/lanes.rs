@@ -72,6 +72,9 @@ pub(crate) struct Launch<'a> {
     pub workers: usize,
     /// Run workgroups one by one in increasing `g` on the calling thread.
     pub serial: bool,
+    /// The kernel compiled to a workgroup function (see [`super::compiled`]), if it is run
+    /// that way.
+    pub compiled: Option<&'a cajeta_jit::device::CompiledKernel>,
 }
 
 /// Why a launch did not complete.
@@ -271,6 +274,7 @@ fn work(
         nbuf: l.bufs.len() as u64,
         plan: l.plan,
     };
+    let views = super::compiled::views(&mems);
     let mut fresh = true;
     while let Some(g) = claim() {
         if !fresh {
@@ -287,14 +291,14 @@ fn work(
             status,
             waves,
         };
-        if let Err(f) = workgroup(l, &env, g, state) {
+        if let Err(f) = workgroup(l, &env, &views, g, state) {
             report(g, f);
         }
     }
 }
 
 /// The `geom` values of item (tx, ty, tz), linear index `lin`, of workgroup `wg`.
-fn geometry(l: &Launch<'_>, wg: [u32; 3], t: [u32; 3], lin: u32) -> [u64; GEOM_LEN] {
+pub(crate) fn geometry(l: &Launch<'_>, wg: [u32; 3], t: [u32; 3], lin: u32) -> [u64; GEOM_LEN] {
     let mut geo = [0u64; GEOM_LEN];
     for axis in 0..3 {
         geo[axis] = u64::from(t[axis]);
@@ -317,7 +321,13 @@ struct Lanes<'w> {
 }
 
 /// Runs workgroup `g`.
-fn workgroup(l: &Launch<'_>, env: &Env<'_>, g: u64, lanes: Lanes<'_>) -> Result<(), KernelFault> {
+fn workgroup(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    views: &[cajeta_jit::device::MemView],
+    g: u64,
+    lanes: Lanes<'_>,
+) -> Result<(), KernelFault> {
     let [gx, gy, _] = l.grid.map(u64::from);
     // Each coordinate is below its grid dimension, a u32.
     let wg = [
@@ -332,6 +342,9 @@ fn workgroup(l: &Launch<'_>, env: &Env<'_>, g: u64, lanes: Lanes<'_>) -> Result<
     let Some(it) = lanes.items.first_mut() else {
         return Ok(());
     };
+    if let Some(k) = l.compiled {
+        return super::compiled::workgroup(l, env, k, views, wg, it);
+    }
     // Only the item coordinates (0-2), global ids (9-11) and lane id (16) change from item to
     // item.
     it.geo = geometry(l, wg, [0, 0, 0], 0);
@@ -563,7 +576,7 @@ fn var_name(m: &Module, func: u32, reg: u16) -> String {
 }
 
 /// The [`KernelFault`] of `kind` raised by item `it`.
-fn describe(l: &Launch<'_>, env: &Env<'_>, it: &Item, kind: FaultKind) -> KernelFault {
+pub(crate) fn describe(l: &Launch<'_>, env: &Env<'_>, it: &Item, kind: FaultKind) -> KernelFault {
     let (func, _) = it.position();
     let g = &it.geo;
     let at = format!(

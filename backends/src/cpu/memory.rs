@@ -365,6 +365,17 @@ impl<'a> MemRef<'a> {
         self.width
     }
 
+    /// The view as compiled kernels read it: the address of element 0, the length and the
+    /// width (see `cajeta_jit::device::CompiledKernel::run` for the access contract, which
+    /// this type's invariants meet: in bounds, aligned, one width per storage at a time).
+    pub(crate) fn compiled_view(&self) -> cajeta_jit::device::MemView {
+        cajeta_jit::device::MemView {
+            addr: self.words.as_ptr() as u64 + self.byte_off as u64,
+            len: self.len,
+            width: u64::from(self.width),
+        }
+    }
+
     accessor!(at8, AtomicU8, u8, 1);
     accessor!(at16, AtomicU16, u16, 2);
     accessor!(at32, AtomicU32, u32, 4);

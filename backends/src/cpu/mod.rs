@@ -14,6 +14,7 @@
 //! Launches complete before [`Backend::launch`] returns (XPU §3.4 step 6), so streams are
 //! trivial: every stream is already synchronised when the VM could ask.
 
+mod compiled;
 mod interp;
 mod lanes;
 mod memory;
@@ -105,6 +106,9 @@ pub struct CpuBackend {
     /// Cores (`available_parallelism`, 1 if unknown).
     cores: usize,
     serial: bool,
+    /// Compiled or lane scheduler, per kernel.
+    compile: compiled::CompileConfig,
+    kernels: compiled::Cache,
 }
 
 impl Default for CpuBackend {
@@ -140,6 +144,8 @@ impl CpuBackend {
             worker_cap: AtomicUsize::new(config.workers),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             serial: config.serial,
+            compile: compiled::CompileConfig::from_env(),
+            kernels: compiled::Cache::default(),
         }
     }
 
@@ -408,6 +414,7 @@ impl Backend for CpuBackend {
         order.dedup_by_key(|i| bound[*i].0);
         let _gates: Vec<_> = order.iter().map(|&i| bound[i].1.enter_launch()).collect();
 
+        let compiled = self.kernels.get(module, kernel, &plan, self.compile);
         let launch = lanes::Launch {
             module,
             kernel,
@@ -420,6 +427,7 @@ impl Backend for CpuBackend {
             wave: WAVE_WIDTH,
             workers: self.workers(),
             serial: self.serial,
+            compiled: compiled.as_deref(),
         };
         lanes::execute(&launch).map_err(|e| match e {
             lanes::RunError::Fault(f) => LaunchError::Fault(f),

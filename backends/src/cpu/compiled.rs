@@ -1,0 +1,183 @@
+//! The compiled path of the `cpu` backend: kernels without rendezvous or calls run as native
+//! workgroup functions (`cajeta_jit::device`), everything else on the lane scheduler.
+//!
+//! The compiled function runs a workgroup's items in the order the scheduler runs them for a
+//! kernel without rendezvous (increasing linear index, each to completion), with the same
+//! arithmetic, so results are identical; a fault is reported through the scheduler's own
+//! `describe`, so messages and frames are too. Kernels are compiled once per module and
+//! kernel index and cached for the backend's lifetime.
+//!
+//! Selection (environment, as the rest of the backend's configuration; the CLI's
+//! `--xpu-sim`, `--xpu-verbose` and `--xpu-checks` set these):
+//! * `CAJETA_XPU_SIM=1`: every kernel on the lane scheduler (the checked, deterministic
+//!   simulator);
+//! * `CAJETA_XPU_VERBOSE=1`: one line on stderr per kernel, compiled or why not;
+//! * `CAJETA_XPU_CHECKS=off`: compiled kernels skip element index checks.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cajeta_bytecode::Module;
+use cajeta_jit::device::{
+    compile_kernel, CompiledKernel, KernelOptions, MemView, WorkgroupCtx, FAULT_BAD_HANDLE,
+    FAULT_BOUNDS,
+};
+use cajeta_jit::Status;
+
+use super::interp::{Env, FaultKind, Item};
+use super::lanes::{self, Launch};
+use super::memory::MemRef;
+use super::plan::Plan;
+use crate::KernelFault;
+
+/// How kernels are run, from the environment.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct CompileConfig {
+    /// Never compile (`CAJETA_XPU_SIM=1`).
+    pub sim: bool,
+    /// Report each kernel's path (`CAJETA_XPU_VERBOSE=1`).
+    pub verbose: bool,
+    /// Element index checks (`CAJETA_XPU_CHECKS` is not `off`).
+    pub checks: bool,
+}
+
+impl CompileConfig {
+    /// The configuration of the environment.
+    pub fn from_env() -> CompileConfig {
+        let var = |name| std::env::var(name).ok();
+        CompileConfig {
+            sim: var("CAJETA_XPU_SIM").is_some_and(|v| v.trim() == "1"),
+            verbose: var("CAJETA_XPU_VERBOSE").is_some_and(|v| v.trim() == "1"),
+            checks: var("CAJETA_XPU_CHECKS").is_none_or(|v| v.trim() != "off"),
+        }
+    }
+}
+
+/// A cached kernel: its module (kept alive so that its address, the key, is not reused) and
+/// its compiled form, `None` for a kernel that runs on the scheduler.
+type Entry = (Arc<Module>, Option<Arc<CompiledKernel>>);
+
+/// Compiled kernels by (module address, kernel).
+#[derive(Default)]
+pub(crate) struct Cache {
+    kernels: Mutex<HashMap<(usize, u32), Entry>>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Cache")
+    }
+}
+
+impl Cache {
+    /// The compiled form of `kernel` (compiling it at its first launch), or `None` when it
+    /// runs on the lane scheduler: a rendezvous or a call, an instruction the compiler does
+    /// not handle, `sim`, or a big-endian host (memory holds elements little-endian).
+    pub fn get(
+        &self,
+        module: &Arc<Module>,
+        kernel: u32,
+        plan: &Plan,
+        config: CompileConfig,
+    ) -> Option<Arc<CompiledKernel>> {
+        let key = (Arc::as_ptr(module) as usize, kernel);
+        let mut kernels = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, k)) = kernels.get(&key) {
+            return k.clone();
+        }
+        let name = module
+            .functions
+            .get(kernel as usize)
+            .map_or("?", |f| f.name.as_str());
+        let outcome = if config.sim {
+            Err("--xpu-sim".to_string())
+        } else if cfg!(target_endian = "big") {
+            Err("big-endian host".to_string())
+        } else if plan.has_rendezvous {
+            Err("it has a barrier or a wave collective".to_string())
+        } else {
+            compile_kernel(
+                module,
+                kernel,
+                KernelOptions {
+                    checks: config.checks,
+                },
+            )
+            .map_err(|e| match e.pc {
+                Some(pc) => format!("{} (pc {pc})", e.message),
+                None => e.message,
+            })
+        };
+        if config.verbose {
+            match &outcome {
+                Ok(k) => eprintln!(
+                    "xpu: compiled kernel {name} in {:.2} ms ({} bytes)",
+                    k.compile_time.as_secs_f64() * 1e3,
+                    k.code_size
+                ),
+                Err(why) => eprintln!("xpu: kernel {name} runs on the lane scheduler: {why}"),
+            }
+        }
+        let compiled = outcome.ok().map(Arc::new);
+        kernels.insert(key, (Arc::clone(module), compiled.clone()));
+        compiled
+    }
+}
+
+/// The memory table of a worker for compiled code: one view per entry of `mems` (at least
+/// one entry, as the compiled code requires).
+pub(crate) fn views(mems: &[MemRef<'_>]) -> Vec<MemView> {
+    let mut v: Vec<MemView> = mems.iter().map(MemRef::compiled_view).collect();
+    if v.is_empty() {
+        v.push(MemView::default());
+    }
+    v
+}
+
+/// Runs workgroup `wg` with the compiled kernel `k`; a fault is described through `it` (the
+/// worker's item, placed at the faulting instruction with the faulting item's geometry).
+pub(crate) fn workgroup(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    wg: [u32; 3],
+    it: &mut Item,
+) -> Result<(), KernelFault> {
+    let mut ctx = WorkgroupCtx {
+        mems: views.as_ptr(),
+        nmems: env.mems.len().max(1) as u64,
+        nbufs: env.nbuf,
+        frame: l.frame.as_ptr(),
+        group: wg.map(u64::from),
+        block: l.block.map(u64::from),
+        grid: l.grid.map(u64::from),
+        wave: u64::from(l.wave.max(1)),
+        fault: Default::default(),
+    };
+    // SAFETY: `views` describes `env.mems` (built by `views` from the worker's memory table,
+    // padded to one entry) — launch buffers pinned by the launch and the worker's shared
+    // arrays, alive for this call, accessed concurrently only at their storage's one element
+    // width (the launch's width gates) — `frame` holds the kernel's parameter cells, and the
+    // geometry is the launch's, validated by `CpuBackend::launch`.
+    let status = unsafe { k.run(&mut ctx) };
+    if status == 0 {
+        return Ok(());
+    }
+    let f = ctx.fault;
+    let kind = match status {
+        FAULT_BOUNDS => FaultKind::Bounds {
+            index: f.index,
+            handle: f.handle,
+            reg: f.reg as u16,
+        },
+        FAULT_BAD_HANDLE => FaultKind::BadHandle { reg: f.reg as u16 },
+        s if s == Status::DivZero as u32 => FaultKind::DivZero,
+        s if s == Status::Overflow as u32 => FaultKind::Overflow,
+        _ => FaultKind::Internal("unknown status from a compiled kernel"),
+    };
+    let t = f.item;
+    it.geo = lanes::geometry(l, wg, t, f.lane);
+    it.place(l.kernel, f.pc);
+    Err(lanes::describe(l, env, it, kind))
+}

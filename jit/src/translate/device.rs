@@ -1,0 +1,604 @@
+//! Kernel bytecode → one Cranelift function per *workgroup* for the CPU backend (see
+//! [`crate::device`] for the interface).
+//!
+//! The function loops over the workgroup's items in increasing linear index (x fastest), the
+//! order in which the lane scheduler runs a kernel without rendezvous, and runs the kernel's
+//! body for each: registers start as the interpreter's fresh item frame does (parameters from
+//! the launch frame, every other register 0), `ret` goes on to the next item. Everything else
+//! is the host translator's: the same lowering of every arithmetic instruction, so results are
+//! bit-identical to the device interpreter's (the same operations in the same order per item).
+//!
+//! Device instructions:
+//! * `geom` reads the item coordinates (loop variables) and the launch geometry (context);
+//! * `ld.*`/`st.*`/`atom.*` address element `i` of memory handle `h` through the context's
+//!   [`MemView`](crate::device::MemView) table, with the interpreter's checks: the handle must
+//!   name a memory of the access's width (else `E-NULL`-style invalid reference), the index
+//!   must be below its length (else `XPU-E-BOUNDS`). A parameter register that holds a buffer
+//!   and is never written is looked up once per workgroup; its accesses then only compare the
+//!   index with the length (a failed lookup has length 0, so the access's cold path finds and
+//!   reports the fault). `--xpu-checks off` drops the index comparisons;
+//! * `shared.ref b` is handle `nbufs + b`, as in the interpreter.
+//!
+//! Not compiled (the kernel stays on the lane scheduler): calls to `@Device` functions,
+//! barriers and wave collectives.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{AtomicRmwOp, Block, BlockArg, InstBuilder, MemFlagsData, Value};
+use cranelift_frontend::{FunctionBuilder, Variable};
+
+use cajeta_bytecode::{Function, Instr, Op, Scalar, Type};
+
+use super::{kind_of, leaders, suffix_scalar, Kind, ObjectMem, Setup, Tr, F32, F64, I32, I64, MF};
+use crate::device::{off as doff, FAULT_BAD_HANDLE, FAULT_BOUNDS};
+use crate::JitError;
+
+/// The kernel-specific state of the translator.
+pub(crate) struct DevState {
+    /// Where `ret` goes: the next item.
+    latch: Block,
+    /// Item coordinates and linear index, and the lane id (`lin mod W`).
+    item: [Variable; 3],
+    lin: Variable,
+    lane: Variable,
+    /// Launch values, loaded once in the entry block.
+    group: [Value; 3],
+    block: [Value; 3],
+    grid: [Value; 3],
+    wave: Value,
+    mems: Value,
+    nmems: Value,
+    nbufs: Value,
+    /// Per register: the (address, length) variables of a buffer parameter looked up once.
+    views: Vec<Option<(Variable, Variable)>>,
+    /// Index checks on (`--xpu-checks on`).
+    checks: bool,
+    /// The cold fault paths of device accesses, filled at the end.
+    faults: Vec<DevFault>,
+}
+
+/// Translates kernel `s.func` into a workgroup function `(ctx) -> status` (see the module
+/// documentation). An instruction this path does not compile is an `Err`: the kernel then runs
+/// on the lane scheduler.
+pub(crate) fn translate_kernel(
+    b: FunctionBuilder<'_>,
+    s: &Setup<'_>,
+    checks: bool,
+) -> Result<(), JitError> {
+    let f = s
+        .module
+        .functions
+        .get(s.func as usize)
+        .ok_or_else(|| JitError::new(Some(s.func), None, "no such function".into()))?;
+    if let Some((pc, i)) = f.code.iter().enumerate().find(|(_, i)| !compiled(i.op)) {
+        return Err(JitError::new(
+            Some(s.func),
+            Some(pc as u32),
+            format!("`{}` is not compiled for the cpu backend", i.op.mnemonic()),
+        ));
+    }
+    let mut tr = Tr::kernel_prologue(b, s, f, checks);
+    tr.body()?;
+    tr.kernel_epilogue();
+    tr.b.seal_all_blocks();
+    tr.b.finalize(s.frontend);
+    Ok(())
+}
+
+/// Whether the compiled path handles `op` in a kernel (everything the device runs except
+/// calls and rendezvous).
+fn compiled(op: Op) -> bool {
+    !matches!(op, Op::Call | Op::Barrier | Op::WaveSumU32 | Op::WaveSumF32)
+        && !op.mnemonic().starts_with("wave.")
+}
+
+impl<'a, 'b> Tr<'a, 'b> {
+    /// The workgroup function's entry: launch values, the buffer parameters' views, the item
+    /// loop around the kernel body.
+    fn kernel_prologue(
+        mut b: FunctionBuilder<'b>,
+        s: &'a Setup<'a>,
+        f: &'a Function,
+        checks: bool,
+    ) -> Tr<'a, 'b> {
+        let leader = leaders(f);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ctx = b.block_params(entry)[0];
+        let load = |b: &mut FunctionBuilder<'_>, offset: i32| b.ins().load(I64, MF, ctx, offset);
+        let group = [0, 1, 2].map(|k| load(&mut b, doff::GROUP + 8 * k));
+        let block = [0, 1, 2].map(|k| load(&mut b, doff::BLOCK + 8 * k));
+        let grid = [0, 1, 2].map(|k| load(&mut b, doff::GRID + 8 * k));
+        let wave = load(&mut b, doff::WAVE);
+        let mems = load(&mut b, doff::MEMS);
+        let nmems = load(&mut b, doff::NMEMS);
+        let nbufs = load(&mut b, doff::NBUFS);
+        let frame = load(&mut b, doff::FRAME);
+
+        let kinds: Vec<Kind> = f.regs.iter().map(|&t| kind_of(t)).collect();
+        let vars: Vec<Variable> = kinds
+            .iter()
+            .map(|k| {
+                b.declare_var(match k {
+                    Kind::F32 => F32,
+                    Kind::F64 => F64,
+                    Kind::Int | Kind::Mem => I64,
+                })
+            })
+            .collect();
+        let item = [(); 3].map(|_| b.declare_var(I64));
+        let lin = b.declare_var(I64);
+        let lane = b.declare_var(I64);
+        let own_var = b.declare_var(I64);
+        let fault = b.create_block();
+        b.set_cold_block(fault);
+        b.append_block_param(fault, I32);
+        b.append_block_param(fault, I32);
+        let blocks = leader
+            .iter()
+            .map(|&l| if l { Some(b.create_block()) } else { None })
+            .collect();
+        let mem = ObjectMem::new(&mut b);
+        let zero = b.ins().iconst(I64, 0);
+        let latch = b.create_block();
+        let mut tr = Tr {
+            s,
+            f,
+            b,
+            kinds,
+            vars,
+            fuel_var: None,
+            ctx,
+            regs_off: zero,
+            regs_off_cells: zero,
+            depth: zero,
+            own_var,
+            statics: zero,
+            consts: zero,
+            blocks,
+            fault,
+            sigs: Default::default(),
+            mem,
+            hoisted: Vec::new(),
+            deferred: Vec::new(),
+            dev: None,
+        };
+        // The launch frame's cells, and the views of buffer parameters never written.
+        let cells: Vec<Value> = (0..f.params)
+            .map(|p| tr.b.ins().load(I64, MF, frame, 8 * i32::from(p)))
+            .collect();
+        let mut views = vec![None; f.regs.len()];
+        for p in 0..f.params {
+            let Some(Type::Buffer(s)) = f.regs.get(usize::from(p)) else {
+                continue;
+            };
+            if written(f, p) {
+                continue;
+            }
+            let (addr, len) = mem_view(&mut tr.b, mems, nmems, cells[usize::from(p)], s.size());
+            let (va, vl) = (tr.b.declare_var(I64), tr.b.declare_var(I64));
+            tr.b.def_var(va, addr);
+            tr.b.def_var(vl, len);
+            views[usize::from(p)] = Some((va, vl));
+        }
+        tr.dev = Some(DevState {
+            latch,
+            item,
+            lin,
+            lane,
+            group,
+            block,
+            grid,
+            wave,
+            mems,
+            nmems,
+            nbufs,
+            views,
+            checks,
+            faults: Vec::new(),
+        });
+
+        // The item loop: (x, y, z) = (0, 0, 0) first; an empty block has no item.
+        for v in item.iter().chain([&lin, &lane]) {
+            tr.b.def_var(*v, zero);
+        }
+        let xy = tr.b.ins().imul(block[0], block[1]);
+        let total = tr.b.ins().imul(xy, block[2]);
+        let start = tr.b.create_block();
+        let exit = tr.b.create_block();
+        let none = tr.b.ins().icmp_imm_s(IntCC::Equal, total, 0);
+        tr.b.ins().brif(none, exit, &[], start, &[]);
+
+        // Each item starts with the interpreter's fresh frame.
+        tr.b.switch_to_block(start);
+        for r in 0..f.regs.len() {
+            let r = r as u16;
+            let v = match cells.get(usize::from(r)) {
+                Some(&cell) => tr.value_of(tr.kind(r), cell),
+                None => match tr.kind(r) {
+                    Kind::F64 => tr.b.ins().f64const(0.0),
+                    Kind::F32 => tr.b.ins().f32const(0.0),
+                    _ => zero,
+                },
+            };
+            tr.set(r, v);
+        }
+        match tr.blocks.first().copied().flatten() {
+            Some(first) => {
+                tr.b.ins().jump(first, &[]);
+            }
+            None => {
+                tr.b.ins().jump(latch, &[]);
+            }
+        }
+
+        // The latch: the next item in linear order, or the end of the workgroup.
+        tr.b.switch_to_block(latch);
+        let b = &mut tr.b;
+        let next = b.use_var(lin);
+        let next = b.ins().iadd_imm_s(next, 1);
+        b.def_var(lin, next);
+        let done = b.ins().icmp(IntCC::Equal, next, total);
+        let step = b.create_block();
+        b.ins().brif(done, exit, &[], step, &[]);
+        b.switch_to_block(step);
+        // x + 1, carrying into y and z.
+        let x = b.use_var(item[0]);
+        let x = b.ins().iadd_imm_s(x, 1);
+        let wrap_x = b.ins().icmp(IntCC::Equal, x, block[0]);
+        let x = b.ins().select(wrap_x, zero, x);
+        b.def_var(item[0], x);
+        let y = b.use_var(item[1]);
+        let y1 = b.ins().iadd_imm_s(y, 1);
+        let y = b.ins().select(wrap_x, y1, y);
+        let wrap_y = b.ins().icmp(IntCC::Equal, y, block[1]);
+        let y = b.ins().select(wrap_y, zero, y);
+        b.def_var(item[1], y);
+        let z = b.use_var(item[2]);
+        let z1 = b.ins().iadd_imm_s(z, 1);
+        let z = b.ins().select(wrap_y, z1, z);
+        b.def_var(item[2], z);
+        let l = b.use_var(lane);
+        let l = b.ins().iadd_imm_s(l, 1);
+        let wrap_l = b.ins().icmp(IntCC::Equal, l, wave);
+        let l = b.ins().select(wrap_l, zero, l);
+        b.def_var(lane, l);
+        b.ins().jump(start, &[]);
+
+        b.switch_to_block(exit);
+        let ok = b.ins().iconst(I32, 0);
+        b.ins().return_(&[ok]);
+        tr
+    }
+
+    /// Fills the fault exit: the status, pc and item into the context's fault record, then
+    /// return the status.
+    fn kernel_epilogue(&mut self) {
+        let Some(d) = &mut self.dev else {
+            return;
+        };
+        let (item, lin) = (d.item, d.lin);
+        let (mems, nmems) = (d.mems, d.nmems);
+        let faults = std::mem::take(&mut d.faults);
+        let ctx = self.ctx;
+        for f in faults {
+            let b = &mut self.b;
+            b.switch_to_block(f.block);
+            let status = match f.index {
+                Some(index) => {
+                    // Out of bounds if the handle names a memory of the access's width; an
+                    // invalid reference otherwise (the hoisted lookup gave length 0).
+                    let (_, _, ok) = lookup(b, mems, nmems, f.handle, f.width, f.width != 0);
+                    let bounds = b.ins().iconst(I32, i64::from(FAULT_BOUNDS));
+                    let bad = b.ins().iconst(I32, i64::from(FAULT_BAD_HANDLE));
+                    b.ins().store(MF, index, ctx, doff::FAULT_INDEX);
+                    b.ins().select(ok, bounds, bad)
+                }
+                None => b.ins().iconst(I32, i64::from(FAULT_BAD_HANDLE)),
+            };
+            b.ins().store(MF, f.handle, ctx, doff::FAULT_HANDLE);
+            let reg = b.ins().iconst(I32, i64::from(f.reg));
+            b.ins().store(MF, reg, ctx, doff::FAULT_REG);
+            let pc = b.ins().iconst(I32, i64::from(f.pc));
+            b.ins()
+                .jump(self.fault, &[BlockArg::Value(status), BlockArg::Value(pc)]);
+        }
+        let fault = self.fault;
+        let ctx = self.ctx;
+        let b = &mut self.b;
+        b.switch_to_block(fault);
+        let st = b.block_params(fault)[0];
+        let pc = b.block_params(fault)[1];
+        b.ins().store(MF, st, ctx, doff::FAULT_STATUS);
+        b.ins().store(MF, pc, ctx, doff::FAULT_PC);
+        for (k, v) in item.iter().enumerate() {
+            let x = b.use_var(*v);
+            b.ins()
+                .istore32(MF, x, ctx, doff::FAULT_ITEM + 4 * k as i32);
+        }
+        let l = b.use_var(lin);
+        b.ins().istore32(MF, l, ctx, doff::FAULT_LANE);
+        b.ins().return_(&[st]);
+    }
+
+    /// The device instructions and `ret` of a kernel; `None` for the instructions the host
+    /// lowering handles. `Some(true)` ends the block.
+    pub(super) fn device_instr(&mut self, pc: u32, i: Instr) -> Result<Option<bool>, JitError> {
+        let m = i.op.mnemonic();
+        match i.op {
+            Op::RetVoid | Op::Ret => {
+                let latch = self.dev.as_ref().map(|d| d.latch);
+                if let Some(latch) = latch {
+                    self.b.ins().jump(latch, &[]);
+                }
+                return Ok(Some(true));
+            }
+            Op::Geom => {
+                let v = self.geom(pc, i.b)?;
+                self.set(i.a, v);
+            }
+            Op::SharedRef => {
+                let nbufs = self.dev.as_ref().map_or(self.regs_off, |d| d.nbufs);
+                let v = self.b.ins().iadd_imm_s(nbufs, i64::from(i.b));
+                self.set(i.a, v);
+            }
+            Op::BufLength => {
+                let (_, len) = self.element(pc, i.b, None, 0, false)?;
+                self.set(i.a, len);
+            }
+            _ if m.starts_with("ld.") => {
+                let s = scalar_of(m).ok_or_else(|| self.err(pc, format!("bad load `{m}`")))?;
+                let idx = self.get(i.c);
+                let (addr, _) = self.element(pc, i.b, Some(idx), s.size(), true)?;
+                let ty = self.var_type(i.a);
+                let v = match s {
+                    Scalar::F64 | Scalar::F32 => self.b.ins().load(ty, MF, addr, 0),
+                    Scalar::I64 | Scalar::U64 => self.b.ins().load(I64, MF, addr, 0),
+                    Scalar::Bool | Scalar::U8 => self.b.ins().uload8(I64, MF, addr, 0),
+                    Scalar::I8 => self.b.ins().sload8(I64, MF, addr, 0),
+                    Scalar::I16 => self.b.ins().sload16(I64, MF, addr, 0),
+                    Scalar::U16 => self.b.ins().uload16(I64, MF, addr, 0),
+                    Scalar::I32 => self.b.ins().sload32(MF, addr, 0),
+                    Scalar::Char | Scalar::U32 => self.b.ins().uload32(MF, addr, 0),
+                };
+                self.set(i.a, v);
+            }
+            _ if m.starts_with("st.") => {
+                let s = scalar_of(m).ok_or_else(|| self.err(pc, format!("bad store `{m}`")))?;
+                let idx = self.get(i.b);
+                let (addr, _) = self.element(pc, i.a, Some(idx), s.size(), true)?;
+                match self.kind(i.c) {
+                    Kind::F64 | Kind::F32 => {
+                        let x = self.get(i.c);
+                        self.b.ins().store(MF, x, addr, 0);
+                    }
+                    _ => {
+                        let v = self.get(i.c);
+                        match s.size() {
+                            1 => self.b.ins().istore8(MF, v, addr, 0),
+                            2 => self.b.ins().istore16(MF, v, addr, 0),
+                            4 => self.b.ins().istore32(MF, v, addr, 0),
+                            _ => self.b.ins().store(MF, v, addr, 0),
+                        };
+                    }
+                }
+            }
+            _ if m.starts_with("atom.add.") => {
+                let s = scalar_of(m).ok_or_else(|| self.err(pc, format!("bad atomic `{m}`")))?;
+                let idx = self.get(i.c);
+                let (addr, _) = self.element(pc, i.b, Some(idx), s.size(), true)?;
+                let v = self.get(i.a);
+                let old = self.atomic_add(s, addr, v);
+                self.set(i.a, old);
+            }
+            _ => return Ok(None),
+        }
+        Ok(Some(false))
+    }
+
+    /// `geom b`: the item coordinates (0-2), workgroup (3-5), block size (6-8), global ids
+    /// (9-11, wrapping as uint32), grid (12-14), wave width (15), lane id (16).
+    fn geom(&mut self, pc: u32, sel: u16) -> Result<Value, JitError> {
+        let Some(d) = &self.dev else {
+            return Err(self.err(pc, "geom outside a kernel".into()));
+        };
+        let (item, lane) = (d.item, d.lane);
+        let (group, block, grid, wave) = (d.group, d.block, d.grid, d.wave);
+        let b = &mut self.b;
+        let axis = usize::from(sel % 3);
+        Ok(match sel {
+            0..=2 => b.use_var(item[axis]),
+            3..=5 => group[axis],
+            6..=8 => block[axis],
+            9..=11 => {
+                let t = b.use_var(item[axis]);
+                let g = b.ins().imul(group[axis], block[axis]);
+                let v = b.ins().iadd(g, t);
+                let v = b.ins().ireduce(I32, v);
+                b.ins().uextend(I64, v)
+            }
+            12..=14 => grid[axis],
+            15 => wave,
+            16 => b.use_var(lane),
+            _ => return Err(self.err(pc, format!("unknown geometry selector {sel}"))),
+        })
+    }
+
+    /// The address of element `index` (none: the memory's length only) of the memory whose
+    /// handle register `reg` holds, for an access of `width` bytes, and the memory's length;
+    /// the checks of the module documentation branch to a cold block that records the fault.
+    fn element(
+        &mut self,
+        pc: u32,
+        reg: u16,
+        index: Option<Value>,
+        width: usize,
+        typed: bool,
+    ) -> Result<(Value, Value), JitError> {
+        let Some(d) = &self.dev else {
+            return Err(self.err(pc, "device memory outside a kernel".into()));
+        };
+        let (mems, nmems, checks) = (d.mems, d.nmems, d.checks);
+        let view = d.views.get(usize::from(reg)).copied().flatten();
+        let handle = self.get(reg);
+        let (base, len) = match view {
+            Some((va, vl)) => (self.b.use_var(va), self.b.use_var(vl)),
+            None => {
+                let (base, len, ok) = lookup(&mut self.b, mems, nmems, handle, width, typed);
+                let fail = self.dev_fault_block(pc, reg, handle, None, width);
+                let good = self.b.create_block();
+                self.b.ins().brif(ok, good, &[], fail, &[]);
+                self.b.switch_to_block(good);
+                (base, len)
+            }
+        };
+        let Some(index) = index else {
+            return Ok((base, len));
+        };
+        if checks || view.is_none() {
+            // With checks off, a looked-up handle's length still guards (it is 0 when the
+            // handle was invalid).
+            let outside = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
+            let fail = self.dev_fault_block(pc, reg, handle, Some(index), width);
+            let good = self.b.create_block();
+            self.b.ins().brif(outside, fail, &[], good, &[]);
+            self.b.switch_to_block(good);
+        }
+        let offset = self.b.ins().imul_imm_s(index, width as i64);
+        Ok((self.b.ins().iadd(base, offset), len))
+    }
+
+    /// A cold block recording the fault of an access of `width` bytes at `pc` through
+    /// handle register `reg` (index `index`, if the access got that far); filled by
+    /// [`Tr::kernel_epilogue`].
+    fn dev_fault_block(
+        &mut self,
+        pc: u32,
+        reg: u16,
+        handle: Value,
+        index: Option<Value>,
+        width: usize,
+    ) -> Block {
+        let block = self.b.create_block();
+        self.b.set_cold_block(block);
+        if let Some(d) = &mut self.dev {
+            d.faults.push(DevFault {
+                block,
+                pc,
+                reg,
+                handle,
+                index,
+                width,
+            });
+        }
+        block
+    }
+
+    /// The atomic `element += v` at `addr` for elements of `s`, returning the old value as
+    /// the register's value (a compare-and-swap loop for float32, as the interpreter's).
+    fn atomic_add(&mut self, s: Scalar, addr: Value, v: Value) -> Value {
+        let b = &mut self.b;
+        match s {
+            Scalar::F32 => {
+                let head = b.create_block();
+                b.append_block_param(head, I32);
+                let done = b.create_block();
+                b.append_block_param(done, F32);
+                let first = b.ins().atomic_load(I32, MF, addr);
+                b.ins().jump(head, &[BlockArg::Value(first)]);
+                b.switch_to_block(head);
+                let old = b.block_params(head)[0];
+                let oldf = b.ins().bitcast(F32, MemFlagsData::new(), old);
+                let sum = b.ins().fadd(oldf, v);
+                let new = b.ins().bitcast(I32, MemFlagsData::new(), sum);
+                let seen = b.ins().atomic_cas(MF, addr, old, new);
+                let same = b.ins().icmp(IntCC::Equal, seen, old);
+                b.ins().brif(
+                    same,
+                    done,
+                    &[BlockArg::Value(oldf)],
+                    head,
+                    &[BlockArg::Value(seen)],
+                );
+                b.switch_to_block(done);
+                b.block_params(done)[0]
+            }
+            Scalar::I32 | Scalar::U32 => {
+                let x = b.ins().ireduce(I32, v);
+                let old = b.ins().atomic_rmw(I32, MF, AtomicRmwOp::Add, addr, x);
+                if s == Scalar::I32 {
+                    b.ins().sextend(I64, old)
+                } else {
+                    b.ins().uextend(I64, old)
+                }
+            }
+            _ => b.ins().atomic_rmw(I64, MF, AtomicRmwOp::Add, addr, v),
+        }
+    }
+}
+
+/// A device access's cold fault path, filled at the end.
+pub(crate) struct DevFault {
+    block: Block,
+    pc: u32,
+    reg: u16,
+    handle: Value,
+    index: Option<Value>,
+    width: usize,
+}
+
+/// The element type of a `ld.T`/`st.T`/`atom.add.T` mnemonic.
+fn scalar_of(mnemonic: &str) -> Option<Scalar> {
+    mnemonic.rsplit('.').next().and_then(suffix_scalar)
+}
+
+/// Whether any instruction of `f` may write register `r`.
+fn written(f: &Function, r: u16) -> bool {
+    f.code.iter().any(|i| crate::loops::writes(i, r))
+}
+
+/// Reads the [`MemView`](crate::device::MemView) of `handle`: its element address and
+/// length, and whether the handle names a memory (of `width`-byte elements, when `typed`).
+/// An invalid handle reads entry 0 (the table is never empty) and gets length 0.
+fn lookup(
+    b: &mut FunctionBuilder<'_>,
+    mems: Value,
+    nmems: Value,
+    handle: Value,
+    width: usize,
+    typed: bool,
+) -> (Value, Value, Value) {
+    use crate::device::off as d;
+    let inside = b.ins().icmp(IntCC::UnsignedLessThan, handle, nmems);
+    let zero = b.ins().iconst(I64, 0);
+    let h = b.ins().select(inside, handle, zero);
+    let offset = b.ins().imul_imm_s(h, d::VIEW_SIZE);
+    let entry = b.ins().iadd(mems, offset);
+    let addr = b.ins().load(I64, MF, entry, d::VIEW_ADDR);
+    let len = b.ins().load(I64, MF, entry, d::VIEW_LEN);
+    let ok = if typed {
+        let w = b.ins().load(I64, MF, entry, d::VIEW_WIDTH);
+        let same = b.ins().icmp_imm_s(IntCC::Equal, w, width as i64);
+        b.ins().band(inside, same)
+    } else {
+        inside
+    };
+    let len = b.ins().select(ok, len, zero);
+    (addr, len, ok)
+}
+
+/// The views of `handle` as [`lookup`] reads them, for an access of `width` bytes: address
+/// and length (0 when the handle is not a memory of that width).
+fn mem_view(
+    b: &mut FunctionBuilder<'_>,
+    mems: Value,
+    nmems: Value,
+    handle: Value,
+    width: usize,
+) -> (Value, Value) {
+    let (addr, len, _) = lookup(b, mems, nmems, handle, width, true);
+    (addr, len)
+}
