@@ -622,6 +622,14 @@ macro_rules! for_each_opcode {
         SysTime            "sys.time"           [Dst(T_I64), Imm16, N] "r[a] := System.currentTimeMillis() (b = 0) or System.nanoTime() (b = 1, monotonic)";
         StrCount           "str.count"          [Dst(T_I64), Src(T_STR), N] "r[a] := number of code points of r[b]; E-NULL";
         StrSize            "str.size"           [Dst(T_I64), Src(T_STR), N] "r[a] := number of UTF-8 bytes of r[b]; E-NULL";
+        PopcU32            "popc.u32"           [Dst(T_U32), Src(T_U32), N] "r[a] := the number of set bits of r[b] (Bits.count)";
+        BrevU32            "brev.u32"           [Dst(T_U32), Src(T_U32), N] "r[a] := the 32 bits of r[b] in reverse order (Bits.reverse)";
+        RotlU32            "rotl.u32"           [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] rotated left by r[c] mod 32 (Bits.rotateLeft)";
+        RotrU32            "rotr.u32"           [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] rotated right by r[c] mod 32 (Bits.rotateRight)";
+        F32Bits            "fbits.i32"          [Dst(T_I32), Src(T_F32), N] "r[a] := the IEEE bits of r[b] as int32 (Cajeta.f32ToBits)";
+        F64Bits            "fbits.i64"          [Dst(T_I64), Src(T_F64), N] "r[a] := the IEEE bits of r[b] as int64 (Cajeta.f64ToBits)";
+        BitsF32            "bitsf.f32"          [Dst(T_F32), Src(T_I32), N] "r[a] := the float32 whose IEEE bits are r[b] (Cajeta.bitsToF32)";
+        BitsF64            "bitsf.f64"          [Dst(T_F64), Src(T_I64), N] "r[a] := the float64 whose IEEE bits are r[b] (Cajeta.bitsToF64)";
         }
     };
 }

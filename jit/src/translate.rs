@@ -1197,6 +1197,14 @@ impl<'a, 'b> Tr<'a, 'b> {
                 self.b.ins().jump(cont, &[]);
                 self.b.switch_to_block(cont);
             }
+            Op::PopcU32
+            | Op::BrevU32
+            | Op::RotlU32
+            | Op::RotrU32
+            | Op::F32Bits
+            | Op::BitsF32
+            | Op::F64Bits
+            | Op::BitsF64 => self.bits_op(i),
             Op::FmaF32 | Op::FmaF64 => {
                 let (acc, x, y) = (self.get(i.a), self.get(i.b), self.get(i.c));
                 let v = self.b.ins().fma(acc, x, y);
@@ -1211,6 +1219,38 @@ impl<'a, 'b> Tr<'a, 'b> {
             op => self.generic(pc, i, op)?,
         }
         Ok(false)
+    }
+
+    /// `Bits` and the `Cajeta` bit casts (XPU §2.12), computed on canonical cells.
+    fn bits_op(&mut self, i: Instr) {
+        let x = self.get_cell(i.b);
+        let low = |tr: &mut Self, v: Value| tr.b.ins().ireduce(I32, v);
+        let r = match i.op {
+            Op::PopcU32 | Op::BrevU32 => {
+                let x32 = low(self, x);
+                let t = if i.op == Op::PopcU32 {
+                    self.b.ins().popcnt(x32)
+                } else {
+                    self.b.ins().bitrev(x32)
+                };
+                self.b.ins().uextend(I64, t)
+            }
+            Op::RotlU32 | Op::RotrU32 => {
+                let y = self.get_cell(i.c);
+                let (x32, y32) = (low(self, x), low(self, y));
+                // Cranelift rotates by the amount modulo the width, as Bits does.
+                let t = if i.op == Op::RotlU32 {
+                    self.b.ins().rotl(x32, y32)
+                } else {
+                    self.b.ins().rotr(x32, y32)
+                };
+                self.b.ins().uextend(I64, t)
+            }
+            Op::F32Bits => self.canon(Scalar::I32, x),
+            Op::BitsF32 => self.b.ins().band_imm_s(x, 0xffff_ffff),
+            _ => x,
+        };
+        self.set_cell(i.a, r);
     }
 
     /// The families written `base.suffix` with a scalar suffix: arithmetic, bitwise,

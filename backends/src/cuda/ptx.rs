@@ -763,6 +763,13 @@ impl Emitter<'_> {
                 let (sp, addr) = self.elem_addr(func, inst, pc, ins.b, ins.c, s.size())?;
                 self.ins(format!("atom.{sp}.add.{ty} {a}, [{addr}], {a}"));
             }
+            // Bits and bit reinterpretation (XPU §2.12): registers of one width share bits.
+            Op::PopcU32 => self.ins(format!("popc.b32 {a}, {b}")),
+            Op::BrevU32 => self.ins(format!("brev.b32 {a}, {b}")),
+            Op::RotlU32 => self.ins(format!("shf.l.wrap.b32 {a}, {b}, {b}, {c}")),
+            Op::RotrU32 => self.ins(format!("shf.r.wrap.b32 {a}, {b}, {b}, {c}")),
+            Op::F32Bits | Op::BitsF32 => self.ins(format!("mov.b32 {a}, {b}")),
+            Op::F64Bits | Op::BitsF64 => self.ins(format!("mov.b64 {a}, {b}")),
             _ => self.arith(func, inst, pc, ins)?,
         }
         Ok(())

@@ -406,6 +406,11 @@ impl FnBuilder<'_> {
         args: &[Arg],
         span: Span,
     ) -> Val {
+        if matches!(lib, LibClass::Bits | LibClass::Cajeta) {
+            if let Some(v) = self.bits_call(lib, name, args, span) {
+                return v;
+            }
+        }
         match lib {
             LibClass::Math => self.math_call(name, args, span),
             LibClass::Cajeta if name.name == "parseInt" => {

@@ -14,6 +14,7 @@ mod stmt;
 mod t2;
 pub mod ty;
 mod xpu;
+mod xpu_t2;
 
 use crate::ast::{self, Unit};
 use crate::diag::{Diag, SourceMap};

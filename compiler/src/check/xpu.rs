@@ -93,12 +93,12 @@ impl FnBuilder<'_> {
     }
 
     /// Converts an argument to `t` or reports a mismatch.
-    fn arg_to(&mut self, args: &[Arg], vals: &[Val], i: usize, t: &Ty) -> Option<Reg> {
+    pub(super) fn arg_to(&mut self, args: &[Arg], vals: &[Val], i: usize, t: &Ty) -> Option<Reg> {
         let v = vals.get(i)?.clone();
         self.coerce(v, t, args[i].value.span)
     }
 
-    fn expect_args(&mut self, args: &[Arg], n: usize, what: &str, span: Span) -> bool {
+    pub(super) fn expect_args(&mut self, args: &[Arg], n: usize, what: &str, span: Span) -> bool {
         if let Some(a) = args.iter().find(|a| a.name.is_some()) {
             self.error(
                 code::NAMEDARG,

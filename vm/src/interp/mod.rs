@@ -547,6 +547,15 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             XOp::ShlU32 => bin!(x, y => (x << (y & 31)) & 0xffff_ffff),
             XOp::ShrU32 | XOp::UshrU32 => bin!(x, y => x >> (y & 31)),
             XOp::NotU32 => un!(x => !x & 0xffff_ffff),
+            // Bits (XPU §2.12): on the low 32 bits of a canonical uint32 cell.
+            XOp::PopcU32 => un!(x => u64::from((x as u32).count_ones())),
+            XOp::BrevU32 => un!(x => u64::from((x as u32).reverse_bits())),
+            XOp::RotlU32 => bin!(x, y => u64::from((x as u32).rotate_left(y as u32 & 31))),
+            XOp::RotrU32 => bin!(x, y => u64::from((x as u32).rotate_right(y as u32 & 31))),
+            // Bit reinterpretation (Cajeta.f32ToBits …): float64/int64 cells are the same bits.
+            XOp::F32Bits => un!(x => sx32(x)),
+            XOp::BitsF32 => un!(x => x & 0xffff_ffff),
+            XOp::F64Bits | XOp::BitsF64 => un!(x => x),
             XOp::ShlI64 | XOp::ShlU64 => bin!(x, y => x << (y & 63)),
             XOp::ShrI64 => bin!(x, y => ((x as i64) >> (y & 63)) as u64),
             XOp::UshrI64 | XOp::ShrU64 | XOp::UshrU64 => bin!(x, y => x >> (y & 63)),
