@@ -150,6 +150,11 @@ fn all_ops_kernel() -> Module {
             };
             let mut bc = None;
             let a = slot(oa, &mut regs, &mut bc);
+            if op.mnemonic().starts_with("atom.cas.") {
+                // The desired value of a compare-exchange is r[a + 1], of r[a]'s type.
+                let t = regs[usize::from(a)];
+                new_reg(&mut regs, t);
+            }
             let b = slot(ob, &mut regs, &mut bc);
             let c = slot(oc, &mut regs, &mut bc);
             code.push(match bc {
@@ -276,7 +281,18 @@ fn every_device_opcode_lowers_and_assembles() {
             4,
             "{arch}: signed div sites"
         );
-        assert_eq!(count(&|k| matches!(k, SiteKind::Bounds { .. })), 50);
+        // One per ld/st/atom instance, each on a buffer and on shared memory.
+        let mem_ops = Op::ALL
+            .iter()
+            .filter(|op| {
+                let m = op.mnemonic();
+                m.starts_with("ld.") || m.starts_with("st.") || m.starts_with("atom.")
+            })
+            .count();
+        assert_eq!(
+            count(&|k| matches!(k, SiteKind::Bounds { .. })),
+            2 * mem_ops
+        );
         if arch == "sm_70" {
             assert!(!l.text.contains("redux.sync"), "sm_70 has no redux.sync");
         } else {
@@ -287,6 +303,15 @@ fn every_device_opcode_lowers_and_assembles() {
             "cvt.rzi.s32.f32",
             "shfl.sync.idx.b32",
             "atom.shared.add.f32",
+            "atom.global.cas.b32",
+            "atom.shared.cas.b64",
+            "atom.global.exch.b64",
+            "atom.shared.min.s32",
+            "atom.global.max.u64",
+            "$Lam",
+            "popc.b32",
+            "brev.b32",
+            "shf.l.wrap.b32",
         ] {
             assert!(l.text.contains(needle), "{arch}: no {needle}");
         }

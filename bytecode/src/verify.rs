@@ -78,7 +78,8 @@
 //!   device-only opcodes (`Op::is_device_only`: geometry, barriers, shared arrays, element
 //!   access, atomics) never appear in host functions.
 //! - **V-DEVMEM**: `ld.T a b c` / `atom.*.T a b c` have `regs[b]` a buffer or shared array of
-//!   element `T`; `st.T a b c` has `regs[a]` one.
+//!   element `T`; `st.T a b c` has `regs[a]` one; `atom.cas.T a b c` also has
+//!   `regs[a + 1] == regs[a]` (the desired value).
 //! - **V-XFER**: buffer transfers (`buf.upload*`, `buf.download*`, `buf.host*`) have
 //!   `regs[a] == Buffer(T)` and `regs[b] == Array(T)`.
 //! - **V-SLICE**: `buf.slice a b c`: `regs[a] == regs[b]`, `regs[c]` and `regs[c+1]` are uint64.
@@ -730,6 +731,14 @@ impl FnVerifier<'_, '_> {
                         want.map_or("?", Scalar::name)
                     ),
                 ));
+            }
+            if m_.starts_with("atom.cas.") {
+                // V-DEVMEM: the desired value is in r[a+1], of the expected value's type.
+                let t = self.reg(pc, i.a)?;
+                let desired = i.a.checked_add(1).ok_or_else(|| {
+                    self.err("V-REG", pc, "desired value register out of range".into())
+                })?;
+                return self.reg_is(pc, desired, t, "V-DEVMEM", "desired value");
             }
             return Ok(());
         }

@@ -692,3 +692,26 @@ fn every_opcode_has_a_rejected_operand_mutation() {
         rejects(&m, "V-REG");
     }
 }
+
+#[test]
+fn v_devmem_compare_exchange_desired_register() {
+    // atom.cas.i32 r1 r0 r3: expected in r1, desired in r2, buffer r0, index r3.
+    let cas = |desired: Type| {
+        sample_with(|m| {
+            let f = &mut m.functions[F_KERNEL as usize];
+            f.code = vec![
+                i(Op::AtomicCasI32, 1, 0, 3),
+                Instr::with_bc(Op::Jmp, 0, 2),
+                i(Op::RetVoid, 0, 0, 0),
+            ];
+            f.lines.clear();
+            f.regions.clear();
+            f.locals.clear();
+            f.shared.clear();
+            f.params = 0;
+            f.regs = vec![Type::Buffer(Scalar::I32), I32, desired, I64];
+        })
+    };
+    verify(&cas(I32)).unwrap();
+    rejects(&cas(Type::Scalar(Scalar::U32)), "V-DEVMEM");
+}

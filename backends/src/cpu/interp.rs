@@ -247,6 +247,25 @@ fn update_u32(cell: &AtomicU32, f: impl Fn(u32) -> u32) -> u32 {
     }
 }
 
+/// Atomically replaces a little-endian u64 element `x` by `f(x)`; returns the old value.
+#[inline(always)]
+fn update_u64(cell: &AtomicU64, f: impl Fn(u64) -> u64) -> u64 {
+    let mut cur = cell.load(Ordering::SeqCst);
+    loop {
+        let old = u64::from_le(cur);
+        let new = f(old).to_le();
+        match cell.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return old,
+            Err(x) => cur = x,
+        }
+    }
+}
+
+/// Whether an atomic opcode's element type is signed (its old value is sign-extended).
+fn op_signed(op: Op) -> bool {
+    op.mnemonic().ends_with(".i32") || op.mnemonic().ends_with(".i64")
+}
+
 /// Re-canonicalises the low 8 bits as `int8`.
 #[inline(always)]
 fn sx8(x: u64) -> u64 {
@@ -453,6 +472,26 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
                     }
                     _ => fault!(FaultKind::BadHandle { reg: $mreg as u16 }),
                 }
+            }};
+        }
+        // atom.OP.T a b c on a 32-bit element: r[a] := old element r[c] of r[b], the element
+        // becoming f(old, r[a]); the old value is re-canonicalised for the opcode's type.
+        macro_rules! atom32 {
+            (|$x:ident, $v:ident| $e:expr) => {{
+                let $v = regs[a] as u32;
+                let old = update_u32(elem!(at32, b, c), |$x| $e);
+                regs[a] = if op_signed(ins.op) {
+                    old as i32 as i64 as u64
+                } else {
+                    u64::from(old)
+                };
+            }};
+        }
+        // The same on a 64-bit element.
+        macro_rules! atom64 {
+            (|$x:ident, $v:ident| $e:expr) => {{
+                let $v = regs[a];
+                regs[a] = update_u64(elem!(at64, b, c), |$x| $e);
             }};
         }
         // ld.T a b c: r[a] := element r[c] of r[b], converted from its little-endian bits.
@@ -829,6 +868,47 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
                 let v = f32b(regs[a]);
                 let old = update_u32(elem!(at32, b, c), |x| (f32::from_bits(x) + v).to_bits());
                 regs[a] = u64::from(old);
+            }
+
+            // The T2 atomics (XPU §2.8): one compare-exchange loop each, sequentially consistent.
+            Op::AtomicSubI32 | Op::AtomicSubU32 => atom32!(|x, v| x.wrapping_sub(v)),
+            Op::AtomicAndI32 | Op::AtomicAndU32 => atom32!(|x, v| x & v),
+            Op::AtomicOrI32 | Op::AtomicOrU32 => atom32!(|x, v| x | v),
+            Op::AtomicXorI32 | Op::AtomicXorU32 => atom32!(|x, v| x ^ v),
+            Op::AtomicXchgI32 | Op::AtomicXchgU32 => atom32!(|_x, v| v),
+            Op::AtomicMinI32 => atom32!(|x, v| (x as i32).min(v as i32) as u32),
+            Op::AtomicMaxI32 => atom32!(|x, v| (x as i32).max(v as i32) as u32),
+            Op::AtomicMinU32 => atom32!(|x, v| x.min(v)),
+            Op::AtomicMaxU32 => atom32!(|x, v| x.max(v)),
+            Op::AtomicSubI64 | Op::AtomicSubU64 => atom64!(|x, v| x.wrapping_sub(v)),
+            Op::AtomicAndI64 | Op::AtomicAndU64 => atom64!(|x, v| x & v),
+            Op::AtomicOrI64 | Op::AtomicOrU64 => atom64!(|x, v| x | v),
+            Op::AtomicXorI64 | Op::AtomicXorU64 => atom64!(|x, v| x ^ v),
+            Op::AtomicXchgI64 | Op::AtomicXchgU64 => atom64!(|_x, v| v),
+            Op::AtomicMinI64 => atom64!(|x, v| (x as i64).min(v as i64) as u64),
+            Op::AtomicMaxI64 => atom64!(|x, v| (x as i64).max(v as i64) as u64),
+            Op::AtomicMinU64 => atom64!(|x, v| x.min(v)),
+            Op::AtomicMaxU64 => atom64!(|x, v| x.max(v)),
+            // minNum/maxNum: f32::min/max return the non-NaN operand.
+            Op::AtomicMinF32 => {
+                atom32!(|x, v| f32::from_bits(x).min(f32::from_bits(v)).to_bits())
+            }
+            Op::AtomicMaxF32 => {
+                atom32!(|x, v| f32::from_bits(x).max(f32::from_bits(v)).to_bits())
+            }
+            Op::AtomicCasI32 | Op::AtomicCasU32 => {
+                let Some(&desired) = regs.get(a + 1) else {
+                    fault!(FaultKind::Internal("register outside the frame"));
+                };
+                let expected = regs[a] as u32;
+                atom32!(|x, _v| if x == expected { desired as u32 } else { x })
+            }
+            Op::AtomicCasI64 | Op::AtomicCasU64 => {
+                let Some(&desired) = regs.get(a + 1) else {
+                    fault!(FaultKind::Internal("register outside the frame"));
+                };
+                let expected = regs[a];
+                atom64!(|x, _v| if x == expected { desired } else { x })
             }
 
             // Host-only operations (V-SIDE) and object access, refused by the plan.

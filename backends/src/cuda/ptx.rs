@@ -751,6 +751,9 @@ impl Emitter<'_> {
                     self.ins(format!("st.{sp}.{ty} [{addr}], {c}"));
                 }
             }
+            op if op.mnemonic().starts_with("atom.") && !op.mnemonic().starts_with("atom.add.") => {
+                self.atomic_t2(func, inst, pc, ins)?
+            }
             op if op.mnemonic().starts_with("atom.add.") => {
                 let s = suffix_scalar(&op.mnemonic()[9..])
                     .ok_or_else(|| format!("cannot lower `{}`", op.mnemonic()))?;
@@ -1009,6 +1012,60 @@ impl Emitter<'_> {
                     if f64_ { "float64" } else { "float32" }
                 ))
             }
+        }
+        Ok(())
+    }
+
+    /// The T2 atomics (XPU §2.8): `atom.{sub,min,max,and,or,xor,xchg,cas}` on 32/64-bit
+    /// integers, and float32 `min`/`max` as a compare-exchange loop on the bits (PTX has no
+    /// float atomic min/max before sm_90; `min.f32` already returns the non-NaN operand).
+    fn atomic_t2(&mut self, func: u32, inst: u32, pc: u32, ins: Instr) -> R<()> {
+        let mn = ins.op.mnemonic();
+        let mut parts = mn.split('.').skip(1);
+        let (Some(op), Some(s)) = (parts.next(), parts.next().and_then(suffix_scalar)) else {
+            return Err(format!("cannot lower `{mn}`"));
+        };
+        let a = reg_name(inst, ins.a);
+        let (sp, addr) = self.elem_addr(func, inst, pc, ins.b, ins.c, s.size())?;
+        let wide = s.bits() == 64;
+        let bits = if wide { "b64" } else { "b32" };
+        if s == Scalar::F32 {
+            self.ntmp += 1;
+            let top = format!("$Lam{}", self.ntmp);
+            let (cur, got, nb) = (self.tmp("b32"), self.tmp("b32"), self.tmp("b32"));
+            let (fo, fnew) = (self.tmp("f32"), self.tmp("f32"));
+            let p = self.tmp("pred");
+            self.ins(format!("ld.volatile.{sp}.u32 {cur}, [{addr}]"));
+            self.label(&top);
+            self.ins(format!("mov.b32 {fo}, {cur}"));
+            self.ins(format!("{op}.f32 {fnew}, {fo}, {a}"));
+            self.ins(format!("mov.b32 {nb}, {fnew}"));
+            self.ins(format!("atom.{sp}.cas.b32 {got}, [{addr}], {cur}, {nb}"));
+            self.ins(format!("setp.ne.u32 {p}, {got}, {cur}"));
+            self.ins(format!("mov.b32 {cur}, {got}"));
+            self.ins(format!("@{p} bra {top}"));
+            self.ins(format!("mov.b32 {a}, {cur}"));
+            return Ok(());
+        }
+        let it = int_ty(s);
+        match op {
+            "sub" => {
+                let t = self.tmp(bits);
+                self.ins(format!("neg.s{} {t}, {a}", if wide { 64 } else { 32 }));
+                self.ins(format!("atom.{sp}.add.u{} {a}, [{addr}], {t}", s.bits()));
+            }
+            "min" | "max" => self.ins(format!("atom.{sp}.{op}.{it} {a}, [{addr}], {a}")),
+            "and" | "or" | "xor" => self.ins(format!("atom.{sp}.{op}.{bits} {a}, [{addr}], {a}")),
+            "xchg" => self.ins(format!("atom.{sp}.exch.{bits} {a}, [{addr}], {a}")),
+            "cas" => {
+                let desired = ins.a.checked_add(1).ok_or("cas register overflow")?;
+                if self.rk(func, desired)? != self.rk(func, ins.a)? {
+                    return Err("the desired value of a compare-exchange has another type".into());
+                }
+                let d = reg_name(inst, desired);
+                self.ins(format!("atom.{sp}.cas.{bits} {a}, [{addr}], {a}, {d}"));
+            }
+            _ => return Err(format!("cannot lower `{mn}`")),
         }
         Ok(())
     }

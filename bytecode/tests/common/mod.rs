@@ -381,6 +381,12 @@ pub fn sample_module() -> Module {
                 idx,
                 kregs.of(Type::Scalar(e)),
             ),
+            (_, Some(e)) if m.starts_with("atom.cas.") => {
+                // Expected value in r[a], desired value in r[a + 1].
+                let a = kregs.fresh(Type::Scalar(e));
+                kregs.fresh(Type::Scalar(e));
+                Instr::new(op, a, kregs.of(Type::Buffer(e)), idx)
+            }
             (_, Some(e)) if m.starts_with("wave.") => {
                 let r = kregs.of(Type::Scalar(e));
                 Instr::new(op, r, r, 0)

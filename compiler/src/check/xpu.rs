@@ -67,7 +67,7 @@ impl FnBuilder<'_> {
     }
 
     /// Reports `XPU-K04` in host code; true if the operation may proceed.
-    fn device_only(&mut self, what: &str, span: Span) -> bool {
+    pub(super) fn device_only(&mut self, what: &str, span: Span) -> bool {
         if !self.device {
             self.error(
                 code::XPU_K04,
@@ -454,69 +454,6 @@ impl FnBuilder<'_> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn atomic_method(
-        &mut self,
-        recv: &Val,
-        elem: Scalar,
-        n: &str,
-        name: &Ident,
-        args: &[Arg],
-        span: Span,
-        what: &str,
-    ) -> Val {
-        if n != "atomicAdd" {
-            let _ = self.eval_args(args);
-            self.error(
-                code::UNRESOLVED_METHOD,
-                name.span,
-                format!("a {what} has no method '{n}' (or it is not implemented yet)"),
-            );
-            return Val::error();
-        }
-        if !self.device_only("atomicAdd", span) {
-            let _ = self.eval_args(args);
-            return Val::error();
-        }
-        if !matches!(
-            elem,
-            Scalar::I32 | Scalar::U32 | Scalar::I64 | Scalar::U64 | Scalar::F32
-        ) {
-            self.error(
-                code::TYPE_MISMATCH,
-                name.span,
-                format!("atomicAdd is not available on {} elements", elem.name()),
-            );
-            return Val::error();
-        }
-        if args.len() == 3 {
-            self.error(
-                code::NOT_IMPLEMENTED,
-                args[2].value.span,
-                "memory orders on atomics are not implemented yet (T2)",
-            );
-            return Val::error();
-        }
-        if !self.expect_args(args, 2, "atomicAdd", span) {
-            return Val::error();
-        }
-        let vals = self.eval_args(args);
-        let Some(base) = self.materialize(recv) else {
-            return Val::error();
-        };
-        let Some(idx) = self.device_index(&vals[0], args[0].value.span) else {
-            return Val::error();
-        };
-        let Some(v) = self.arg_to(args, &vals, 1, &Ty::Prim(elem)) else {
-            return Val::error();
-        };
-        let d = self.temp(Type::Scalar(elem));
-        self.emit(Op::Mov, d, v, 0);
-        self.set_pos(span);
-        self.emit(typed_op("atom.add", elem).expect("atomic op"), d, base, idx);
-        Val::reg(Ty::Prim(elem), d)
-    }
-
     fn buffer_method(
         &mut self,
         recv: &Val,
@@ -526,7 +463,7 @@ impl FnBuilder<'_> {
         args: &[Arg],
         span: Span,
     ) -> Val {
-        if n == "atomicAdd" {
+        if n.starts_with("atomic") {
             return self.atomic_method(recv, elem, n, name, args, span, "buffer");
         }
         if n == "length" {
@@ -674,7 +611,7 @@ impl FnBuilder<'_> {
     }
 
     /// An index for device memory (any integer type), as int64.
-    fn device_index(&mut self, v: &Val, span: Span) -> Option<Reg> {
+    pub(super) fn device_index(&mut self, v: &Val, span: Span) -> Option<Reg> {
         match v.ty.scalar() {
             Some(s) if s.is_int() => self.coerce(v.clone(), &Ty::Prim(Scalar::I64), span),
             _ if v.ty == Ty::Error => None,

@@ -3,9 +3,10 @@
 //! shared arrays.
 
 use super::builtins::LibClass;
+use super::expr::typed_op;
 use super::func::{FnBuilder, Val};
-use super::ty::Ty;
-use crate::ast::{Arg, Ident};
+use super::ty::{EnumTy, Ty};
+use crate::ast::{Arg, ExprKind, Ident};
 use crate::diag::{code, Span};
 use cajeta_bytecode::{Op, Scalar, Type};
 
@@ -59,5 +60,108 @@ impl FnBuilder<'_> {
         let c = regs.get(1).copied().unwrap_or(0);
         let d = self.def(op, Type::Scalar(ret), regs[0], c);
         Some(Val::reg(Ty::Prim(ret), d))
+    }
+}
+
+impl FnBuilder<'_> {
+    /// `b.atomicOp(i, v[, o])` and `b.atomicCompareExchange(i, expected, desired[, o])` on a
+    /// buffer or shared array (XPU §2.8): the element's old value. `o` must be written as a
+    /// `MemoryOrder` constant; every order is accepted (the `cpu` backend is sequentially
+    /// consistent throughout).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn atomic_method(
+        &mut self,
+        recv: &Val,
+        elem: Scalar,
+        n: &str,
+        name: &Ident,
+        args: &[Arg],
+        span: Span,
+        what: &str,
+    ) -> Val {
+        let base_op = match n {
+            "atomicAdd" => "add",
+            "atomicSub" => "sub",
+            "atomicMin" => "min",
+            "atomicMax" => "max",
+            "atomicAnd" => "and",
+            "atomicOr" => "or",
+            "atomicXor" => "xor",
+            "atomicExchange" => "xchg",
+            "atomicCompareExchange" => "cas",
+            _ => {
+                let _ = self.eval_args(args);
+                self.error(
+                    code::UNRESOLVED_METHOD,
+                    name.span,
+                    format!("a {what} has no method '{n}'"),
+                );
+                return Val::error();
+            }
+        };
+        if !self.device_only(n, span) {
+            let _ = self.eval_args(args);
+            return Val::error();
+        }
+        let Some(op) = typed_op(&format!("atom.{base_op}"), elem) else {
+            let _ = self.eval_args(args);
+            self.error(
+                code::TYPE_MISMATCH,
+                name.span,
+                format!("{n} is not available on {} elements", elem.name()),
+            );
+            return Val::error();
+        };
+        let operands = if base_op == "cas" { 3 } else { 2 };
+        // An optional trailing MemoryOrder constant.
+        let with_order = args.len() == operands + 1;
+        let count = if with_order { operands + 1 } else { operands };
+        if !self.expect_args(args, count, n, span) {
+            let _ = self.eval_args(args);
+            return Val::error();
+        }
+        let vals = self.eval_args(args);
+        if vals.iter().any(|v| v.ty == Ty::Error) {
+            return Val::error();
+        }
+        if with_order {
+            let o = &args[operands].value;
+            let constant = matches!(&o.kind, ExprKind::Field { target, .. }
+                if matches!(&target.kind, ExprKind::Name(id) if id.name == "MemoryOrder"));
+            if vals[operands].ty != Ty::Enum(EnumTy::MemoryOrder) || !constant {
+                self.error(
+                    code::TYPE_MISMATCH,
+                    o.span,
+                    "the memory order of an atomic must be a MemoryOrder constant",
+                );
+                return Val::error();
+            }
+        }
+        let Some(base) = self.materialize(recv) else {
+            return Val::error();
+        };
+        let Some(idx) = self.device_index(&vals[0], args[0].value.span) else {
+            return Val::error();
+        };
+        let t = Ty::Prim(elem);
+        let Some(v) = self.arg_to(args, &vals, 1, &t) else {
+            return Val::error();
+        };
+        // r[a] holds the operand (the expected value for cas, the desired one in r[a+1]) and
+        // receives the old value.
+        let d = if base_op == "cas" {
+            let Some(w) = self.arg_to(args, &vals, 2, &t) else {
+                return Val::error();
+            };
+            let d = self.window(&[Type::Scalar(elem); 2]);
+            self.emit(Op::Mov, d + 1, w, 0);
+            d
+        } else {
+            self.temp(Type::Scalar(elem))
+        };
+        self.emit(Op::Mov, d, v, 0);
+        self.set_pos(span);
+        self.emit(op, d, base, idx);
+        Val::reg(t, d)
     }
 }

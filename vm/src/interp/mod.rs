@@ -995,7 +995,41 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             | XOp::AtomicAddU32
             | XOp::AtomicAddI64
             | XOp::AtomicAddU64
-            | XOp::AtomicAddF32 => fault!(Fault::DeviceOnly),
+            | XOp::AtomicAddF32
+            | XOp::AtomicSubI32
+            | XOp::AtomicSubU32
+            | XOp::AtomicSubI64
+            | XOp::AtomicSubU64
+            | XOp::AtomicMinI32
+            | XOp::AtomicMinU32
+            | XOp::AtomicMinI64
+            | XOp::AtomicMinU64
+            | XOp::AtomicMaxI32
+            | XOp::AtomicMaxU32
+            | XOp::AtomicMaxI64
+            | XOp::AtomicMaxU64
+            | XOp::AtomicAndI32
+            | XOp::AtomicAndU32
+            | XOp::AtomicAndI64
+            | XOp::AtomicAndU64
+            | XOp::AtomicOrI32
+            | XOp::AtomicOrU32
+            | XOp::AtomicOrI64
+            | XOp::AtomicOrU64
+            | XOp::AtomicXorI32
+            | XOp::AtomicXorU32
+            | XOp::AtomicXorI64
+            | XOp::AtomicXorU64
+            | XOp::AtomicXchgI32
+            | XOp::AtomicXchgU32
+            | XOp::AtomicXchgI64
+            | XOp::AtomicXchgU64
+            | XOp::AtomicMinF32
+            | XOp::AtomicMaxF32
+            | XOp::AtomicCasI32
+            | XOp::AtomicCasU32
+            | XOp::AtomicCasI64
+            | XOp::AtomicCasU64 => fault!(Fault::DeviceOnly),
         }
     }
 }
