@@ -236,8 +236,14 @@ pub fn compile_kernel(
     };
     let builder = FunctionBuilder::new(&mut cctx.func, &mut fctx);
     crate::translate::translate_kernel(builder, &setup, options.checks)?;
+    // `CAJETA_JIT_DISASM` prints the machine code (a debugging aid, as for host code).
+    let disasm = std::env::var_os("CAJETA_JIT_DISASM").is_some();
+    cctx.set_disasm(disasm);
     jm.define_function(id, &mut cctx).map_err(codegen)?;
     let code_size = cctx.compiled_code().map_or(0, |c| c.code_buffer().len());
+    if let Some(code) = cctx.compiled_code().and_then(|c| c.vcode.as_ref()).filter(|_| disasm) {
+        eprintln!("xpu: machine code of kernel {}:\n{code}", f.name);
+    }
     jm.clear_context(&mut cctx);
     jm.finalize_definitions().map_err(codegen)?;
     let ptr = jm.get_finalized_function(id);
@@ -283,5 +289,6 @@ fn no_hooks() -> RuntimeHooks {
         get_field: never!(u64, u32, u32),
         set_field: never!(u64, u32, u64, u32),
         release: never!(u64),
+        xpu: never!(u32, u32, u64, u64),
     }
 }

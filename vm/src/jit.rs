@@ -40,7 +40,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::sync::Arc;
 
-use cajeta_bytecode::{FnKind, Function, Scalar};
+use cajeta_bytecode::{FnKind, Function, Op, Scalar};
 use cajeta_jit::{
     decode_elem, guard, Jit, JitContext, JitFn, JitOptions, RuntimeHooks, Status, ELEM_REF,
 };
@@ -48,7 +48,7 @@ use cajeta_jit::{
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError};
 use crate::heap::{ArrData, Array, Obj};
-use crate::interp::{self, Access, Fault, Frame, XInstr};
+use crate::interp::{self, Access, Fault, Frame, XInstr, XOp};
 
 /// In `auto` mode, the number of interpreted calls of a loop-free function before it is
 /// compiled (its next call runs compiled). Small: compiling costs about a millisecond, and
@@ -522,6 +522,44 @@ hook!(h_call_interp(func: u32, regs: *mut u64) |c, vm| {
     }
 });
 
+hook!(h_xpu(func: u32, op: u32, abc: u64, base: u64) |ctx, vm| {
+    // Compiled code stored every register in the window at `base`; the instruction reads
+    // and writes them there, as in the interpreter. The xpu code reads register types from
+    // the running frame: a frame for the compiled function stands in while it runs.
+    let (Some(op), Some(info)) = (
+        u16::try_from(op).ok().and_then(Op::from_u16),
+        vm.fns.get(func as usize),
+    ) else {
+        return fail(vm, Fault::DeviceOnly);
+    };
+    let x = XInstr {
+        op: XOp::from_op(op),
+        a: abc as u16,
+        b: (abc >> 16) as u16,
+        c: (abc >> 32) as u16,
+    };
+    let base = base as usize;
+    let ip = info.lowered.as_ptr();
+    vm.frames.push(Frame { func, base, ip });
+    let r = crate::xpu::exec_compiled(vm, base, x);
+    vm.frames.pop();
+    // SAFETY: plain writes to the live context (hook contract): nothing here moves the stack,
+    // but a launch may have run code that did.
+    unsafe {
+        (*ctx).stack_base = vm.stack.as_mut_ptr();
+        (*ctx).stack_len = vm.stack.len() as u64;
+    }
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            if let Some(st) = vm.jit.as_mut() {
+                st.pending = Some(Pending::Error(e));
+            }
+            Status::Error as u32
+        }
+    }
+});
+
 hook!(h_grow(cells: u64) |c, vm| {
     vm.grow_stack(cells as usize);
     // SAFETY: plain writes to the live context.
@@ -757,5 +795,6 @@ fn hooks() -> RuntimeHooks {
         get_field: h_get_field,
         set_field: h_set_field,
         release: h_release,
+        xpu: h_xpu,
     }
 }

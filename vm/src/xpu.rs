@@ -169,8 +169,20 @@ pub(crate) fn exec(vm: &mut Vm, ip: *const XInstr) -> Result<(), RuntimeError> {
     // SAFETY: `ip` is one past an instruction of the running function's code (the
     // interpreter's `ip` invariant, V-TERM/V-JUMP), so `ip - 1` is that instruction.
     let x = unsafe { *ip.sub(1) };
+    exec_instr(vm, base, x).map_err(|e| vm.xpu_error(e, Some(ip)))
+}
+
+/// Runs host xpu instruction `x` of compiled code on the frame whose window starts at `base`
+/// (compiled code stored every register there): the error carries the device frames of a
+/// kernel fault, the JIT adds the host frames.
+pub(crate) fn exec_compiled(vm: &mut Vm, base: usize, x: XInstr) -> Result<(), RuntimeError> {
+    exec_instr(vm, base, x).map_err(|e| vm.xpu_error(e, None))
+}
+
+/// Runs host xpu instruction `x` on the frame whose window starts at `base`.
+fn exec_instr(vm: &mut Vm, base: usize, x: XInstr) -> Result<(), XErr> {
     let (a, b, c) = (x.a, x.b, x.c);
-    let r = match x.op {
+    match x.op {
         XOp::BufNew => vm.buf_new(base, a, b, true),
         XOp::BufNewEmpty => vm.buf_new(base, a, b, false),
         XOp::BufLength => vm.buf_len(base, a, b),
@@ -196,8 +208,7 @@ pub(crate) fn exec(vm: &mut Vm, ip: *const XInstr) -> Result<(), RuntimeError> {
             ErrorCode::Call,
             format!("{other:?} is not a host xpu instruction (the module was not verified)"),
         )),
-    };
-    r.map_err(|e| vm.xpu_error(e, Some(ip)))
+    }
 }
 
 impl Vm {

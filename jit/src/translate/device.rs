@@ -14,8 +14,8 @@
 //!   [`MemView`](crate::device::MemView) table, with the interpreter's checks: the handle must
 //!   name a memory of the access's width (else `E-NULL`-style invalid reference), the index
 //!   must be below its length (else `XPU-E-BOUNDS`). A parameter register that holds a buffer
-//!   and is never written is looked up once per workgroup; its accesses then only compare the
-//!   index with the length (a failed lookup has length 0, so the access's cold path finds and
+//!   and is never written (and any register only ever written by a `mov` from it) is looked
+//!   up once per workgroup; its accesses then only compare the index with the length (a failed lookup has length 0, so the access's cold path finds and
 //!   reports the fault). `--xpu-checks off` drops the index comparisons;
 //! * `shared.ref b` is handle `nbufs + b`, as in the interpreter.
 //!
@@ -40,14 +40,6 @@ pub(crate) struct DevState {
     item: [Variable; 3],
     lin: Variable,
     lane: Variable,
-    /// Launch values, loaded once in the entry block.
-    group: [Value; 3],
-    block: [Value; 3],
-    grid: [Value; 3],
-    wave: Value,
-    mems: Value,
-    nmems: Value,
-    nbufs: Value,
     /// Per register: the (address, length) variables of a buffer parameter looked up once.
     views: Vec<Option<(Variable, Variable)>>,
     /// Index checks on (`--xpu-checks on`).
@@ -105,14 +97,12 @@ impl<'a, 'b> Tr<'a, 'b> {
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         let ctx = b.block_params(entry)[0];
+        // Launch values are loaded where they are used (the context stays in a register),
+        // which keeps the item loop's registers for the kernel's own values.
         let load = |b: &mut FunctionBuilder<'_>, offset: i32| b.ins().load(I64, MF, ctx, offset);
-        let group = [0, 1, 2].map(|k| load(&mut b, doff::GROUP + 8 * k));
         let block = [0, 1, 2].map(|k| load(&mut b, doff::BLOCK + 8 * k));
-        let grid = [0, 1, 2].map(|k| load(&mut b, doff::GRID + 8 * k));
-        let wave = load(&mut b, doff::WAVE);
         let mems = load(&mut b, doff::MEMS);
         let nmems = load(&mut b, doff::NMEMS);
-        let nbufs = load(&mut b, doff::NBUFS);
         let frame = load(&mut b, doff::FRAME);
 
         let kinds: Vec<Kind> = f.regs.iter().map(|&t| kind_of(t)).collect();
@@ -181,18 +171,30 @@ impl<'a, 'b> Tr<'a, 'b> {
             tr.b.def_var(vl, len);
             views[usize::from(p)] = Some((va, vl));
         }
+        // Copies of such a parameter (`mov r, p`, as for-each over a buffer makes) share its
+        // view when nothing else writes them. (A copy read before its `mov` would read 0 in
+        // the interpreter; the compiler never emits such a read.)
+        for r in f.params..f.regs.len() as u16 {
+            if !matches!(f.regs.get(usize::from(r)), Some(Type::Buffer(_))) {
+                continue;
+            }
+            let mut sources = f
+                .code
+                .iter()
+                .filter(|i| crate::loops::writes(i, r))
+                .map(|i| (i.op == Op::Mov).then_some(i.b));
+            let first = sources.next().flatten();
+            if let Some(p) = first.filter(|_| sources.all(|s| s == first)) {
+                if let Some(v) = views.get(usize::from(p)).copied().flatten() {
+                    views[usize::from(r)] = Some(v);
+                }
+            }
+        }
         tr.dev = Some(DevState {
             latch,
             item,
             lin,
             lane,
-            group,
-            block,
-            grid,
-            wave,
-            mems,
-            nmems,
-            nbufs,
             views,
             checks,
             faults: Vec::new(),
@@ -234,7 +236,11 @@ impl<'a, 'b> Tr<'a, 'b> {
 
         // The latch: the next item in linear order, or the end of the workgroup.
         tr.b.switch_to_block(latch);
+        let block = [0, 1, 2].map(|k| tr.ctx_load(doff::BLOCK + 8 * k));
+        let wave = tr.ctx_load(doff::WAVE);
         let b = &mut tr.b;
+        let xy = b.ins().imul(block[0], block[1]);
+        let total = b.ins().imul(xy, block[2]);
         let next = b.use_var(lin);
         let next = b.ins().iadd_imm_s(next, 1);
         b.def_var(lin, next);
@@ -278,12 +284,13 @@ impl<'a, 'b> Tr<'a, 'b> {
             return;
         };
         let (item, lin) = (d.item, d.lin);
-        let (mems, nmems) = (d.mems, d.nmems);
         let faults = std::mem::take(&mut d.faults);
         let ctx = self.ctx;
         for f in faults {
+            self.b.switch_to_block(f.block);
+            let mems = self.ctx_load(doff::MEMS);
+            let nmems = self.ctx_load(doff::NMEMS);
             let b = &mut self.b;
-            b.switch_to_block(f.block);
             let status = match f.index {
                 Some(index) => {
                     // Out of bounds if the handle names a memory of the access's width; an
@@ -338,7 +345,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                 self.set(i.a, v);
             }
             Op::SharedRef => {
-                let nbufs = self.dev.as_ref().map_or(self.regs_off, |d| d.nbufs);
+                let nbufs = self.ctx_load(doff::NBUFS);
                 let v = self.b.ins().iadd_imm_s(nbufs, i64::from(i.b));
                 self.set(i.a, v);
             }
@@ -403,23 +410,26 @@ impl<'a, 'b> Tr<'a, 'b> {
             return Err(self.err(pc, "geom outside a kernel".into()));
         };
         let (item, lane) = (d.item, d.lane);
-        let (group, block, grid, wave) = (d.group, d.block, d.grid, d.wave);
-        let b = &mut self.b;
-        let axis = usize::from(sel % 3);
+        let axis = sel % 3;
+        let field = |base: i32| base + 8 * i32::from(axis);
+        let axis = usize::from(axis);
         Ok(match sel {
-            0..=2 => b.use_var(item[axis]),
-            3..=5 => group[axis],
-            6..=8 => block[axis],
+            0..=2 => self.b.use_var(item[axis]),
+            3..=5 => self.ctx_load(field(doff::GROUP)),
+            6..=8 => self.ctx_load(field(doff::BLOCK)),
             9..=11 => {
+                let group = self.ctx_load(field(doff::GROUP));
+                let block = self.ctx_load(field(doff::BLOCK));
+                let b = &mut self.b;
                 let t = b.use_var(item[axis]);
-                let g = b.ins().imul(group[axis], block[axis]);
+                let g = b.ins().imul(group, block);
                 let v = b.ins().iadd(g, t);
                 let v = b.ins().ireduce(I32, v);
                 b.ins().uextend(I64, v)
             }
-            12..=14 => grid[axis],
-            15 => wave,
-            16 => b.use_var(lane),
+            12..=14 => self.ctx_load(field(doff::GRID)),
+            15 => self.ctx_load(doff::WAVE),
+            16 => self.b.use_var(lane),
             _ => return Err(self.err(pc, format!("unknown geometry selector {sel}"))),
         })
     }
@@ -438,12 +448,14 @@ impl<'a, 'b> Tr<'a, 'b> {
         let Some(d) = &self.dev else {
             return Err(self.err(pc, "device memory outside a kernel".into()));
         };
-        let (mems, nmems, checks) = (d.mems, d.nmems, d.checks);
+        let checks = d.checks;
         let view = d.views.get(usize::from(reg)).copied().flatten();
         let handle = self.get(reg);
         let (base, len) = match view {
             Some((va, vl)) => (self.b.use_var(va), self.b.use_var(vl)),
             None => {
+                let mems = self.ctx_load(doff::MEMS);
+                let nmems = self.ctx_load(doff::NMEMS);
                 let (base, len, ok) = lookup(&mut self.b, mems, nmems, handle, width, typed);
                 let fail = self.dev_fault_block(pc, reg, handle, None, width);
                 let good = self.b.create_block();
@@ -469,6 +481,12 @@ impl<'a, 'b> Tr<'a, 'b> {
         }
         let offset = self.b.ins().imul_imm_s(index, width as i64);
         Ok((self.b.ins().iadd(base, offset), len))
+    }
+
+    /// A 64-bit field of the workgroup context.
+    fn ctx_load(&mut self, offset: i32) -> Value {
+        let ctx = self.ctx;
+        self.b.ins().load(I64, MF, ctx, offset)
     }
 
     /// A cold block recording the fault of an access of `width` bytes at `pc` through

@@ -54,7 +54,13 @@ pub struct TestVm {
     pub start: std::time::Instant,
     /// `JitContext::ret` after the last run (the status of `System.exit`).
     pub last_ret: u64,
+    /// Calls of the `xpu` hook: the instruction and the first 8 cells of its window, as the
+    /// hook found them. The hook then writes `XPU_RESULT` to `r[a]`.
+    pub xpu_calls: Vec<([u32; 4], Vec<u64>)>,
 }
+
+/// What the test `xpu` hook writes to `r[a]`.
+pub const XPU_RESULT: u64 = 0x5EED;
 
 impl TestVm {
     /// A runtime for `module` with a register stack of `stack` cells.
@@ -74,6 +80,7 @@ impl TestVm {
             released: vec![],
             start: std::time::Instant::now(),
             last_ret: 0,
+            xpu_calls: Vec::new(),
             module: Arc::clone(&module),
         };
         vm.consts = module
@@ -365,6 +372,17 @@ hook!(h_release(obj: u64) |c, vm| {
     0
 });
 
+hook!(h_xpu(_func: u32, op: u32, abc: u64, base: u64) |ctx, vm| {
+    let base = base as usize;
+    let window = vm.stack.get(base..base + 8).map(<[u64]>::to_vec).unwrap_or_default();
+    let [a, b, c] = [0, 16, 32].map(|k| (abc >> k) as u32 & 0xffff);
+    vm.xpu_calls.push(([op, a, b, c], window));
+    if let Some(cell) = vm.stack.get_mut(base + a as usize) {
+        *cell = XPU_RESULT;
+    }
+    0
+});
+
 /// The hooks over [`TestVm`].
 pub fn hooks() -> RuntimeHooks {
     RuntimeHooks {
@@ -387,6 +405,7 @@ pub fn hooks() -> RuntimeHooks {
         get_field: h_get_field,
         set_field: h_set_field,
         release: h_release,
+        xpu: h_xpu,
     }
 }
 
