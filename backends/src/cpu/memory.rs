@@ -438,10 +438,13 @@ mod tests {
         assert!(ones.iter().all(|&w| w == u64::MAX));
         let fives: Box<[u64]> = alloc_filled(3, 0x55).unwrap();
         assert_eq!(&fives[..], &[0x5555_5555_5555_5555; 3]);
-        // A size that has no layout, and one the allocator refuses.
-        assert!(alloc_filled::<u64>(usize::MAX, 0).is_none());
-        assert!(alloc_filled::<u64>(isize::MAX as usize / 8, 0).is_none());
-        assert!(alloc_filled::<u64>(isize::MAX as usize / 8, 0xFF).is_none());
+        // A size that has no layout, and one the allocator refuses. (`black_box`: an
+        // allocation whose result is unused may be elided, and then "succeeds", in optimised
+        // builds.)
+        use std::hint::black_box;
+        assert!(black_box(alloc_filled::<u64>(usize::MAX, 0)).is_none());
+        assert!(black_box(alloc_filled::<u64>(isize::MAX as usize / 8, 0)).is_none());
+        assert!(black_box(alloc_filled::<u64>(isize::MAX as usize / 8, 0xFF)).is_none());
     }
 
     #[test]
