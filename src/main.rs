@@ -35,6 +35,7 @@ Options:
   --xpu-sim                  run every kernel on the cpu backend's lane scheduler (checked,
                              deterministic) instead of compiling it
   --xpu-verbose              print how each kernel runs (compiled, or why not)
+  --vulkan-force-staging     vulkan: copy through staging buffers even to host-visible memory
   --cuda-arch sm_NN          PTX target of emit ptx and the cuda backend (default: sm_80)
   --mem-stats                print device memory statistics on stderr at exit
   --verbose                  print what the VM decides (tiering, backend)
@@ -66,6 +67,8 @@ struct Options {
     xpu_sim: bool,
     /// Report how each kernel runs (`--xpu-verbose`).
     xpu_verbose: bool,
+    /// Copy through staging buffers on vulkan (`--vulkan-force-staging`).
+    vulkan_staging: bool,
 }
 
 fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
@@ -136,6 +139,7 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
             }
             "--mem-stats" => o.mem_stats = true,
             "--xpu-sim" => o.xpu_sim = true,
+            "--vulkan-force-staging" => o.vulkan_staging = true,
             "--xpu-verbose" => o.xpu_verbose = true,
             "--verbose" => o.verbose = true,
             "--jit-verbose" => o.jit_verbose = true,
@@ -356,6 +360,9 @@ fn cmd_run(opts: Options) -> ExitCode {
     }
     if opts.xpu_sim {
         std::env::set_var("CAJETA_XPU_SIM", "1");
+    }
+    if opts.vulkan_staging {
+        std::env::set_var("CAJETA_VULKAN_FORCE_STAGING", "1");
     }
     if opts.xpu_verbose || opts.verbose {
         std::env::set_var("CAJETA_XPU_VERBOSE", "1");

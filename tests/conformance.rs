@@ -30,10 +30,11 @@
 //!
 //! # Device backends
 //!
-//! Programs below `xpu/` run once per backend of `CAJETA_CONFORMANCE_BACKENDS` (default
-//! `cpu,cpu-sim`), as `cajeta run --backend B …`, and are reported as `B/xpu/NAME.cajeta`;
-//! `cpu-sim` is `--backend cpu --xpu-sim` (kernels on the lane scheduler, where `cpu` compiles
-//! the kernels it can), so the two kernel paths are compared on every program. Before them, each
+//! Programs below `xpu/` run once per backend of `CAJETA_CONFORMANCE_BACKENDS` (default: all of
+//! `cpu,cpu-sim,vulkan,vulkan-staging,cuda`), as `cajeta run --backend B …`, and are reported
+//! as `B/xpu/NAME.cajeta`. `cpu-sim` is `--backend cpu --xpu-sim` (kernels on the lane
+//! scheduler, where `cpu` compiles the kernels it can) and `vulkan-staging` is `--backend
+//! vulkan --vulkan-force-staging`, so both ways are compared on every program. Before them, each
 //! backend is probed once with a tiny program printing `Device.activeBackend()`; a backend whose
 //! probe does not exit 0 printing its own name is unavailable, and every xpu program under it is
 //! **skipped** with the probe's reason. `cpu` is always available (XPU.md §8.1), so a failed `cpu`
@@ -57,8 +58,8 @@
 //! * `CAJETA_CONFORMANCE_FILTER=substring`: only programs whose name (`lang/hello.cajeta`,
 //!   `multi/twopkg/`, `cpu/xpu/saxpy_canonical.cajeta`) contains it;
 //! * `CAJETA_CONFORMANCE_CAPS=t2,…`: available capabilities (default `t2`);
-//! * `CAJETA_CONFORMANCE_BACKENDS=cpu,cpu-sim,vulkan,cuda`: the backends the xpu programs run
-//!   under (default `cpu,cpu-sim`; `none` skips every xpu program);
+//! * `CAJETA_CONFORMANCE_BACKENDS=cpu,vulkan`: the backends the xpu programs run under (default
+//!   all five; `none` skips every xpu program);
 //! * `CAJETA_CONFORMANCE_JOBS=N`: programs run in parallel (default 2);
 //! * `CAJETA_CONFORMANCE_TIMEOUT=SECONDS`: limit per `cajeta` invocation (default 60);
 //! * `CAJETA_CONFORMANCE_MODES=run,cjb`: which of the two executions to perform (default both);
@@ -404,28 +405,43 @@ struct Settings {
     backends: Vec<String>,
 }
 
-/// The pseudo-backend `cpu-sim`: `--backend cpu --xpu-sim`, every kernel on the lane scheduler
-/// (by default `cpu` compiles the kernels it can), so the two paths are compared on every
-/// program.
-const SIM: &str = "cpu-sim";
+/// Pseudo-backends: a backend run another way, so that both ways are compared on every
+/// program. `cpu-sim` runs every kernel on the lane scheduler (`cpu` compiles the kernels it
+/// can); `vulkan-staging` copies through staging buffers even where device memory is
+/// host-visible (lavapipe's only memory type is).
+const PSEUDO: [(&str, &str, &str); 2] = [
+    ("cpu-sim", "cpu", "--xpu-sim"),
+    ("vulkan-staging", "vulkan", "--vulkan-force-staging"),
+];
 
 /// The `--backend` name of a harness backend.
 fn backend_name(backend: &str) -> &str {
-    if backend == SIM {
-        "cpu"
-    } else {
-        backend
-    }
+    PSEUDO
+        .iter()
+        .find(|(name, _, _)| *name == backend)
+        .map_or(backend, |(_, real, _)| real)
 }
+
+/// The extra option of a pseudo-backend.
+fn backend_flag(backend: &str) -> Option<&'static str> {
+    PSEUDO
+        .iter()
+        .find(|(name, _, _)| *name == backend)
+        .map(|(_, _, flag)| *flag)
+}
+
+/// The backends xpu programs run under by default: every executor.
+const DEFAULT_BACKENDS: [&str; 5] = ["cpu", "cpu-sim", "vulkan", "vulkan-staging", "cuda"];
 
 /// The backend names `cajeta run --backend` accepts (XPU.md §8.1).
 const BACKEND_NAMES: [&str; 4] = ["cpu", "vulkan", "cuda", "auto"];
 
-/// The value of `CAJETA_CONFORMANCE_BACKENDS` as a list: `cpu,cpu-sim` when unset, nothing
-/// for `none`, else the comma- or space-separated names in order, without repeats.
+/// The value of `CAJETA_CONFORMANCE_BACKENDS` as a list: every backend and pseudo-backend when
+/// unset (those that cannot run here are skipped with the probe's reason), nothing for `none`,
+/// else the comma- or space-separated names in order, without repeats.
 fn parse_backends(value: Option<&str>) -> Vec<String> {
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
-        return vec!["cpu".to_string(), "cpu-sim".to_string()];
+        return DEFAULT_BACKENDS.iter().map(|b| b.to_string()).collect();
     };
     if value == "none" {
         return Vec::new();
@@ -594,9 +610,7 @@ fn run_args(
     if let Some(backend) = backend {
         args.push("--backend".into());
         args.push(backend_name(backend).into());
-        if backend == SIM {
-            args.push("--xpu-sim".into());
-        }
+        args.extend(backend_flag(backend).map(String::from));
     }
     args.extend(header.flags.iter().cloned());
     args.push(path.to_string_lossy().into_owned());
@@ -970,7 +984,7 @@ fn conformance() {
     let unknown: Vec<&String> = settings
         .backends
         .iter()
-        .filter(|b| !BACKEND_NAMES.contains(&b.as_str()) && b.as_str() != SIM)
+        .filter(|b| !BACKEND_NAMES.contains(&b.as_str()) && backend_flag(b).is_none())
         .collect();
     assert!(
         unknown.is_empty(),
@@ -1227,8 +1241,8 @@ fn harness_self_check() {
     assert_eq!(header.flags, vec!["--mem-stats"]);
 
     // Backend lists and the per-backend jobs of xpu programs.
-    assert_eq!(parse_backends(None), vec!["cpu", "cpu-sim"]);
-    assert_eq!(parse_backends(Some(" ")), vec!["cpu", "cpu-sim"]);
+    assert_eq!(parse_backends(None), DEFAULT_BACKENDS);
+    assert_eq!(parse_backends(Some(" ")), DEFAULT_BACKENDS);
     assert!(parse_backends(Some("none")).is_empty());
     assert_eq!(
         parse_backends(Some("cpu, vulkan cuda,cpu")),
