@@ -347,6 +347,23 @@ impl Jit {
                 self.fctx = FunctionBuilderContext::new();
                 return Err(e);
             }
+            if is_body && translate::unroll_recursion(f, func) {
+                // A few levels of a small self-recursive function inlined into itself (its
+                // errors still unwind frame by frame: the inlined body pushes its own trace
+                // entry and returns its status to the call site, as a real call would).
+                let body = self.cctx.func.clone();
+                for _ in 0..SELF_INLINE_LEVELS {
+                    let inlined = self.cctx.inline(SelfInline {
+                        body: &body,
+                        callee: self_ref,
+                    });
+                    if let Err(e) = inlined {
+                        jm.clear_context(&mut self.cctx);
+                        let message = format!("inlining failed: {e}");
+                        return Err(JitError::new(Some(func), None, message));
+                    }
+                }
+            }
             self.cctx.set_disasm(self.options.disasm && is_body);
             let defined = jm.define_function(id, &mut self.cctx);
             code_size += self
@@ -382,6 +399,51 @@ impl Jit {
             *slot = Some(c);
         }
         Ok(c)
+    }
+}
+
+/// Levels of a small self-recursive function inlined into itself.
+const SELF_INLINE_LEVELS: usize = 1;
+
+/// Inlines a function's calls of itself with its own body (one level per pass).
+struct SelfInline<'a> {
+    body: &'a cranelift_codegen::ir::Function,
+    callee: cranelift_codegen::ir::FuncRef,
+}
+
+impl cranelift_codegen::inline::Inline for SelfInline<'_> {
+    fn inline(
+        &mut self,
+        caller: &cranelift_codegen::ir::Function,
+        _call: cranelift_codegen::ir::Inst,
+        _opcode: cranelift_codegen::ir::Opcode,
+        callee: cranelift_codegen::ir::FuncRef,
+        _args: &[cranelift_codegen::ir::Value],
+    ) -> cranelift_codegen::inline::InlineCommand<'_> {
+        use cranelift_codegen::inline::InlineCommand;
+        // Inlined copies refer to the function through new references: compare the
+        // resolved names.
+        fn name(
+            f: &cranelift_codegen::ir::Function,
+            r: cranelift_codegen::ir::FuncRef,
+        ) -> Option<cranelift_codegen::ir::UserExternalName> {
+            match &f.dfg.ext_funcs[r].name {
+                cranelift_codegen::ir::ExternalName::User(u) => {
+                    Some(f.params.user_named_funcs()[*u].clone())
+                }
+                _ => None,
+            }
+        }
+        let is_self =
+            name(caller, callee).is_some() && name(caller, callee) == name(self.body, self.callee);
+        if is_self {
+            InlineCommand::Inline {
+                callee: std::borrow::Cow::Borrowed(self.body),
+                visit_callee: false,
+            }
+        } else {
+            InlineCommand::KeepCall
+        }
     }
 }
 

@@ -109,6 +109,16 @@ pub(crate) fn unsupported(op: Op) -> bool {
     op.is_device_only()
 }
 
+/// Whether `f` is small and calls itself: its compiled body then gets one level of its
+/// self-calls inlined (fib-like recursion pays a prologue and an epilogue per call otherwise).
+pub(crate) fn unroll_recursion(f: &Function, index: u32) -> bool {
+    const MAX_INSTRUCTIONS: usize = 48;
+    f.code.len() <= MAX_INSTRUCTIONS
+        && f.code
+            .iter()
+            .any(|i| i.op == Op::Call && u32::from(i.c) == index)
+}
+
 /// The host side of the xpu API (buffers, streams, events, device queries, launches): run by
 /// the embedder's `xpu` hook on the registers in the window.
 pub(crate) fn xpu_host(op: Op) -> bool {
