@@ -306,6 +306,18 @@ impl VulkanBackend {
                 && sub
                     .supported_operations
                     .contains(vk::SubgroupFeatureFlags::BASIC),
+            subgroup_shuffle: compute_sub
+                && sub
+                    .supported_operations
+                    .contains(vk::SubgroupFeatureFlags::SHUFFLE),
+            subgroup_ballot: compute_sub
+                && sub
+                    .supported_operations
+                    .contains(vk::SubgroupFeatureFlags::BALLOT),
+            subgroup_vote: compute_sub
+                && sub
+                    .supported_operations
+                    .contains(vk::SubgroupFeatureFlags::VOTE),
         };
         // Enable exactly what we use and have.
         let feats = vk::PhysicalDeviceFeatures::default()
@@ -779,6 +791,17 @@ impl VulkanBackend {
                 "subgroup arithmetic",
             ),
             (need.subgroup_basic, have.subgroup_basic, "subgroups"),
+            (
+                need.subgroup_shuffle,
+                have.subgroup_shuffle,
+                "subgroup shuffles",
+            ),
+            (
+                need.subgroup_ballot,
+                have.subgroup_ballot,
+                "subgroup ballots",
+            ),
+            (need.subgroup_vote, have.subgroup_vote, "subgroup votes"),
         ] {
             if needed && !present {
                 return Err(refuse(format!("the device lacks {what}")));

@@ -110,8 +110,14 @@ pub struct Features {
     pub atomic_f32_buffer: bool,
     /// float32 atomic add on shared memory.
     pub atomic_f32_shared: bool,
-    /// Subgroup arithmetic (wave reductions).
+    /// Subgroup arithmetic (wave reductions and scans).
     pub subgroup_arithmetic: bool,
+    /// Subgroup shuffles (`Wave.shuffleSync`, `Wave.rotate`).
+    pub subgroup_shuffle: bool,
+    /// Subgroup ballots (`Wave.ballotSync`).
+    pub subgroup_ballot: bool,
+    /// Subgroup votes (the exact float32 wave maximum).
+    pub subgroup_vote: bool,
     /// The subgroup size / lane id built-ins.
     pub subgroup_basic: bool,
 }
@@ -244,6 +250,9 @@ struct Cx<'m> {
     queue: Vec<Pending>,
     instances: usize,
     caps_added: Vec<Capability>,
+    /// float32 elements are stored as `uint32` (and bit-cast at each access): the kernel uses
+    /// float32 atomic min/max, a compare-and-swap loop on the bits.
+    f32_bits: bool,
 }
 
 impl<'m> Cx<'m> {
@@ -290,6 +299,7 @@ impl<'m> Cx<'m> {
             queue: vec![],
             instances: 0,
             caps_added: vec![],
+            f32_bits: uses_float_cas(m, k),
         };
         cx.interface()?;
         Ok(cx)
@@ -357,6 +367,7 @@ impl<'m> Cx<'m> {
             }
             Scalar::I32 | Scalar::U32 => self.t_u32,
             Scalar::I64 | Scalar::U64 => self.u64t(),
+            Scalar::F32 if self.f32_bits => self.t_u32,
             Scalar::F32 => self.t_f32,
             Scalar::F64 => self.f64t(),
             Scalar::Bool | Scalar::Char => {
@@ -735,6 +746,31 @@ impl<'m> Cx<'m> {
         let a = self.b.access_chain(p, None, var, [m]).map_err(be)?;
         self.b.load(t, None, a, None, []).map_err(be)
     }
+}
+
+/// Whether kernel `k` or a function it calls uses a float32 atomic min/max (its float32
+/// memory is then stored as bits, see [`FnCx::float_cas_loop`]).
+fn uses_float_cas(m: &Module, k: &Function) -> bool {
+    let mut seen = vec![false; m.functions.len()];
+    let mut todo = vec![k];
+    while let Some(f) = todo.pop() {
+        for i in &f.code {
+            match i.op {
+                Op::AtomicMinF32 | Op::AtomicMaxF32 => return true,
+                Op::Call => {
+                    let c = usize::from(i.c);
+                    if let (Some(s), Some(g)) = (seen.get_mut(c), m.functions.get(c)) {
+                        if !*s {
+                            *s = true;
+                            todo.push(g);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// Label plan of one function instance.
@@ -1623,24 +1659,75 @@ impl<'a, 'm> FnCx<'a, 'm> {
             | Op::AtomicAddU32
             | Op::AtomicAddI64
             | Op::AtomicAddU64
-            | Op::AtomicAddF32 => self.mem_access(pc, Access::AtomicAdd, a, b, c)?,
-            Op::WaveSumU32 | Op::WaveSumF32 => {
-                self.cx.cap(Capability::GroupNonUniform);
-                self.cx.cap(Capability::GroupNonUniformArithmetic);
-                self.cx.features.subgroup_arithmetic = true;
+            | Op::AtomicAddF32 => self.mem_access(pc, Access::Atomic(Rmw::Add), a, b, c)?,
+            Op::AtomicSubI32 | Op::AtomicSubU32 | Op::AtomicSubI64 | Op::AtomicSubU64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::Sub), a, b, c)?
+            }
+            Op::AtomicMinI32 | Op::AtomicMinI64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::SMin), a, b, c)?
+            }
+            Op::AtomicMinU32 | Op::AtomicMinU64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::UMin), a, b, c)?
+            }
+            Op::AtomicMaxI32 | Op::AtomicMaxI64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::SMax), a, b, c)?
+            }
+            Op::AtomicMaxU32 | Op::AtomicMaxU64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::UMax), a, b, c)?
+            }
+            Op::AtomicAndI32 | Op::AtomicAndU32 | Op::AtomicAndI64 | Op::AtomicAndU64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::And), a, b, c)?
+            }
+            Op::AtomicOrI32 | Op::AtomicOrU32 | Op::AtomicOrI64 | Op::AtomicOrU64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::Or), a, b, c)?
+            }
+            Op::AtomicXorI32 | Op::AtomicXorU32 | Op::AtomicXorI64 | Op::AtomicXorU64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::Xor), a, b, c)?
+            }
+            Op::AtomicXchgI32 | Op::AtomicXchgU32 | Op::AtomicXchgI64 | Op::AtomicXchgU64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::Xchg), a, b, c)?
+            }
+            Op::AtomicCasI32 | Op::AtomicCasU32 | Op::AtomicCasI64 | Op::AtomicCasU64 => {
+                self.mem_access(pc, Access::Atomic(Rmw::Cas), a, b, c)?
+            }
+            Op::AtomicMinF32 => self.mem_access(pc, Access::Atomic(Rmw::FMin), a, b, c)?,
+            Op::AtomicMaxF32 => self.mem_access(pc, Access::Atomic(Rmw::FMax), a, b, c)?,
+
+            // Bits and bit casts.
+            Op::PopcU32 => {
                 let x = self.load(b)?;
-                let sg = self.cx.k32(Scope::Subgroup as u32);
-                let v = if i.op == Op::WaveSumU32 {
-                    self.b()
-                        .group_non_uniform_i_add(u, None, sg, GroupOperation::Reduce, x, None)
-                } else {
-                    let f = self.cx.t_f32;
-                    self.b()
-                        .group_non_uniform_f_add(f, None, sg, GroupOperation::Reduce, x, None)
-                }
-                .map_err(be)?;
+                let v = self.b().bit_count(u, None, x).map_err(be)?;
                 self.store(a, v)?;
             }
+            Op::BrevU32 => {
+                let x = self.load(b)?;
+                let v = self.b().bit_reverse(u, None, x).map_err(be)?;
+                self.store(a, v)?;
+            }
+            Op::RotlU32 | Op::RotrU32 => {
+                // x << n | x >> (32 - n) with both counts taken mod 32, so a count of 0 shifts
+                // by 0 twice instead of by 32 (undefined in SPIR-V).
+                let x = self.load(b)?;
+                let n = self.load(c)?;
+                let k31 = self.cx.k32(31);
+                let k32 = self.cx.k32(32);
+                let n = self.b().bitwise_and(u, None, n, k31).map_err(be)?;
+                let m = self.b().i_sub(u, None, k32, n).map_err(be)?;
+                let m = self.b().bitwise_and(u, None, m, k31).map_err(be)?;
+                let (l, r) = if i.op == Op::RotlU32 { (n, m) } else { (m, n) };
+                let hi = self.b().shift_left_logical(u, None, x, l).map_err(be)?;
+                let lo = self.b().shift_right_logical(u, None, x, r).map_err(be)?;
+                let v = self.b().bitwise_or(u, None, hi, lo).map_err(be)?;
+                self.store(a, v)?;
+            }
+            Op::F32Bits | Op::F64Bits | Op::BitsF32 | Op::BitsF64 => {
+                let s = self.reg_scalar(a)?;
+                let t = self.cx.reg_ty(s);
+                let x = self.load(b)?;
+                let v = self.b().bitcast(t, None, x).map_err(be)?;
+                self.store(a, v)?;
+            }
+            Op::WaveSumU32 | Op::WaveSumF32 => self.wave_arith(i.op, a, b)?,
             op => {
                 return Err(format!(
                     "instruction `{}` is not available in device code",
@@ -2087,7 +2174,10 @@ impl<'a, 'm> FnCx<'a, 'm> {
         match kind {
             Access::Load => {
                 let x = self.b().load(et, None, ptr, None, []).map_err(be)?;
-                let v = if narrow && elem.is_signed() {
+                let v = if et != rt && !narrow {
+                    // A float32 element stored as its bits.
+                    self.b().bitcast(rt, None, x).map_err(be)?
+                } else if narrow && elem.is_signed() {
                     self.b().s_convert(rt, None, x).map_err(be)?
                 } else if narrow {
                     self.b().u_convert(rt, None, x).map_err(be)?
@@ -2100,38 +2190,15 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let x = self.load(val)?;
                 let v = if narrow {
                     self.b().u_convert(et, None, x).map_err(be)?
+                } else if et != rt {
+                    self.b().bitcast(et, None, x).map_err(be)?
                 } else {
                     x
                 };
                 self.b().store(ptr, v, None, []).map_err(be)?;
             }
-            Access::AtomicAdd => {
-                let x = self.load(val)?;
-                let (scope, sem) = match mem {
-                    Mem::Buffer(_) => (Scope::Device, MemorySemantics::UNIFORM_MEMORY),
-                    Mem::Shared(_) => (Scope::Workgroup, MemorySemantics::WORKGROUP_MEMORY),
-                };
-                let scope = self.cx.k32(scope as u32);
-                let sem = self.cx.k32((sem | MemorySemantics::ACQUIRE_RELEASE).bits());
-                let old = if elem == Scalar::F32 {
-                    self.cx.cap(Capability::AtomicFloat32AddEXT);
-                    self.cx.b.extension("SPV_EXT_shader_atomic_float_add");
-                    match mem {
-                        Mem::Buffer(_) => self.cx.features.atomic_f32_buffer = true,
-                        Mem::Shared(_) => self.cx.features.atomic_f32_shared = true,
-                    }
-                    self.b()
-                        .atomic_f_add_ext(et, None, ptr, scope, sem, x)
-                        .map_err(be)?
-                } else {
-                    if elem.bits() == 64 {
-                        self.cx.cap(Capability::Int64Atomics);
-                        self.cx.features.atomic_int64 = true;
-                    }
-                    self.b()
-                        .atomic_i_add(et, None, ptr, scope, sem, x)
-                        .map_err(be)?
-                };
+            Access::Atomic(op) => {
+                let old = self.atomic(op, mem, elem, ptr, val)?;
                 self.store(val, old)?;
             }
         }
@@ -2173,6 +2240,163 @@ impl<'a, 'm> FnCx<'a, 'm> {
         self.b().begin_block(Some(done)).map_err(be)?;
         Ok(())
     }
+
+    /// A subgroup reduction or exclusive scan of a uint32/float32 register (`wave.sum.*`,
+    /// `wave.{max,min,and,or,xor}.u32`, `wave.scan{add,mul}.u32`).
+    fn wave_arith(&mut self, op: Op, a: u16, b: u16) -> R<()> {
+        self.cx.cap(Capability::GroupNonUniform);
+        self.cx.cap(Capability::GroupNonUniformArithmetic);
+        self.cx.features.subgroup_arithmetic = true;
+        let x = self.load(b)?;
+        let sg = self.cx.k32(Scope::Subgroup as u32);
+        let (u, f) = (self.cx.t_u32, self.cx.t_f32);
+        let red = GroupOperation::Reduce;
+        let bl = &mut self.cx.b;
+        let v = match op {
+            Op::WaveSumU32 => bl.group_non_uniform_i_add(u, None, sg, red, x, None),
+            Op::WaveSumF32 => bl.group_non_uniform_f_add(f, None, sg, red, x, None),
+            _ => return Err(format!("`{}` is not a wave reduction", op.mnemonic())),
+        }
+        .map_err(be)?;
+        self.store(a, v)
+    }
+
+    /// The atomic `op` on the in-range element at `ptr` with value register `val`; returns
+    /// the old element as a register value.
+    fn atomic(&mut self, op: Rmw, mem: Mem, elem: Scalar, ptr: Word, val: u16) -> R<Word> {
+        let et = self.cx.elem_ty(elem)?;
+        let (scope, storage) = match mem {
+            Mem::Buffer(_) => (Scope::Device, MemorySemantics::UNIFORM_MEMORY),
+            Mem::Shared(_) => (Scope::Workgroup, MemorySemantics::WORKGROUP_MEMORY),
+        };
+        let sc = AtomicScope {
+            scope: self.cx.k32(scope as u32),
+            acq_rel: self
+                .cx
+                .k32((storage | MemorySemantics::ACQUIRE_RELEASE).bits()),
+            acquire: self.cx.k32((storage | MemorySemantics::ACQUIRE).bits()),
+        };
+        if elem.bits() == 64 {
+            self.cx.cap(Capability::Int64Atomics);
+            self.cx.features.atomic_int64 = true;
+        }
+        let x = self.load(val)?;
+        if elem == Scalar::F32 {
+            if op == Rmw::Add && et == self.cx.t_f32 {
+                self.cx.cap(Capability::AtomicFloat32AddEXT);
+                self.cx.b.extension("SPV_EXT_shader_atomic_float_add");
+                match mem {
+                    Mem::Buffer(_) => self.cx.features.atomic_f32_buffer = true,
+                    Mem::Shared(_) => self.cx.features.atomic_f32_shared = true,
+                }
+                return self
+                    .b()
+                    .atomic_f_add_ext(et, None, ptr, sc.scope, sc.acq_rel, x)
+                    .map_err(be);
+            }
+            return self.float_cas_loop(op, ptr, sc, x);
+        }
+        let (s, m) = (sc.scope, sc.acq_rel);
+        let b = &mut self.cx.b;
+        match op {
+            Rmw::Add => b.atomic_i_add(et, None, ptr, s, m, x),
+            Rmw::Sub => b.atomic_i_sub(et, None, ptr, s, m, x),
+            Rmw::SMin => b.atomic_s_min(et, None, ptr, s, m, x),
+            Rmw::UMin => b.atomic_u_min(et, None, ptr, s, m, x),
+            Rmw::SMax => b.atomic_s_max(et, None, ptr, s, m, x),
+            Rmw::UMax => b.atomic_u_max(et, None, ptr, s, m, x),
+            Rmw::And => b.atomic_and(et, None, ptr, s, m, x),
+            Rmw::Or => b.atomic_or(et, None, ptr, s, m, x),
+            Rmw::Xor => b.atomic_xor(et, None, ptr, s, m, x),
+            Rmw::Xchg => b.atomic_exchange(et, None, ptr, s, m, x),
+            Rmw::Cas => {
+                // The desired value is in the register after the expected one (V-DEVMEM).
+                let next = val
+                    .checked_add(1)
+                    .ok_or("compare-exchange register out of range")?;
+                if self.reg_scalar(next)? != self.reg_scalar(val)? {
+                    return Err(format!(
+                        "compare-exchange: r{next} does not have the type of r{val}"
+                    ));
+                }
+                let d = self.load(next)?;
+                self.b()
+                    .atomic_compare_exchange(et, None, ptr, s, m, sc.acquire, d, x)
+            }
+            Rmw::FMin | Rmw::FMax => {
+                return Err("a float atomic on an integer element".into());
+            }
+        }
+        .map_err(be)
+    }
+
+    /// A float32 read-modify-write as a compare-and-swap loop on the element's bits (the
+    /// element is stored as `uint32`: SPIR-V has no float compare-exchange); `x` is the
+    /// operand. Returns the old element.
+    fn float_cas_loop(&mut self, op: Rmw, ptr: Word, sc: AtomicScope, x: Word) -> R<Word> {
+        let (u, f, tb) = (self.cx.t_u32, self.cx.t_f32, self.cx.t_bool);
+        let [pre, head, body, cont, merge, got] = [0; 6].map(|_| self.b().id());
+        self.b().branch(pre).map_err(be)?;
+        self.b().begin_block(Some(pre)).map_err(be)?;
+        let init = self
+            .b()
+            .atomic_load(u, None, ptr, sc.scope, sc.acquire)
+            .map_err(be)?;
+        self.b().branch(head).map_err(be)?;
+        self.b().begin_block(Some(head)).map_err(be)?;
+        let cur = self
+            .b()
+            .phi(u, None, [(init, pre), (got, cont)])
+            .map_err(be)?;
+        self.b()
+            .loop_merge(merge, cont, LoopControl::NONE, [])
+            .map_err(be)?;
+        self.b().branch(body).map_err(be)?;
+        self.b().begin_block(Some(body)).map_err(be)?;
+        let old = self.b().bitcast(f, None, cur).map_err(be)?;
+        let new = match op {
+            Rmw::Add => {
+                let v = self.b().f_add(f, None, old, x).map_err(be)?;
+                self.b().decorate(v, Decoration::NoContraction, []);
+                v
+            }
+            Rmw::FMin | Rmw::FMax => {
+                // minNum/maxNum: the operand wins if it is better or the element is NaN; a
+                // NaN operand is never better, so the element stays.
+                let better = if op == Rmw::FMin {
+                    self.b().f_ord_less_than(tb, None, x, old)
+                } else {
+                    self.b().f_ord_greater_than(tb, None, x, old)
+                }
+                .map_err(be)?;
+                let nan = self.b().is_nan(tb, None, old).map_err(be)?;
+                let take = self.b().logical_or(tb, None, better, nan).map_err(be)?;
+                self.b().select(f, None, take, x, old).map_err(be)?
+            }
+            _ => return Err("an integer atomic on a float32 element".into()),
+        };
+        let nb = self.b().bitcast(u, None, new).map_err(be)?;
+        self.b()
+            .atomic_compare_exchange(u, Some(got), ptr, sc.scope, sc.acq_rel, sc.acquire, nb, cur)
+            .map_err(be)?;
+        self.b().branch(cont).map_err(be)?;
+        self.b().begin_block(Some(cont)).map_err(be)?;
+        // Compared as bits: a NaN element must not retry forever.
+        let same = self.b().i_equal(tb, None, got, cur).map_err(be)?;
+        self.b()
+            .branch_conditional(same, merge, head, [])
+            .map_err(be)?;
+        self.b().begin_block(Some(merge)).map_err(be)?;
+        Ok(old)
+    }
+}
+
+/// Scope and memory-semantics constants of one atomic.
+#[derive(Copy, Clone)]
+struct AtomicScope {
+    scope: Word,
+    acq_rel: Word,
+    acquire: Word,
 }
 
 /// What a memory access does.
@@ -2180,7 +2404,30 @@ impl<'a, 'm> FnCx<'a, 'm> {
 enum Access {
     Load,
     Store,
-    AtomicAdd,
+    Atomic(Rmw),
+}
+
+/// The read-modify-write of an atomic (XPU §2.8); the old element goes to the value register.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Rmw {
+    /// Wrapping add (float32: IEEE add).
+    Add,
+    /// Wrapping subtract.
+    Sub,
+    SMin,
+    UMin,
+    SMax,
+    UMax,
+    And,
+    Or,
+    Xor,
+    /// Exchange.
+    Xchg,
+    /// Compare-exchange: expected in the value register, desired in the next one.
+    Cas,
+    /// float32 minNum / maxNum (a NaN operand yields the other).
+    FMin,
+    FMax,
 }
 
 #[cfg(test)]
