@@ -189,3 +189,141 @@ fn every_kernel_lowers_and_validates() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// A kernel with the control flow the region table does not describe directly: labelled
+/// `continue`/`break` of an outer loop from an inner one (including from inside a switch),
+/// switch statements with fall-through, stacked labels, a default in the middle and none at
+/// all, and a switch expression. Each item's result is written to `out[g]`.
+const STRUCTURE: &str = r#"
+import cajeta.xpu.*;
+
+public class Structure {
+    @Kernel
+    static void k(KernelBuffer<int32> out) {
+        uint32 g = KernelThread.globalIdX();
+        int32 n = (int32) g;
+        int32 acc = 0;
+        outer:
+        for (int32 i = 0; i < 6; i++) {
+            for (int32 j = 0; j < 6; j++) {
+                if (j == n % 4) {
+                    continue outer;
+                }
+                if (i * j > n) {
+                    break outer;
+                }
+                acc = acc + i * 10 + j;
+            }
+            acc = acc + 1000;
+        }
+        int32 s = 0;
+        switch (n % 5) {
+            case 0:
+                s = 1;
+                break;
+            case 1:
+            case 2:
+                s = 2;
+            case 3:
+                s = s + 30;
+                break;
+            default:
+                s = -1;
+        }
+        switch (n % 3) {
+            case 1:
+                s = s + 100;
+            default:
+                s = s + 200;
+            case 2:
+                s = s + 400;
+        }
+        switch (n % 4) {
+            case 3:
+                s = s * 2;
+        }
+        int32 t = 0;
+        for (int32 i = 0; i < 4; i++) {
+            switch (i + n % 2) {
+                case 1:
+                    continue;
+                case 2:
+                    t = t + 7;
+                    break;
+                case 4:
+                    break;
+                default:
+                    t = t + 1;
+            }
+            t = t * 3;
+        }
+        int32 e = switch (n % 3) {
+            case 0 -> 5;
+            case 1 -> n * 2;
+            default -> -n;
+        };
+        out[g] = acc * 1000000 + s * 1000 + t * 10 + e;
+    }
+
+    public static void main() {
+        KernelBuffer<int32> out = heap KernelBuffer<int32>(16);
+        k.launch(grid: [2], block: [8])(out);
+        KernelStream.current().sync();
+        int32[] h = heap int32[16];
+        out.download(h);
+        for (int32 i = 0; i < 16; i++) {
+            System.stdout.println(h[i]);
+        }
+    }
+}
+"#;
+
+/// The structure kernel lowers and validates; where a Vulkan device can be opened it also
+/// runs there and prints what the cpu backend prints.
+#[test]
+fn labelled_exits_and_switches_lower_validate_and_run() {
+    let tmp = std::env::temp_dir().join(format!("cajeta-spirv-structure-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temporary directory");
+    let src = tmp.join("Structure.cajeta");
+    std::fs::write(&src, STRUCTURE).expect("write the program");
+    let module = compile(&src).unwrap_or_else(|e| panic!("does not compile:\n{e}"));
+    let k = module
+        .functions
+        .iter()
+        .position(|f| f.kind == FnKind::Kernel)
+        .expect("a kernel");
+    let words = spirv::emit_spirv(&module, k as u32).unwrap_or_else(|e| panic!("{e}"));
+    match find_spirv_val() {
+        Ok(val) => {
+            if let Err(e) = validate(&val, &tmp.join("structure.spv"), &words) {
+                panic!("spirv-val:\n{e}");
+            }
+        }
+        Err(why) => eprintln!("spirv: not validating the structure kernel ({why})"),
+    }
+    let run = |backend: &str| {
+        Command::new(env!("CARGO_BIN_EXE_cajeta"))
+            .args(["run", "--backend", backend])
+            .arg(&src)
+            .output()
+            .expect("run cajeta")
+    };
+    let cpu = run("cpu");
+    assert!(
+        cpu.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cpu.stderr)
+    );
+    let vk = run("vulkan");
+    let stderr = String::from_utf8_lossy(&vk.stderr);
+    if !vk.status.success() && stderr.contains("XPU-E-BACKEND") {
+        eprintln!("spirv: not running the structure kernel: {stderr}");
+    } else {
+        assert!(vk.status.success(), "vulkan: {stderr}");
+        assert_eq!(
+            String::from_utf8_lossy(&vk.stdout),
+            String::from_utf8_lossy(&cpu.stdout)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -41,6 +41,7 @@ use rspirv::spirv::{
     GlslStd450Op as GLOp, GroupOperation, LoopControl, MemorySemantics, Scope, SelectionControl,
     StorageClass, Word,
 };
+use std::collections::HashSet;
 
 use crate::LowerError;
 
@@ -773,6 +774,108 @@ fn uses_float_cas(m: &Module, k: &Function) -> bool {
     false
 }
 
+/// A control-flow region of one function: the bytecode's region table, plus the switches
+/// [`find_switches`] recognises (the table has no switch regions).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Reg {
+    kind: Kind,
+    /// If: the conditional branch; loop: the condition test; switch: the first case test.
+    header: u32,
+    /// The first instruction after the region.
+    merge: u32,
+    /// Loop: the continue block; switch: the dispatch's final `jmp`; if: unused.
+    cont: u32,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    If,
+    Loop,
+    Switch,
+}
+
+/// The switches of `f` (statements and expressions), each as a region and the pcs of its case
+/// dispatch. A switch compiles to its case tests (`jmpif` to a group, with only loads and
+/// comparisons between them, none an `if` header), then `jmp` to the default group or the
+/// end, then the groups in order; `break`s jump to the end. The end is the furthest forward
+/// target of the dispatch and of the jumps inside the groups, short of the enclosing
+/// region's merge and ignoring jumps to an enclosing loop's continue block or merge.
+fn find_switches(f: &Function, regions: &[Reg]) -> Vec<(Reg, Vec<u32>)> {
+    let pure = |op: Op| {
+        let m = op.mnemonic();
+        matches!(op, Op::LoadI | Op::LoadK | Op::Mov | Op::LNot)
+            || ["eq.", "ne.", "lt.", "le."]
+                .iter()
+                .any(|p| m.starts_with(p))
+            || m == "and.bool"
+            || m == "or.bool"
+    };
+    let headers: HashSet<u32> = regions.iter().map(|r| r.header).collect();
+    let n = f.code.len() as u32;
+    let mut out = vec![];
+    for (j, ins) in f.code.iter().enumerate() {
+        let j = j as u32;
+        if ins.op != Op::Jmp || ins.bc() <= j {
+            continue;
+        }
+        let mut tests = vec![j];
+        let mut k = j;
+        while k > 0 {
+            let i = f.code[k as usize - 1];
+            if i.op == Op::JmpIf && i.bc() > j && !headers.contains(&(k - 1)) {
+                tests.push(k - 1);
+            } else if !pure(i.op) || i.op.is_branch() {
+                break;
+            }
+            k -= 1;
+        }
+        if tests.len() < 2 {
+            continue;
+        }
+        let header = *tests.iter().min().unwrap_or(&j);
+        // The innermost enclosing region bounds the switch; its loops' exits are not ends.
+        let outer: Vec<&Reg> = regions
+            .iter()
+            .filter(|r| r.header <= header && header < r.merge)
+            .collect();
+        let bound = outer.iter().map(|r| r.merge).min().unwrap_or(n);
+        let exits: HashSet<u32> = outer
+            .iter()
+            .filter(|r| r.kind == Kind::Loop)
+            .flat_map(|r| [r.cont, r.merge])
+            .collect();
+        let mut end = tests
+            .iter()
+            .map(|&t| f.code[t as usize].bc())
+            .max()
+            .unwrap_or(j + 1);
+        let mut pc = j + 1;
+        while pc < end && pc < n {
+            let i = f.code[pc as usize];
+            if i.op.is_branch() {
+                let t = i.bc();
+                if t > end && t <= bound && !exits.contains(&t) {
+                    end = t;
+                }
+            }
+            pc += 1;
+        }
+        if end > bound || regions.iter().any(|r| r.header > header && r.header <= j) {
+            continue;
+        }
+        out.push((
+            Reg {
+                kind: Kind::Switch,
+                header,
+                merge: end,
+                cont: j,
+            },
+            tests,
+        ));
+    }
+    out
+}
+
 /// Label plan of one function instance.
 struct Labels {
     /// Label of the basic block starting at each leader pc (`code.len()`: the end block).
@@ -780,6 +883,11 @@ struct Labels {
     /// Per region (index into the sorted table): merge label and loop header label.
     merge: Vec<Word>,
     head: Vec<Word>,
+    /// Per region: a multi-level exit (a labelled `break`/`continue` of an outer loop) leaves
+    /// this loop, so its merge block tests the pending-exit variable.
+    exit_check: Vec<bool>,
+    /// The `Function` variable holding the pending multi-level exit (target pc + 1; 0: none).
+    exit_var: Option<Word>,
 }
 
 /// Emission of one function instance.
@@ -790,10 +898,14 @@ struct FnCx<'a, 'm> {
     vars: Vec<Option<Word>>,
     mems: Vec<Option<Mem>>,
     callers: Vec<(u32, u32)>,
-    /// Regions sorted by (header, outermost first).
-    regions: Vec<cajeta_bytecode::Region>,
+    /// Regions sorted by (header, outermost first): the region table plus the switches.
+    regions: Vec<Reg>,
     labels: Labels,
     is_kernel: bool,
+    /// The `jmpif`s and final `jmp` of each switch's case dispatch, by pc: region index.
+    dispatch: HashMap<u32, usize>,
+    /// The dispatch being emitted: (a case matched so far, the chosen target pc).
+    disp: Option<(Word, Word)>,
 }
 
 impl<'a, 'm> FnCx<'a, 'm> {
@@ -805,8 +917,31 @@ impl<'a, 'm> FnCx<'a, 'm> {
         if p.func != kernel && f.kind != FnKind::Device {
             return Err(format!("`{}` is not a device function", f.name));
         }
-        let mut regions = f.regions.clone();
+        let mut regions: Vec<Reg> = f
+            .regions
+            .iter()
+            .map(|r| Reg {
+                kind: match r.kind {
+                    RegionKind::If => Kind::If,
+                    RegionKind::Loop => Kind::Loop,
+                },
+                header: r.header,
+                merge: r.merge,
+                cont: r.cont,
+            })
+            .collect();
+        let switches = find_switches(f, &regions);
+        regions.extend(switches.iter().map(|(r, _)| *r));
         regions.sort_by_key(|r| (r.header, std::cmp::Reverse(r.merge)));
+        let mut dispatch = HashMap::new();
+        for (r, pcs) in &switches {
+            let Some(i) = regions.iter().position(|x| x == r) else {
+                continue;
+            };
+            for &pc in pcs {
+                dispatch.insert(pc, i);
+            }
+        }
         let mut fc = FnCx {
             cx,
             fi: p.func,
@@ -819,8 +954,12 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 block: HashMap::new(),
                 merge: vec![],
                 head: vec![],
+                exit_check: vec![],
+                exit_var: None,
             },
             is_kernel: p.func == kernel,
+            dispatch,
+            disp: None,
         };
         for (i, m) in p.mems.into_iter().enumerate() {
             if let Some(slot) = fc.mems.get_mut(i) {
@@ -921,8 +1060,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
         let n = f.code.len() as u32;
         for r in &self.regions {
             let ok = match r.kind {
-                RegionKind::Loop => r.header < r.cont && r.cont < r.merge && r.merge <= n,
-                RegionKind::If => r.header < r.merge && r.merge <= n,
+                Kind::Loop | Kind::Switch => r.header <= r.cont && r.cont < r.merge && r.merge <= n,
+                Kind::If => r.header < r.merge && r.merge <= n,
             };
             if !ok {
                 return Err(format!("malformed region {r:?} in `{}`", f.name));
@@ -935,13 +1074,15 @@ impl<'a, 'm> FnCx<'a, 'm> {
             if i.op.is_branch() {
                 leaders.push(i.bc());
             }
-            if i.op.is_branch() || i.op.is_terminator() {
+            // A switch's case tests stay in one block (they choose the case; see `dispatch`).
+            let test = i.op == Op::JmpIf && self.dispatch.contains_key(&pc);
+            if (i.op.is_branch() || i.op.is_terminator()) && !test {
                 leaders.push(pc + 1);
             }
         }
         for r in &self.regions {
             leaders.extend([r.header, r.merge]);
-            if r.kind == RegionKind::Loop {
+            if r.kind == Kind::Loop {
                 leaders.push(r.cont);
             }
         }
@@ -959,6 +1100,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             self.labels.merge.push(m);
             self.labels.head.push(h);
         }
+        self.plan_exits();
 
         // Signature.
         let ret = match f.ret {
@@ -998,6 +1140,13 @@ impl<'a, 'm> FnCx<'a, 'm> {
             };
             self.vars.push(v);
         }
+        if self.labels.exit_check.contains(&true) {
+            let u = self.cx.t_u32;
+            let p = self.cx.ptr(StorageClass::Function, u);
+            let z = self.cx.k32(0);
+            self.labels.exit_var =
+                Some(self.b().variable(p, None, StorageClass::Function, Some(z)));
+        }
         // Parameters.
         if self.is_kernel {
             for r in 0..np {
@@ -1025,8 +1174,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
         for pc in 0..=n {
             if self.labels.block.contains_key(&pc) {
                 if open {
-                    let t = self.target(pc.saturating_sub(1), pc)?;
-                    self.b().branch(t).map_err(be)?;
+                    self.jump(pc.saturating_sub(1), pc)?;
                 }
                 self.begin_leader(pc)?;
                 open = true;
@@ -1058,11 +1206,15 @@ impl<'a, 'm> FnCx<'a, 'm> {
             };
             let m = self.labels.merge[i];
             self.b().begin_block(Some(m)).map_err(be)?;
-            self.b().branch(next).map_err(be)?;
+            if self.labels.exit_check.get(i) == Some(&true) {
+                self.exit_check(i, next)?;
+            } else {
+                self.b().branch(next).map_err(be)?;
+            }
         }
         // Loop headers starting here, outermost first.
         let heads: Vec<usize> = (0..self.regions.len())
-            .filter(|&i| self.regions[i].header == pc && self.regions[i].kind == RegionKind::Loop)
+            .filter(|&i| self.regions[i].header == pc && self.regions[i].kind == Kind::Loop)
             .collect();
         for (k, &i) in heads.iter().enumerate() {
             let next = match heads.get(k + 1) {
@@ -1087,7 +1239,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
     /// starting there, else the block.
     fn entry_label(&self, pc: u32) -> Word {
         (0..self.regions.len())
-            .find(|&i| self.regions[i].header == pc && self.regions[i].kind == RegionKind::Loop)
+            .find(|&i| self.regions[i].header == pc && self.regions[i].kind == Kind::Loop)
             .map_or_else(|| self.labels.block[&pc], |i| self.labels.head[i])
     }
 
@@ -1098,6 +1250,119 @@ impl<'a, 'm> FnCx<'a, 'm> {
             .collect();
         v.reverse();
         v
+    }
+
+    /// If a jump from `src` to `t` leaves several loops at once (a labelled `break` to the
+    /// merge of an outer loop, or a labelled `continue` to its continue block), the region
+    /// index of that outer loop and of the innermost loop containing `src`.
+    fn multi_exit(&self, src: u32, t: u32) -> Option<(usize, usize)> {
+        let inside = self.containing(src);
+        let loops: Vec<usize> = inside
+            .iter()
+            .copied()
+            .filter(|&i| self.regions[i].kind == Kind::Loop)
+            .collect();
+        let inner = *loops.first()?;
+        loops.iter().skip(1).find_map(|&e| {
+            let r = self.regions[e];
+            // Nested loops ending at the same pc: the innermost merge chain already gets there.
+            let leaves =
+                (t == r.merge && self.regions[inner].merge != t) || (t == r.cont && src < r.cont);
+            leaves.then_some((e, inner))
+        })
+    }
+
+    /// Marks the loops every multi-level exit of the function leaves: their merge blocks test
+    /// the pending exit ([`FnCx::exit_check`]).
+    fn plan_exits(&mut self) {
+        self.labels.exit_check = vec![false; self.regions.len()];
+        let f = self.f;
+        for (pc, i) in f.code.iter().enumerate() {
+            let pc = pc as u32;
+            let mut targets = vec![];
+            if i.op.is_branch() {
+                targets.push(i.bc());
+            }
+            if !i.op.is_terminator() && i.op != Op::Jmp {
+                targets.push(pc + 1);
+            }
+            for t in targets {
+                let Some((outer, _)) = self.multi_exit(pc, t) else {
+                    continue;
+                };
+                let oh = self.regions[outer].header;
+                for j in self.containing(pc) {
+                    let r = self.regions[j];
+                    if r.kind == Kind::Loop && r.header >= oh && j != outer {
+                        self.labels.exit_check[j] = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// An unconditional jump (or fall-through) from `src` to `t`; a multi-level exit records
+    /// its target in the pending-exit variable and breaks out of the innermost loop.
+    fn jump(&mut self, src: u32, t: u32) -> R<()> {
+        if let Some((_, inner)) = self.multi_exit(src, t) {
+            let var = self.labels.exit_var.ok_or("exit variable missing")?;
+            let code = self.cx.k32(t + 1);
+            self.b().store(var, code, None, []).map_err(be)?;
+            let m = self.labels.merge[inner];
+            return self.b().branch(m).map_err(be);
+        }
+        let l = self.target(src, t)?;
+        self.b().branch(l).map_err(be)
+    }
+
+    /// The merge block of loop `i`, left by a multi-level exit: a pending exit to the enclosing
+    /// loop's continue block or merge goes there (and is cleared); any other pending exit
+    /// breaks the enclosing loop too; without one, control goes on to `next`.
+    fn exit_check(&mut self, i: usize, next: Word) -> R<()> {
+        let hdr = self.regions[i].header;
+        let Some(e) = self
+            .containing(hdr)
+            .into_iter()
+            .find(|&j| j != i && self.regions[j].kind == Kind::Loop)
+        else {
+            return Err(format!(
+                "multi-level exit without an enclosing loop in `{}`",
+                self.f.name
+            ));
+        };
+        let r = self.regions[e];
+        let (u, tb) = (self.cx.t_u32, self.cx.t_bool);
+        let var = self.labels.exit_var.ok_or("exit variable missing")?;
+        let p = self.b().load(u, None, var, None, []).map_err(be)?;
+        let kc = self.cx.k32(r.cont + 1);
+        let km = self.cx.k32(r.merge + 1);
+        let z = self.cx.k32(0);
+        let to_cont = self.b().i_equal(tb, None, p, kc).map_err(be)?;
+        let to_merge = self.b().i_equal(tb, None, p, km).map_err(be)?;
+        let here = self
+            .b()
+            .logical_or(tb, None, to_cont, to_merge)
+            .map_err(be)?;
+        let left = self.b().select(u, None, here, z, p).map_err(be)?;
+        self.b().store(var, left, None, []).map_err(be)?;
+        let leave = self.b().i_not_equal(tb, None, p, z).map_err(be)?;
+        let (cont, merge) = (self.labels.block[&r.cont], self.labels.merge[e]);
+        let (mid1, mid2) = (self.b().id(), self.b().id());
+        self.b()
+            .selection_merge(mid1, SelectionControl::NONE)
+            .map_err(be)?;
+        self.b()
+            .branch_conditional(to_cont, cont, mid1, [])
+            .map_err(be)?;
+        self.b().begin_block(Some(mid1)).map_err(be)?;
+        self.b()
+            .selection_merge(mid2, SelectionControl::NONE)
+            .map_err(be)?;
+        self.b()
+            .branch_conditional(leave, merge, mid2, [])
+            .map_err(be)?;
+        self.b().begin_block(Some(mid2)).map_err(be)?;
+        self.b().branch(next).map_err(be)
     }
 
     /// The label a jump (or fall-through) from `src` to `t` must branch to.
@@ -1113,16 +1378,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
             let r = self.regions[i];
             let crossed_loop = inside[..depth]
                 .iter()
-                .any(|&j| self.regions[j].kind == RegionKind::Loop);
+                .any(|&j| self.regions[j].kind == Kind::Loop);
             if r.merge == t {
                 // Leaving region `r`: allowed for its own merge, or a break from selections
                 // nested in a loop.
-                if depth > 0 && (crossed_loop || r.kind == RegionKind::If) {
+                if depth > 0 && (crossed_loop || r.kind == Kind::If) {
                     return Err(bad());
                 }
                 return Ok(self.labels.merge[i]);
             }
-            if r.kind == RegionKind::Loop {
+            if r.kind == Kind::Loop {
                 if t == r.cont && src < r.cont {
                     if crossed_loop {
                         return Err(bad());
@@ -1143,7 +1408,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
         }
         if let Some(&i) = inside.first() {
             let r = self.regions[i];
-            if t >= r.merge || (r.kind == RegionKind::Loop && src < r.cont && t > r.cont) {
+            if t >= r.merge || (r.kind == Kind::Loop && src < r.cont && t > r.cont) {
                 return Err(bad());
             }
         }
@@ -1259,6 +1524,9 @@ impl<'a, 'm> FnCx<'a, 'm> {
             }};
         }
         use Scalar::*;
+        if let Some(&ri) = self.dispatch.get(&pc) {
+            return self.dispatch_step(pc, ri);
+        }
         match i.op {
             Op::Nop | Op::LoadNull | Op::SharedRef => {}
             Op::Mov => {
@@ -1283,8 +1551,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.store(a, v)?;
             }
             Op::Jmp => {
-                let t = self.target(pc, i.bc())?;
-                self.b().branch(t).map_err(be)?;
+                self.jump(pc, i.bc())?;
                 return Ok(false);
             }
             Op::JmpIf | Op::JmpIfNot => {
@@ -1749,13 +2016,88 @@ impl<'a, 'm> FnCx<'a, 'm> {
         self.cx.konst(t, v)
     }
 
+    /// One instruction of switch `ri`'s case dispatch: a case test (`jmpif`) folds into the
+    /// chosen target (the first test that holds wins), the final `jmp` (to the default group,
+    /// or the end) becomes `OpSwitch` on the chosen target's pc, in pc order so that
+    /// fall-through goes to the next case. Returns whether the block is still open.
+    fn dispatch_step(&mut self, pc: u32, ri: usize) -> R<bool> {
+        let i = self.f.code[pc as usize];
+        let (u, tb) = (self.cx.t_u32, self.cx.t_bool);
+        let (matched, chosen) = match self.disp {
+            Some(d) => d,
+            None => {
+                let no = self.cx.konst(tb, 0);
+                let d = self.cx.k32(self.regions[ri].merge);
+                (no, d)
+            }
+        };
+        if i.op == Op::JmpIf {
+            let cond = self.load(i.a)?;
+            let fresh = self.b().logical_not(tb, None, matched).map_err(be)?;
+            let take = self.b().logical_and(tb, None, cond, fresh).map_err(be)?;
+            let k = self.cx.k32(i.bc());
+            let chosen = self.b().select(u, None, take, k, chosen).map_err(be)?;
+            let matched = self.b().logical_or(tb, None, matched, cond).map_err(be)?;
+            self.disp = Some((matched, chosen));
+            return Ok(true);
+        }
+        // The final jump: the default target when no test held.
+        let d = self.cx.k32(i.bc());
+        let chosen = self.b().select(u, None, matched, chosen, d).map_err(be)?;
+        self.disp = None;
+        let end = self.regions[ri].merge;
+        let mut targets: Vec<u32> = self
+            .dispatch
+            .iter()
+            .filter(|&(_, &r)| r == ri)
+            .map(|(&p, _)| self.f.code[p as usize].bc())
+            .filter(|&t| t != end)
+            .collect();
+        targets.sort_unstable();
+        targets.dedup();
+        let mut cases = vec![];
+        for t in targets {
+            cases.push((Operand::LiteralBit32(t), self.target(pc, t)?));
+        }
+        let m = self.labels.merge[ri];
+        self.b()
+            .selection_merge(m, SelectionControl::NONE)
+            .map_err(be)?;
+        self.b().switch(chosen, m, cases).map_err(be)?;
+        Ok(false)
+    }
+
     fn cond_branch(&mut self, pc: u32, if_true: bool, r: u16, to: u32) -> R<()> {
         let cond = self.load(r)?;
+        // A side that leaves several loops records its exit and breaks the innermost loop
+        // (the variable is 0 whenever no exit is pending, so the other side stores 0).
+        for (t, taken) in [(to, if_true), (pc + 1, !if_true)] {
+            let Some((_, inner)) = self.multi_exit(pc, t) else {
+                continue;
+            };
+            let var = self.labels.exit_var.ok_or("exit variable missing")?;
+            let (u, code, z) = (self.cx.t_u32, self.cx.k32(t + 1), self.cx.k32(0));
+            let (a, b) = if taken { (code, z) } else { (z, code) };
+            let v = self.b().select(u, None, cond, a, b).map_err(be)?;
+            self.b().store(var, v, None, []).map_err(be)?;
+            let m = self.labels.merge[inner];
+            let other = if t == to { pc + 1 } else { to };
+            let o = self.target(pc, other)?;
+            let (tl, fl) = if taken { (m, o) } else { (o, m) };
+            return self.branch_exit(pc, cond, tl, fl);
+        }
         let jump = self.target(pc, to)?;
         let fall = self.target(pc, pc + 1)?;
         let (t, f) = if if_true { (jump, fall) } else { (fall, jump) };
+        self.branch_exit(pc, cond, t, f)
+    }
+
+    /// The conditional branch at `pc` to labels `t` (if `cond`) and `f`, with the merge
+    /// instruction its structure needs: an `if` region's header, a continue construct's
+    /// latch, or a loop exit (one side leaves to a loop's merge or continue block).
+    fn branch_exit(&mut self, pc: u32, cond: Word, t: Word, f: Word) -> R<()> {
         if let Some(i) = (0..self.regions.len())
-            .find(|&i| self.regions[i].header == pc && self.regions[i].kind == RegionKind::If)
+            .find(|&i| self.regions[i].header == pc && self.regions[i].kind == Kind::If)
         {
             let m = self.labels.merge[i];
             self.b()
@@ -1766,7 +2108,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
         // A conditional back edge of a continue construct needs no merge instruction.
         if let Some(&i) = self.containing(pc).first() {
             let r = self.regions[i];
-            if r.kind == RegionKind::Loop && pc >= r.cont {
+            if r.kind == Kind::Loop && pc >= r.cont {
                 let (h, m) = (self.labels.head[i], self.labels.merge[i]);
                 if (t == h && f == m) || (t == m && f == h) {
                     return self.b().branch_conditional(cond, t, f, []).map_err(be);
@@ -1778,7 +2120,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
         let exits: Vec<Word> = self
             .containing(pc)
             .iter()
-            .filter(|&&i| self.regions[i].kind == RegionKind::Loop)
+            .filter(|&&i| self.regions[i].kind == Kind::Loop)
             .flat_map(|&i| {
                 [
                     self.labels.merge[i],
