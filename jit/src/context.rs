@@ -9,6 +9,7 @@
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::AtomicBool;
 
 use cajeta_bytecode::{Elem, Scalar};
 
@@ -54,6 +55,9 @@ pub enum Status {
     /// `System.exit` (`sys.exit`): the program ends at once with the status in
     /// [`JitContext::ret`] (0..=255). Not an error; the trace entries can be ignored.
     Exit = 7,
+    /// The flag [`JitContext::interrupt`] points at was set (only in code compiled with
+    /// [`crate::JitOptions::fuel`], checked where fuel is used, before it).
+    Interrupted = 8,
 }
 
 impl Status {
@@ -68,10 +72,14 @@ impl Status {
             5 => Status::Error,
             6 => Status::Panic,
             7 => Status::Exit,
+            8 => Status::Interrupted,
             _ => return None,
         })
     }
 }
+
+/// The interrupt flag of a context nobody interrupts.
+static NEVER_INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// One JIT frame of an unwound error: the function and the pc of its faulting instruction
 /// (innermost entry) or of its `call` (every other entry).
@@ -121,6 +129,12 @@ pub struct JitContext {
     /// Remaining fuel (code compiled with [`crate::JitOptions::fuel`] only): each call and each
     /// backward jump uses one unit; at 0 the next one fails with [`Status::Fuel`].
     pub fuel: i64,
+    /// The interrupt flag (code compiled with [`crate::JitOptions::fuel`] only): read at every
+    /// fuel check point, before the fuel; when set, the code fails with
+    /// [`Status::Interrupted`]. Another thread may set it at any time; JIT code never writes
+    /// it. Must point to a live flag while JIT code runs ([`JitContext::new`] points it to a
+    /// flag that is never set).
+    pub interrupt: *const AtomicBool,
     /// The result cell of the last return, and the result of the last hook that produces one.
     pub ret: u64,
     /// The ownership bit of the last returned value (`takeown`): 0 or 1.
@@ -200,6 +214,7 @@ impl JitContext {
             max_depth,
             native_stack_limit: 0,
             fuel: i64::MAX,
+            interrupt: &NEVER_INTERRUPTED,
             ret: 0,
             own: 0,
             views: std::ptr::null(),
@@ -231,6 +246,7 @@ pub(crate) mod off {
     pub const MAX_DEPTH: i32 = offset_of!(JitContext, max_depth) as i32;
     pub const NATIVE_LIMIT: i32 = offset_of!(JitContext, native_stack_limit) as i32;
     pub const FUEL: i32 = offset_of!(JitContext, fuel) as i32;
+    pub const INTERRUPT: i32 = offset_of!(JitContext, interrupt) as i32;
     pub const RET: i32 = offset_of!(JitContext, ret) as i32;
     pub const OWN: i32 = offset_of!(JitContext, own) as i32;
     pub const VIEWS: i32 = offset_of!(JitContext, views) as i32;

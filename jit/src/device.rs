@@ -20,12 +20,17 @@ use cranelift_jit::JITModule;
 use cranelift_module::{Linkage, Module as _};
 
 use crate::context::{JitContext, RuntimeHooks};
+pub use crate::translate::rendezvous_sites;
 use crate::JitError;
 
 /// A fault status: an element index out of range (`XPU-E-BOUNDS`).
 pub const FAULT_BOUNDS: u32 = 16;
 /// A fault status: a handle register naming no memory of the access's width (`E-NULL`).
 pub const FAULT_BAD_HANDLE: u32 = 17;
+/// The status of a resumable kernel stopped *before* the rendezvous (barrier or wave
+/// collective) at [`WorkgroupCtx::stop_pc`], every register stored in [`WorkgroupCtx::regs`];
+/// call it again with [`WorkgroupCtx::resume`] as it left it to continue after the rendezvous.
+pub const STOP_RENDEZVOUS: u32 = 32;
 // Integer division faults use `Status::DivZero` (1) and `Status::Overflow` (2).
 
 /// One entry of the memory table: a buffer argument (handles `0..nbufs`) or a shared array of
@@ -81,6 +86,20 @@ pub struct WorkgroupCtx {
     pub grid: [u64; 3],
     /// The wave width.
     pub wave: u64,
+    /// Resumable kernels only: the item's coordinates in its workgroup.
+    pub item: [u64; 3],
+    /// Resumable kernels only: the item's linear index and lane id.
+    pub lin: u64,
+    /// See `lin`.
+    pub lane: u64,
+    /// Resumable kernels only: the item's register file (the kernel's registers, read at
+    /// entry and written at a rendezvous stop).
+    pub regs: *mut u64,
+    /// Resumable kernels only: 0 to start the item, else the rendezvous to continue after
+    /// (written by the kernel when it stops).
+    pub resume: u64,
+    /// Resumable kernels only: the pc of the rendezvous the item stopped before.
+    pub stop_pc: u64,
     /// Written when an item faults.
     pub fault: DeviceFault,
 }
@@ -98,6 +117,12 @@ pub(crate) mod off {
     pub const BLOCK: i32 = offset_of!(WorkgroupCtx, block) as i32;
     pub const GRID: i32 = offset_of!(WorkgroupCtx, grid) as i32;
     pub const WAVE: i32 = offset_of!(WorkgroupCtx, wave) as i32;
+    pub const ITEM: i32 = offset_of!(WorkgroupCtx, item) as i32;
+    pub const LIN: i32 = offset_of!(WorkgroupCtx, lin) as i32;
+    pub const LANE: i32 = offset_of!(WorkgroupCtx, lane) as i32;
+    pub const REGS: i32 = offset_of!(WorkgroupCtx, regs) as i32;
+    pub const RESUME: i32 = offset_of!(WorkgroupCtx, resume) as i32;
+    pub const STOP_PC: i32 = offset_of!(WorkgroupCtx, stop_pc) as i32;
     const FAULT: usize = offset_of!(WorkgroupCtx, fault);
     pub const FAULT_STATUS: i32 = (FAULT + offset_of!(DeviceFault, status)) as i32;
     pub const FAULT_PC: i32 = (FAULT + offset_of!(DeviceFault, pc)) as i32;
@@ -145,9 +170,14 @@ impl Drop for Code {
     }
 }
 
-/// A kernel compiled to a workgroup function.
+/// A kernel compiled to a workgroup function, or, for a kernel with rendezvous, to a
+/// resumable item function.
 pub struct CompiledKernel {
     entry: WorkgroupFn,
+    /// A resumable item function (see [`STOP_RENDEZVOUS`]) rather than a workgroup loop.
+    pub resumable: bool,
+    /// The kernel's register count (the register file a resumable item needs).
+    pub registers: usize,
     /// Owns the code `entry` points into.
     _code: Code,
     /// Time spent compiling.
@@ -172,8 +202,10 @@ impl std::fmt::Debug for CompiledKernel {
 }
 
 impl CompiledKernel {
-    /// Runs every item of the workgroup `ctx.group`; 0, or the status of the first faulting
-    /// item (details in `ctx.fault`).
+    /// A workgroup function: runs every item of the workgroup `ctx.group`; 0, or the status of
+    /// the first faulting item (details in `ctx.fault`). A resumable item function: runs item
+    /// `ctx.item` from `ctx.resume` until it returns (0), stops before a rendezvous
+    /// ([`STOP_RENDEZVOUS`]) or faults.
     ///
     /// # Safety
     ///
@@ -192,8 +224,9 @@ impl CompiledKernel {
 ///
 /// # Errors
 ///
-/// A kernel this path does not compile (device calls, barriers, wave collectives) or a code
-/// generation failure: the caller runs the kernel another way.
+/// A kernel this path does not compile (device calls, instructions it does not know) or a code
+/// generation failure: the caller runs the kernel another way. A kernel with barriers or wave
+/// collectives becomes a resumable item function.
 pub fn compile_kernel(
     module: &Module,
     kernel: u32,
@@ -235,13 +268,18 @@ pub fn compile_kernel(
         frontend: jm.target_config(),
     };
     let builder = FunctionBuilder::new(&mut cctx.func, &mut fctx);
-    crate::translate::translate_kernel(builder, &setup, options.checks)?;
+    let sites = crate::translate::rendezvous_sites(f);
+    crate::translate::translate_kernel(builder, &setup, options.checks, &sites)?;
     // `CAJETA_JIT_DISASM` prints the machine code (a debugging aid, as for host code).
     let disasm = std::env::var_os("CAJETA_JIT_DISASM").is_some();
     cctx.set_disasm(disasm);
     jm.define_function(id, &mut cctx).map_err(codegen)?;
     let code_size = cctx.compiled_code().map_or(0, |c| c.code_buffer().len());
-    if let Some(code) = cctx.compiled_code().and_then(|c| c.vcode.as_ref()).filter(|_| disasm) {
+    if let Some(code) = cctx
+        .compiled_code()
+        .and_then(|c| c.vcode.as_ref())
+        .filter(|_| disasm)
+    {
         eprintln!("xpu: machine code of kernel {}:\n{code}", f.name);
     }
     jm.clear_context(&mut cctx);
@@ -252,6 +290,8 @@ pub fn compile_kernel(
     let entry = unsafe { std::mem::transmute::<*const u8, WorkgroupFn>(ptr) };
     Ok(CompiledKernel {
         entry,
+        resumable: !sites.is_empty(),
+        registers: f.regs.len(),
         _code: Code(Mutex::new(Some(jm))),
         compile_time: start.elapsed(),
         code_size,

@@ -78,7 +78,9 @@
 //!   crate's own helpers cannot.
 //! * **Fuel** (optional, [`JitOptions::fuel`]): each call and each backward jump uses one
 //!   unit of [`JitContext::fuel`]; when it is exhausted the next one fails with
-//!   [`Status::Fuel`]. The state at that point cannot be resumed: it is an abort.
+//!   [`Status::Fuel`]. The state at that point cannot be resumed: it is an abort. Each such
+//!   check point first reads the flag [`JitContext::interrupt`] points at and fails with
+//!   [`Status::Interrupted`] when it is set (another thread may set it at any time).
 //!
 //! Unsupported instructions (the xpu host API: buffers, streams, devices, launches) make
 //! [`Jit::compile`] return an error for that function, which then stays interpreted. The

@@ -42,6 +42,7 @@ use crate::loops::{self, HoistedLoop};
 
 mod device;
 use crate::JitError;
+pub use device::rendezvous_sites;
 pub(crate) use device::translate_kernel;
 
 const I8: types::Type = types::I8;
@@ -664,9 +665,17 @@ impl<'a, 'b> Tr<'a, 'b> {
         self.fail_if(cond, st, pc);
     }
 
-    /// Uses one unit of fuel (calls and backward jumps), failing at zero.
+    /// Uses one unit of fuel (calls and backward jumps), failing at zero; first checks the
+    /// interrupt flag (`JitContext::interrupt`), which another thread may set at any time,
+    /// so it is loaded afresh at every check point.
     fn consume_fuel(&mut self, pc: u32) {
         if let Some(v) = self.fuel_var {
+            let ctx = self.ctx;
+            let flag_at = self.b.ins().load(I64, MF, ctx, off::INTERRUPT);
+            // An atomic load: a plain one would be merged with the same load at the
+            // function's entry (nothing in a loop stores to it), and never see the flag.
+            let flag = self.b.ins().atomic_load(I8, MF, flag_at);
+            self.fail_const_if(flag, Status::Interrupted, pc);
             let fuel = self.b.use_var(v);
             let empty = self
                 .b

@@ -6,6 +6,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::Write;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cajeta_bytecode::{Const, Elem, Module, Scalar, Type};
@@ -21,6 +22,9 @@ use crate::xpu::XpuState;
 
 /// The default call depth limit (LANGUAGE §5.4 requires at least 10 000 frames).
 pub const DEFAULT_MAX_DEPTH: usize = 100_000;
+
+/// The next [`Vm::instance`] number.
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 /// Registers reserved up front (grown on demand, doubling).
 const INITIAL_STACK: usize = 1 << 14;
@@ -110,9 +114,31 @@ pub(crate) struct Loaded {
     pub(crate) class_str_fields: Vec<Box<[u32]>>,
 }
 
+/// Lowers every function of `module` (with check points when `metered`), appending the
+/// immediates lowering moves out of the code to `kvals`.
+pub(crate) fn lower_all(module: &Module, kvals: &mut Vec<u64>, metered: bool) -> Vec<FnInfo> {
+    module
+        .functions
+        .iter()
+        .map(|f| FnInfo {
+            tier: Cell::new(TIER_INTERP),
+            lowered: interp::lower(f, kvals, metered),
+            nregs: f.regs.len() as u32,
+            str_regs: f
+                .regs
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| **t == Type::Str)
+                .map(|(i, _)| i as u16)
+                .collect(),
+        })
+        .collect()
+}
+
 impl Loaded {
-    /// Lowers every function of `module` and allocates its constant strings in `heap`.
-    pub(crate) fn new(module: &Module, heap: &mut Heap) -> Loaded {
+    /// Lowers every function of `module` (with check points when `metered`) and allocates
+    /// its constant strings in `heap`.
+    pub(crate) fn new(module: &Module, heap: &mut Heap, metered: bool) -> Loaded {
         let mut kvals = module
             .consts
             .iter()
@@ -123,25 +149,7 @@ impl Loaded {
                 Const::Str(s) => heap.alloc_str(s.as_str()).unwrap_or(NULL),
             })
             .collect::<Vec<u64>>();
-        let fns = module
-            .functions
-            .iter()
-            .map(|f| {
-                let lowered = interp::lower(f, &mut kvals);
-                FnInfo {
-                    tier: Cell::new(TIER_INTERP),
-                    lowered,
-                    nregs: f.regs.len() as u32,
-                    str_regs: f
-                        .regs
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, t)| **t == Type::Str)
-                        .map(|(i, _)| i as u16)
-                        .collect(),
-                }
-            })
-            .collect();
+        let fns = lower_all(module, &mut kvals, metered);
         let static_str = module
             .statics
             .iter()
@@ -225,6 +233,22 @@ pub struct Vm {
     /// Per function of the module, the host function bound to it (native functions whose
     /// name and signature match a registration; `None` elsewhere).
     pub(crate) natives: Vec<Option<Rc<HostFunc>>>,
+    /// True when the code has check points (fuel or an interrupt handle in use; see
+    /// `interp::lower`): the lowered code and compiled code both depend on it.
+    pub(crate) metered: bool,
+    /// Remaining fuel; `i64::MAX` when unlimited. Only check points read it, and compiled
+    /// code keeps its own copy in `JitContext::fuel` while it runs (synced at every
+    /// crossing between the tiers).
+    pub(crate) fuel: i64,
+    /// Whether fuel is limited ([`Vm::set_fuel`]).
+    pub(crate) fuel_limited: bool,
+    /// The interrupt flag ([`Vm::interrupt_handle`]), read at every check point.
+    pub(crate) interrupt: Arc<AtomicBool>,
+    /// This VM's number (unique in the process): [`crate::Buffer`] handles carry it.
+    pub(crate) instance: u64,
+    /// Static initialisers still to run before the first by-name call (VMs made by
+    /// [`Vm::instantiate`], so that host functions can be defined first).
+    pub(crate) needs_init: bool,
 }
 
 impl Vm {
@@ -239,9 +263,9 @@ impl Vm {
         Vm::with_sinks(module, Output::new(out, err))
     }
 
-    fn with_sinks(module: Arc<Module>, out: Output) -> Vm {
+    pub(crate) fn with_sinks(module: Arc<Module>, out: Output) -> Vm {
         let mut heap = Heap::new();
-        let loaded = Loaded::new(&module, &mut heap);
+        let loaded = Loaded::new(&module, &mut heap, false);
         // The first module's constant strings are pinned: the collector never visits them.
         // (Later modules' constants are rooted through `kvals` instead; see `replace_module`.)
         heap.pin_all();
@@ -263,6 +287,12 @@ impl Vm {
             hidden_frames: 0,
             host_fns: HashMap::new(),
             natives: Vec::new(),
+            metered: false,
+            fuel: i64::MAX,
+            fuel_limited: false,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            needs_init: false,
+            instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
             module,
         }
     }
@@ -293,6 +323,7 @@ impl Vm {
     ///
     /// The first runtime error an initialiser raises.
     pub fn run_static_init(&mut self) -> Result<(), RuntimeError> {
+        self.needs_init = false;
         let init = self.module.init.clone();
         for f in init {
             self.call(f, &[])?;
@@ -331,13 +362,7 @@ impl Vm {
                 ),
             ));
         }
-        self.frames.clear();
-        self.frames_floor = 0;
-        self.hidden_frames = 0;
-        if self.stack.len() < f.regs.len() {
-            self.stack.resize(f.regs.len(), 0);
-        }
-        let epoch = self.heap.next_epoch();
+        let epoch = self.begin_call(func);
         for (i, arg) in args.iter().enumerate() {
             match self.arg_cell(arg, f.regs[i]) {
                 Some(cell) => self.stack[i] = cell,
@@ -356,6 +381,37 @@ impl Vm {
                 }
             }
         }
+        let cell = self.enter(func, epoch)?;
+        Ok(f.ret.map(|t| self.cell_value(cell, t)))
+    }
+
+    /// [`Vm::call`] by another name: the form the by-name calls will leave `call` to (see
+    /// [`Vm::invoke`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Vm::call`].
+    pub fn call_index(&mut self, func: u32, args: &[Value]) -> Result<Option<Value>, RuntimeError> {
+        self.call(func, args)
+    }
+
+    /// Starts a top-level call of `func` (an existing function): no frames, a stack that
+    /// holds its window, a new allocation epoch (returned). The caller then writes the
+    /// arguments to `stack[0..]` and calls [`Vm::enter`].
+    pub(crate) fn begin_call(&mut self, func: u32) -> u32 {
+        self.frames.clear();
+        self.frames_floor = 0;
+        self.hidden_frames = 0;
+        let nregs = self.fns.get(func as usize).map_or(0, |f| f.nregs as usize);
+        if self.stack.len() < nregs {
+            self.stack.resize(nregs, 0);
+        }
+        self.heap.next_epoch()
+    }
+
+    /// Runs `func` with its arguments in place (after [`Vm::begin_call`]) and returns its
+    /// result cell. On an error the objects allocated since the call began are released.
+    pub(crate) fn enter(&mut self, func: u32, epoch: u32) -> Result<u64, RuntimeError> {
         let result = match self.jit_entry(func) {
             Some(entry) => self.jit_enter(entry, 0),
             None => {
@@ -367,14 +423,11 @@ impl Vm {
                 interp::run(self, 0)
             }
         };
-        match result {
-            Ok(cell) => Ok(f.ret.map(|t| self.cell_value(cell, t))),
-            Err(e) => {
-                self.frames.clear();
-                self.heap.release_epoch(epoch);
-                Err(e)
-            }
+        if result.is_err() {
+            self.frames.clear();
+            self.heap.release_epoch(epoch);
         }
+        result
     }
 
     /// Flushes stdout and stderr.

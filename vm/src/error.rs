@@ -77,6 +77,19 @@ error_codes! {
     /// with another signature), or the host function returned an error; message
     /// `native method <name> …`.
     Native = ("E-NATIVE", "a native method is unregistered or its host function failed"),
+    /// (Ours) The fuel of a metered VM ran out (one unit per call and per backward jump,
+    /// counted alike by the interpreter and the JIT); message `fuel exhausted (…)`. The VM
+    /// stays usable: refuel it and call again.
+    Fuel = ("E-FUEL", "the VM's fuel ran out"),
+    /// (Ours) The VM's interrupt handle was triggered (from any thread); the running call
+    /// stopped at its next call or backward jump. Message `interrupted`.
+    Interrupted = ("E-INTERRUPTED", "the running call was interrupted"),
+    /// (Ours) A host allocation (array, string, instance) would take the VM past its memory
+    /// limit (host plus device bytes); device allocations over the limit are `XPU-E-OOM`.
+    Memory = ("E-MEMORY", "a host allocation exceeds the VM's memory limit"),
+    /// (VM only) Source given to the embedding API does not compile; the message holds the
+    /// rendered diagnostics. Never raised by a program.
+    Compile = ("E-COMPILE", "source given to the embedding API does not compile"),
     /// Allocation failure of device memory.
     XpuOom = ("XPU-E-OOM", "a device allocation fails"),
     /// Use of a freed or unallocated buffer, a destroyed stream or event.
@@ -168,6 +181,10 @@ impl fmt::Display for TraceFrame {
 /// as its 48 innermost and 8 outermost frames around a `  ... N more frames` line.
 impl fmt::Display for RuntimeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Compile errors are not runtime errors: their message is the rendered diagnostics.
+        if self.code == ErrorCode::Compile.code() {
+            return write!(f, "cajeta: error: {}: {}", self.code, self.message);
+        }
         write!(f, "cajeta: runtime error: {}: {}", self.code, self.message)?;
         let n = self.trace.len();
         if n <= TRACE_PRINT_LIMIT {

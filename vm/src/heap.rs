@@ -68,15 +68,28 @@ pub struct Storage {
     backend: Arc<dyn Backend>,
     id: StorageId,
     released: Cell<bool>,
+    /// The allocation's size and the VM's live device byte counter ([`Heap::device_meter`]),
+    /// which holds it until the release.
+    bytes: u64,
+    meter: Rc<Cell<u64>>,
 }
 
 impl Storage {
-    /// A record for storage `id` just allocated on `backend`.
-    pub fn new(backend: Arc<dyn Backend>, id: StorageId) -> Rc<Storage> {
+    /// A record for storage `id` of `bytes` bytes just allocated on `backend`; `meter` (the
+    /// VM's live device byte counter) is raised by `bytes` until the release.
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        id: StorageId,
+        bytes: u64,
+        meter: &Rc<Cell<u64>>,
+    ) -> Rc<Storage> {
+        meter.set(meter.get().saturating_add(bytes));
         Rc::new(Storage {
             backend,
             id,
             released: Cell::new(false),
+            bytes,
+            meter: Rc::clone(meter),
         })
     }
 
@@ -94,6 +107,7 @@ impl Storage {
     pub fn release(&self) {
         if !self.released.replace(true) {
             self.backend.release(self.id);
+            self.meter.set(self.meter.get().saturating_sub(self.bytes));
         }
     }
 }
@@ -475,11 +489,45 @@ pub struct Heap {
     allocs: u64,
     frees: u64,
     collections: u64,
+    /// Bytes held by live strings, arrays and instances (their text, elements and fields).
+    /// Invariant: the sum of [`obj_bytes`] over the slots.
+    host_bytes: u64,
+    /// Live device bytes of this VM's buffers (shared with every [`Storage`] record).
+    device_bytes: Rc<Cell<u64>>,
+    /// The memory limit on `host_bytes + device_bytes` (`u64::MAX`: none).
+    limit: u64,
 }
 
 /// Why an allocation failed.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub struct TableFull;
+pub enum AllocError {
+    /// 2^32 − 1 objects are live.
+    TableFull,
+    /// The allocation of `requested` bytes would pass the memory limit.
+    Memory {
+        /// Bytes asked for.
+        requested: u64,
+        /// Host plus device bytes in use.
+        in_use: u64,
+        /// The limit.
+        limit: u64,
+    },
+}
+
+/// The bytes `obj` holds on the host (what the memory limit counts): a string's text, an
+/// array's elements (8 per reference), an instance's field cells. Buffers count on the
+/// device, through their storage.
+fn obj_bytes(obj: &Obj) -> u64 {
+    match obj {
+        Obj::Str(s) => s.len() as u64,
+        Obj::Array(a) => match &a.data {
+            ArrData::Ref(v) => 8 * v.len() as u64,
+            data => data.as_bytes().len() as u64,
+        },
+        Obj::Instance(i) => 8 * i.fields.len() as u64,
+        Obj::Free | Obj::Buffer(_) | Obj::Stream(_) => 0,
+    }
+}
 
 impl Default for Heap {
     fn default() -> Self {
@@ -507,7 +555,51 @@ impl Heap {
             allocs: 0,
             frees: 0,
             collections: 0,
+            host_bytes: 0,
+            device_bytes: Rc::new(Cell::new(0)),
+            limit: u64::MAX,
         }
+    }
+
+    /// Sets the memory limit on host plus device bytes (`None`: no limit). Objects already
+    /// live stay; only later allocations are checked.
+    pub fn set_limit(&mut self, limit: Option<u64>) {
+        self.limit = limit.unwrap_or(u64::MAX);
+    }
+
+    /// The memory limit, if any.
+    pub fn limit(&self) -> Option<u64> {
+        (self.limit != u64::MAX).then_some(self.limit)
+    }
+
+    /// Bytes held by live strings, arrays and instances.
+    pub fn host_bytes(&self) -> u64 {
+        self.host_bytes
+    }
+
+    /// The VM's live device byte counter, for new [`Storage`] records.
+    pub fn device_meter(&self) -> &Rc<Cell<u64>> {
+        &self.device_bytes
+    }
+
+    /// Checks that `bytes` more fit under the memory limit.
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::Memory`] if they do not.
+    pub fn check_room(&self, bytes: u64) -> Result<(), AllocError> {
+        if self.limit == u64::MAX {
+            return Ok(());
+        }
+        let in_use = self.host_bytes.saturating_add(self.device_bytes.get());
+        if in_use.saturating_add(bytes) > self.limit {
+            return Err(AllocError::Memory {
+                requested: bytes,
+                in_use,
+                limit: self.limit,
+            });
+        }
+        Ok(())
     }
 
     /// The object view table for compiled code (`JitContext::views`); valid as long as the
@@ -622,13 +714,19 @@ impl Heap {
     ///
     /// # Errors
     ///
-    /// [`TableFull`] when 2^32 − 1 objects are live.
-    pub fn alloc(&mut self, obj: Obj) -> Result<u64, TableFull> {
+    /// [`AllocError::TableFull`] when 2^32 − 1 objects are live, [`AllocError::Memory`] when
+    /// the object would pass the memory limit ([`Heap::set_limit`]).
+    pub fn alloc(&mut self, obj: Obj) -> Result<u64, AllocError> {
+        if matches!(obj, Obj::Free) {
+            return Ok(NULL);
+        }
+        let bytes = obj_bytes(&obj);
+        self.check_room(bytes)?;
         match &obj {
-            Obj::Free => return Ok(NULL),
             Obj::Str(_) => self.live_strings += 1,
             _ => self.live_objects += 1,
         }
+        self.host_bytes += bytes;
         self.allocs += 1;
         let mut obj = obj;
         if let Some(idx) = self.free.pop() {
@@ -646,7 +744,8 @@ impl Heap {
                 _ => self.live_objects -= 1,
             }
             self.allocs -= 1;
-            return Err(TableFull);
+            self.host_bytes -= bytes;
+            return Err(AllocError::TableFull);
         }
         self.views.push(view_of(&mut obj, 0));
         *self.view_table = ObjectViews {
@@ -666,7 +765,7 @@ impl Heap {
     /// # Errors
     ///
     /// As [`Heap::alloc`].
-    pub fn alloc_str(&mut self, s: impl Into<Box<str>>) -> Result<u64, TableFull> {
+    pub fn alloc_str(&mut self, s: impl Into<Box<str>>) -> Result<u64, AllocError> {
         self.alloc(Obj::Str(s.into()))
     }
 
@@ -719,7 +818,9 @@ impl Heap {
     /// Frees slot `idx` (which must hold an object) and bumps its generation.
     fn free_slot(&mut self, idx: usize) {
         let slot = &mut self.slots[idx];
-        match std::mem::replace(&mut slot.obj, Obj::Free) {
+        let obj = std::mem::replace(&mut slot.obj, Obj::Free);
+        self.host_bytes -= obj_bytes(&obj);
+        match obj {
             Obj::Free => return,
             Obj::Str(_) => self.live_strings -= 1,
             _ => self.live_objects -= 1,

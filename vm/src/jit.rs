@@ -47,7 +47,7 @@ use cajeta_jit::{
 
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError};
-use crate::heap::{ArrData, Array, Obj};
+use crate::heap::{ArrData, Obj};
 use crate::interp::{self, Access, Fault, Frame, XInstr, XOp};
 
 /// In `auto` mode, the number of interpreted calls of a loop-free function before it is
@@ -173,10 +173,11 @@ impl Vm {
         }
         // Arrays and fields inline: the heap maintains the object views. `CAJETA_JIT_DISASM`
         // (with `--jit-verbose`) also prints each compiled function's machine code.
+        // A metered VM (fuel or an interrupt handle) compiles its check points too.
         let options = JitOptions {
             inline_objects: true,
+            fuel: self.metered,
             disasm: std::env::var_os("CAJETA_JIT_DISASM").is_some(),
-            ..JitOptions::default()
         };
         let jit = match Jit::new(Arc::clone(&self.module), hooks(), options) {
             Ok(j) => j,
@@ -343,6 +344,8 @@ impl Vm {
         ctx.views = self.heap.object_views();
         ctx.depth = depth;
         ctx.max_depth = max_depth;
+        ctx.fuel = self.fuel;
+        ctx.interrupt = Arc::as_ptr(&self.interrupt);
         if outermost {
             ctx.trace.clear();
             ctx.limit_native_stack(NATIVE_STACK_BUDGET);
@@ -359,6 +362,7 @@ impl Vm {
         let ctx = unsafe { &mut *ctxp };
         ctx.vm = saved_vm;
         let (ret, own) = (ctx.ret, ctx.own);
+        self.fuel = ctx.fuel;
         if let Some(st) = self.jit.as_mut() {
             st.active -= 1;
         }
@@ -388,6 +392,13 @@ impl Vm {
             Some(Status::DivZero) => Some(Fault::DivZero),
             Some(Status::Overflow) => Some(Fault::Overflow),
             Some(Status::Stack) => Some(Fault::Stack),
+            Some(Status::Fuel) => Some(Fault::Fuel),
+            Some(Status::Interrupted) => {
+                // The error consumes the request (as in the interpreter's `meter_fault`).
+                self.interrupt
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                Some(Fault::Interrupted)
+            }
             _ => None,
         };
         let mut err = match (fault, pending) {
@@ -476,7 +487,10 @@ hook!(h_call_interp(func: u32, regs: *mut u64) |c, vm| {
         return unsafe { entry(c, regs) };
     }
     // SAFETY: plain reads of the live context (hook contract).
-    let (depth, stack_base) = unsafe { ((*c).depth as usize, (*c).stack_base) };
+    let (depth, stack_base, fuel) = unsafe { ((*c).depth as usize, (*c).stack_base, (*c).fuel) };
+    // Compiled code stored its fuel before the call; the interpreter uses (and `run` charges
+    // the callee's entry to) the VM's, which goes back to the context below.
+    vm.fuel = fuel;
     let limit = vm.max_depth + vm.hidden_frames;
     if depth >= limit {
         return fail(vm, Fault::Stack);
@@ -503,6 +517,7 @@ hook!(h_call_interp(func: u32, regs: *mut u64) |c, vm| {
     unsafe {
         (*c).stack_base = vm.stack.as_mut_ptr();
         (*c).stack_len = vm.stack.len() as u64;
+        (*c).fuel = vm.fuel;
     }
     match r {
         Ok(v) => {
@@ -621,14 +636,8 @@ hook!(h_print(s: u64, flags: u32) |c, vm| {
 hook!(h_new_array(elem: u64, len: u64) |c, vm| {
     let n = len as i64;
     let r = match decode_elem(elem) {
-        Some(e) if n >= 0 => ArrData::zeroed(e, n as usize)
-            .ok_or(Fault::Size(n))
-            .and_then(|data| {
-                vm.heap
-                    .alloc(Obj::Array(Array { elem: e, data }))
-                    .map_err(|_| Fault::TableFull)
-            }),
-        _ => Err(Fault::Size(n)),
+        Some(e) => vm.alloc_array(e, n),
+        None => Err(Fault::Size(n)),
     };
     done(vm, c, r)
 });

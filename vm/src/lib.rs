@@ -38,7 +38,10 @@ pub use api::{
     run_program, run_program_in, run_program_with, RunOptions, Value, Vm, DEFAULT_MAX_DEPTH,
 };
 pub use cajeta_backends::MemStats;
-pub use embed::{HostError, HostFuncBox, HostResult, IntoHostFunc, ValType};
+pub use embed::{
+    Arg, ArrayElem, Buffer, BufferElem, Config, Engine, Error, HostError, HostFuncBox, HostResult,
+    InterruptHandle, IntoHostFunc, MemoryUsage, Module, Params, Results, Temps, TypedFunc, ValType,
+};
 pub use error::{ErrorCode, RuntimeError, TraceFrame};
 pub use heap::HeapStats;
 pub use jit::{JitMode, AUTO_CALLS, NATIVE_STACK_BUDGET};

@@ -35,7 +35,7 @@ use cajeta_bytecode::{Elem, Function, Scalar, Type};
 
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError, TraceFrame};
-use crate::heap::{BufState, KernelBuffer, KernelStream, Obj, Storage};
+use crate::heap::{AllocError, BufState, KernelBuffer, KernelStream, Obj, Storage};
 use crate::interp::{XInstr, XOp};
 
 /// The names `--backend`, `CAJETA_XPU_BACKEND` and `Device.force` accept.
@@ -343,16 +343,33 @@ impl Vm {
                 ),
             ));
         };
+        if let Err(AllocError::Memory { in_use, limit, .. }) = self.heap.check_room(bytes64) {
+            return Err(err(
+                ErrorCode::XpuOom,
+                format!(
+                    "cannot allocate {bytes} bytes of {} memory on backend {}: memory limit \
+                     exceeded ({in_use} of {limit} bytes in use)",
+                    kind.name(),
+                    backend.capabilities().name
+                ),
+            ));
+        }
         let id = backend.alloc(bytes64, kind, self.xpu.poison)?;
-        Ok(Storage::new(Arc::clone(backend), id))
+        Ok(Storage::new(
+            Arc::clone(backend),
+            id,
+            bytes64,
+            self.heap.device_meter(),
+        ))
     }
 
     /// Adds a device object to the table.
     fn add_object(&mut self, obj: Obj) -> Result<u64, XErr> {
         // On failure the object is dropped here, which releases its storage or stream.
-        self.heap
-            .alloc(obj)
-            .map_err(|_| err(ErrorCode::Size, "object table full (2^32 - 1 live objects)"))
+        self.heap.alloc(obj).map_err(|e| {
+            let (code, message) = self.describe(e.into(), None);
+            err(code, message)
+        })
     }
 
     /// `buf.new` (`allocate`: zero-filled Device storage) and `buf.empty` (unallocated).
@@ -854,6 +871,82 @@ impl Vm {
 }
 
 /// `XPU-E-FREED`: `<operation> on <what>`.
+impl Vm {
+    /// A new owning Device buffer of `len` elements of `elem` for the embedding API
+    /// (`crate::Buffer`), filled with `data` (native element bytes, `len` elements) or zeros;
+    /// returns its handle. Selects the backend if this is the first device touch.
+    pub(crate) fn host_new_buffer(
+        &mut self,
+        elem: Scalar,
+        len: u64,
+        data: Option<&[u8]>,
+    ) -> Result<u64, RuntimeError> {
+        let r = (|| {
+            let backend = self.device()?;
+            let kind = MemoryKind::Device;
+            let storage = self.alloc_storage(&backend, elem, len, kind)?;
+            if let Some(bytes) = data.filter(|b| !b.is_empty()) {
+                backend.write(storage.id(), 0, bytes);
+            }
+            self.add_object(Obj::Buffer(KernelBuffer {
+                elem,
+                len,
+                kind,
+                state: BufState::Owned(storage),
+            }))
+        })();
+        r.map_err(|e| self.xpu_error(e, None))
+    }
+
+    /// Copies between buffer `h` (of `elem`) and host bytes for the embedding API: reads all
+    /// its elements into `read`, or writes `write` over them (each exactly the buffer's size
+    /// in bytes, else `XPU-E-LENGTH`). Blocking: earlier device work on the buffer completes
+    /// first (the backends order host copies after it).
+    pub(crate) fn host_buffer_copy(
+        &mut self,
+        h: u64,
+        elem: Scalar,
+        read: Option<&mut Vec<u8>>,
+        write: Option<&[u8]>,
+    ) -> Result<(), RuntimeError> {
+        let method = if write.is_some() { "write" } else { "read" };
+        let r = (|| {
+            let buf = self.buffer(h, method)?;
+            if buf.elem != elem {
+                return Err(freed(method, "a buffer of another element type"));
+            }
+            let (storage, offset) = live(buf, method)?;
+            let (id, len) = (storage.id(), buf.len);
+            let backend = self.device()?;
+            let size = elem.size() as u64;
+            if let Some(bytes) = write {
+                if bytes.len() as u64 != len * size {
+                    return Err(err(
+                        ErrorCode::XpuLength,
+                        format!(
+                            "{method}: host data has {} elements, buffer has {len}",
+                            bytes.len() as u64 / size
+                        ),
+                    ));
+                }
+                backend.write(id, offset * size, bytes);
+            }
+            if let Some(out) = read {
+                let n = usize::try_from(len * size).map_err(|_| {
+                    err(
+                        ErrorCode::XpuOom,
+                        format!("{method}: {len} elements do not fit in host memory"),
+                    )
+                })?;
+                out.resize(n, 0);
+                backend.read(id, offset * size, out);
+            }
+            Ok(())
+        })();
+        r.map_err(|e| self.xpu_error(e, None))
+    }
+}
+
 fn freed(operation: &str, what: &str) -> XErr {
     err(ErrorCode::XpuFreed, format!("{operation} on {what}"))
 }

@@ -1,11 +1,16 @@
-//! The compiled path of the `cpu` backend: kernels without rendezvous or calls run as native
-//! workgroup functions (`cajeta_jit::device`), everything else on the lane scheduler.
+//! The compiled path of the `cpu` backend (`cajeta_jit::device`): a kernel without calls runs
+//! as native code, everything else on the lane scheduler's interpreter.
 //!
-//! The compiled function runs a workgroup's items in the order the scheduler runs them for a
-//! kernel without rendezvous (increasing linear index, each to completion), with the same
-//! arithmetic, so results are identical; a fault is reported through the scheduler's own
-//! `describe`, so messages and frames are too. Kernels are compiled once per module and
-//! kernel index and cached for the backend's lifetime.
+//! * Without rendezvous, as one native function per workgroup that runs the items in the order
+//!   the scheduler runs them (increasing linear index, each to completion) — [`workgroup`].
+//! * With barriers or wave collectives, as a resumable native function per item that the
+//!   scheduler runs in place of its interpreter ([`step`]): compiled code up to the next
+//!   rendezvous, then the interpreter executes that one instruction, so the scheduler sees the
+//!   same stops in the same order.
+//!
+//! The arithmetic is the interpreter's, so results are identical; a fault is reported through
+//! the scheduler's own `describe`, so messages and frames are too. Kernels are compiled once
+//! per module and kernel index and cached for the backend's lifetime.
 //!
 //! Selection (environment, as the rest of the backend's configuration; the CLI's
 //! `--xpu-sim`, `--xpu-verbose` and `--xpu-checks` set these):
@@ -19,12 +24,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use cajeta_bytecode::Module;
 use cajeta_jit::device::{
-    compile_kernel, CompiledKernel, KernelOptions, MemView, WorkgroupCtx, FAULT_BAD_HANDLE,
-    FAULT_BOUNDS,
+    compile_kernel, CompiledKernel, DeviceFault, KernelOptions, MemView, WorkgroupCtx,
+    FAULT_BAD_HANDLE, FAULT_BOUNDS, STOP_RENDEZVOUS,
 };
 use cajeta_jit::Status;
 
-use super::interp::{Env, FaultKind, Item};
+use super::interp::{self, Env, FaultKind, Item, Stop};
 use super::lanes::{self, Launch};
 use super::memory::MemRef;
 use super::plan::Plan;
@@ -71,8 +76,8 @@ impl std::fmt::Debug for Cache {
 
 impl Cache {
     /// The compiled form of `kernel` (compiling it at its first launch), or `None` when it
-    /// runs on the lane scheduler: a rendezvous or a call, an instruction the compiler does
-    /// not handle, `sim`, or a big-endian host (memory holds elements little-endian).
+    /// runs on the lane scheduler's interpreter: a call, an instruction the compiler does not
+    /// handle, `sim`, or a big-endian host (memory holds elements little-endian).
     pub fn get(
         &self,
         module: &Arc<Module>,
@@ -93,8 +98,9 @@ impl Cache {
             Err("--xpu-sim".to_string())
         } else if cfg!(target_endian = "big") {
             Err("big-endian host".to_string())
-        } else if plan.has_rendezvous {
-            Err("it has a barrier or a wave collective".to_string())
+        } else if plan.has_rendezvous != plan_has_sites(module, kernel) {
+            // The plan sees rendezvous in callees too; compiled kernels have no callees.
+            Err("its rendezvous are in device functions".to_string())
         } else {
             compile_kernel(
                 module,
@@ -111,9 +117,14 @@ impl Cache {
         if config.verbose {
             match &outcome {
                 Ok(k) => eprintln!(
-                    "xpu: compiled kernel {name} in {:.2} ms ({} bytes)",
+                    "xpu: compiled kernel {name} in {:.2} ms ({} bytes{})",
                     k.compile_time.as_secs_f64() * 1e3,
-                    k.code_size
+                    k.code_size,
+                    if k.resumable {
+                        ", items resumable at rendezvous"
+                    } else {
+                        ""
+                    }
                 ),
                 Err(why) => eprintln!("xpu: kernel {name} runs on the lane scheduler: {why}"),
             }
@@ -121,6 +132,80 @@ impl Cache {
         let compiled = outcome.ok().map(Arc::new);
         kernels.insert(key, (Arc::clone(module), compiled.clone()));
         compiled
+    }
+}
+
+/// Whether kernel `kernel` itself contains a rendezvous instruction.
+fn plan_has_sites(module: &Module, kernel: u32) -> bool {
+    module
+        .functions
+        .get(kernel as usize)
+        .is_some_and(|f| !cajeta_jit::device::rendezvous_sites(f).is_empty())
+}
+
+/// Runs item `it` of a resumable compiled kernel `k` until it returns, faults or reaches a
+/// rendezvous; at a rendezvous the interpreter executes that instruction (placing the item
+/// there, with the registers compiled code stored), so the scheduler sees exactly its own
+/// stop, and the next call continues after it in compiled code.
+pub(crate) fn step(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    it: &mut Item,
+) -> Stop {
+    let g = it.geo;
+    let mut ctx = WorkgroupCtx {
+        mems: views.as_ptr(),
+        nmems: env.mems.len().max(1) as u64,
+        nbufs: env.nbuf,
+        frame: l.frame.as_ptr(),
+        group: [g[3], g[4], g[5]],
+        block: l.block.map(u64::from),
+        grid: l.grid.map(u64::from),
+        wave: u64::from(l.wave.max(1)),
+        item: [g[0], g[1], g[2]],
+        lin: g[0] + g[1] * g[6] + g[2] * g[6] * g[7],
+        lane: g[16],
+        regs: it.registers().as_mut_ptr(),
+        resume: it.resume,
+        stop_pc: 0,
+        fault: Default::default(),
+    };
+    if it.registers().len() < k.registers {
+        return Stop::Fault(FaultKind::Internal(
+            "item register file smaller than the kernel's",
+        ));
+    }
+    // SAFETY: as in `workgroup`, and `regs` points at the item's register file, which holds at
+    // least the kernel's registers (checked above) and nothing else touches during the call.
+    let status = unsafe { k.run(&mut ctx) };
+    match status {
+        0 => Stop::Done,
+        STOP_RENDEZVOUS => {
+            it.resume = ctx.resume;
+            it.place(l.kernel, ctx.stop_pc as u32);
+            interp::run(env, it)
+        }
+        _ => {
+            it.place(l.kernel, ctx.fault.pc);
+            Stop::Fault(fault_kind(status, &ctx.fault))
+        }
+    }
+}
+
+/// The fault of a compiled kernel's status and record.
+fn fault_kind(status: u32, f: &DeviceFault) -> FaultKind {
+    match status {
+        FAULT_BOUNDS => FaultKind::Bounds {
+            index: f.index,
+            handle: f.handle,
+            reg: f.reg as u16,
+        },
+        FAULT_BAD_HANDLE => FaultKind::BadHandle { reg: f.reg as u16 },
+        s if s == Status::DivZero as u32 => FaultKind::DivZero,
+        s if s == Status::Overflow as u32 => FaultKind::Overflow,
+        _ => FaultKind::Internal("unknown status from a compiled kernel"),
     }
 }
 
@@ -153,6 +238,12 @@ pub(crate) fn workgroup(
         block: l.block.map(u64::from),
         grid: l.grid.map(u64::from),
         wave: u64::from(l.wave.max(1)),
+        item: [0; 3],
+        lin: 0,
+        lane: 0,
+        regs: std::ptr::null_mut(),
+        resume: 0,
+        stop_pc: 0,
         fault: Default::default(),
     };
     // SAFETY: `views` describes `env.mems` (built by `views` from the worker's memory table,
@@ -165,17 +256,7 @@ pub(crate) fn workgroup(
         return Ok(());
     }
     let f = ctx.fault;
-    let kind = match status {
-        FAULT_BOUNDS => FaultKind::Bounds {
-            index: f.index,
-            handle: f.handle,
-            reg: f.reg as u16,
-        },
-        FAULT_BAD_HANDLE => FaultKind::BadHandle { reg: f.reg as u16 },
-        s if s == Status::DivZero as u32 => FaultKind::DivZero,
-        s if s == Status::Overflow as u32 => FaultKind::Overflow,
-        _ => FaultKind::Internal("unknown status from a compiled kernel"),
-    };
+    let kind = fault_kind(status, &f);
     let t = f.item;
     it.geo = lanes::geometry(l, wg, t, f.lane);
     it.place(l.kernel, f.pc);

@@ -136,6 +136,9 @@ pub(crate) struct Item {
     base: usize,
     /// The `geom` values of this item.
     pub geo: [u64; GEOM_LEN],
+    /// Where a resumable compiled kernel continues this item (0: from the start); see
+    /// `super::compiled::step`.
+    pub resume: u64,
 }
 
 impl Item {
@@ -148,6 +151,7 @@ impl Item {
             pc: 0,
             base: 0,
             geo: [0; GEOM_LEN],
+            resume: 0,
         })
     }
 
@@ -162,6 +166,13 @@ impl Item {
         self.func = kernel;
         self.pc = 0;
         self.base = 0;
+        self.resume = 0;
+    }
+
+    /// The item's register stack (the running kernel's registers first, when it has no
+    /// callers: what a resumable compiled kernel reads and writes).
+    pub(crate) fn registers(&mut self) -> &mut [u64] {
+        &mut self.stack
     }
 
     /// The device frames of the stopped item, innermost first, as `(function, pc)`: the
@@ -343,6 +354,7 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
         pc: it_pc,
         base: it_base,
         geo,
+        resume: _,
     } = it;
     let stack: &mut [u64] = stack;
     let mut func = *it_func;

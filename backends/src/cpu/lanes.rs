@@ -336,13 +336,13 @@ fn workgroup(
         (g / (gx * gy)) as u32,
     ];
     if l.plan.has_rendezvous {
-        return switching(l, env, wg, lanes);
+        return switching(l, env, views, wg, lanes);
     }
     let [bx, by, bz] = l.block;
     let Some(it) = lanes.items.first_mut() else {
         return Ok(());
     };
-    if let Some(k) = l.compiled {
+    if let Some(k) = l.compiled.filter(|k| !k.resumable) {
         return super::compiled::workgroup(l, env, k, views, wg, it);
     }
     // Only the item coordinates (0-2), global ids (9-11) and lane id (16) change from item to
@@ -386,6 +386,7 @@ fn workgroup(
 fn switching(
     l: &Launch<'_>,
     env: &Env<'_>,
+    views: &[cajeta_jit::device::MemView],
     wg: [u32; 3],
     lanes: Lanes<'_>,
 ) -> Result<(), KernelFault> {
@@ -427,7 +428,11 @@ fn switching(
         let i = cur;
         let k = i / w;
         let it = &mut items[i];
-        match interp::run(env, it) {
+        let stop = match l.compiled {
+            Some(k) if k.resumable => super::compiled::step(l, env, k, views, it),
+            _ => interp::run(env, it),
+        };
+        match stop {
             Stop::Done => {
                 status[i] = Status::Finished;
                 live -= 1;

@@ -19,8 +19,15 @@
 //!   reports the fault). `--xpu-checks off` drops the index comparisons;
 //! * `shared.ref b` is handle `nbufs + b`, as in the interpreter.
 //!
-//! Not compiled (the kernel stays on the lane scheduler): calls to `@Device` functions,
-//! barriers and wave collectives.
+//! **Resumable kernels.** A kernel with rendezvous (barriers, wave collectives) compiles to an
+//! *item* function instead, run by the lane scheduler in place of its interpreter: it loads the
+//! item's registers from its register file, continues at the start or after the rendezvous
+//! `ctx.resume` names, and at the next rendezvous stores every register back and stops
+//! *before* the instruction (`STOP_RENDEZVOUS`), which the scheduler then has its interpreter
+//! execute — so a rendezvous means exactly what it means on the scheduler, with compiled code
+//! between them.
+//!
+//! Not compiled (the kernel stays on the lane scheduler): calls to `@Device` functions.
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AtomicRmwOp, Block, BlockArg, InstBuilder, MemFlagsData, Value};
@@ -29,7 +36,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use cajeta_bytecode::{Function, Instr, Op, Scalar, Type};
 
 use super::{kind_of, leaders, suffix_scalar, Kind, ObjectMem, Setup, Tr, F32, F64, I32, I64, MF};
-use crate::device::{off as doff, FAULT_BAD_HANDLE, FAULT_BOUNDS};
+use crate::device::{off as doff, FAULT_BAD_HANDLE, FAULT_BOUNDS, STOP_RENDEZVOUS};
 use crate::JitError;
 
 /// The kernel-specific state of the translator.
@@ -46,6 +53,8 @@ pub(crate) struct DevState {
     checks: bool,
     /// The cold fault paths of device accesses, filled at the end.
     faults: Vec<DevFault>,
+    /// The rendezvous pcs of a resumable kernel (empty: a workgroup function).
+    sites: Vec<u32>,
 }
 
 /// Translates kernel `s.func` into a workgroup function `(ctx) -> status` (see the module
@@ -55,6 +64,7 @@ pub(crate) fn translate_kernel(
     b: FunctionBuilder<'_>,
     s: &Setup<'_>,
     checks: bool,
+    sites: &[u32],
 ) -> Result<(), JitError> {
     let f = s
         .module
@@ -68,7 +78,7 @@ pub(crate) fn translate_kernel(
             format!("`{}` is not compiled for the cpu backend", i.op.mnemonic()),
         ));
     }
-    let mut tr = Tr::kernel_prologue(b, s, f, checks);
+    let mut tr = Tr::kernel_prologue(b, s, f, checks, sites);
     tr.body()?;
     tr.kernel_epilogue();
     tr.b.seal_all_blocks();
@@ -77,10 +87,23 @@ pub(crate) fn translate_kernel(
 }
 
 /// Whether the compiled path handles `op` in a kernel (everything the device runs except
-/// calls and rendezvous).
+/// calls; rendezvous by stopping before them).
 fn compiled(op: Op) -> bool {
-    !matches!(op, Op::Call | Op::Barrier | Op::WaveSumU32 | Op::WaveSumF32)
-        && !op.mnemonic().starts_with("wave.")
+    op != Op::Call
+}
+
+/// Whether `op` is a rendezvous: a barrier or a wave collective.
+fn rendezvous(op: Op) -> bool {
+    let m = op.mnemonic();
+    m.starts_with("barrier") || m.starts_with("wave.")
+}
+
+/// The pcs of the rendezvous instructions of `f`, in order (resume point `k + 1` continues
+/// after the `k`th); empty for a kernel compiled to a workgroup function.
+pub fn rendezvous_sites(f: &Function) -> Vec<u32> {
+    (0..f.code.len() as u32)
+        .filter(|&pc| rendezvous(f.code[pc as usize].op))
+        .collect()
 }
 
 impl<'a, 'b> Tr<'a, 'b> {
@@ -91,8 +114,15 @@ impl<'a, 'b> Tr<'a, 'b> {
         s: &'a Setup<'a>,
         f: &'a Function,
         checks: bool,
+        sites: &[u32],
     ) -> Tr<'a, 'b> {
-        let leader = leaders(f);
+        let mut leader = leaders(f);
+        // A resumable kernel continues after a rendezvous: that pc starts a block.
+        for &pc in sites {
+            if let Some(l) = leader.get_mut(pc as usize + 1) {
+                *l = true;
+            }
+        }
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -198,7 +228,12 @@ impl<'a, 'b> Tr<'a, 'b> {
             views,
             checks,
             faults: Vec::new(),
+            sites: sites.to_vec(),
         });
+        if !sites.is_empty() {
+            tr.item_prologue(latch);
+            return tr;
+        }
 
         // The item loop: (x, y, z) = (0, 0, 0) first; an empty block has no item.
         for v in item.iter().chain([&lin, &lane]) {
@@ -277,6 +312,72 @@ impl<'a, 'b> Tr<'a, 'b> {
         tr
     }
 
+    /// The rest of a resumable item function's entry: the item's coordinates and registers
+    /// from the context, then on to the start or to the continuation `ctx.resume` names;
+    /// `ret` (the `latch`) returns 0.
+    fn item_prologue(&mut self, latch: Block) {
+        let Some(d) = &self.dev else {
+            return;
+        };
+        let (item, lin, lane) = (d.item, d.lin, d.lane);
+        let sites = d.sites.clone();
+        for (k, v) in item.iter().enumerate() {
+            let x = self.ctx_load(doff::ITEM + 8 * k as i32);
+            self.b.def_var(*v, x);
+        }
+        let x = self.ctx_load(doff::LIN);
+        self.b.def_var(lin, x);
+        let x = self.ctx_load(doff::LANE);
+        self.b.def_var(lane, x);
+        let regs = self.ctx_load(doff::REGS);
+        for r in 0..self.f.regs.len() as u16 {
+            let cell = self.b.ins().load(I64, MF, regs, 8 * i32::from(r));
+            let v = self.value_of(self.kind(r), cell);
+            self.set(r, v);
+        }
+        let resume = self.ctx_load(doff::RESUME);
+        for (k, &pc) in sites.iter().enumerate() {
+            let Some(cont) = self.blocks.get(pc as usize + 1).copied().flatten() else {
+                continue;
+            };
+            let here = self.b.ins().icmp_imm_s(IntCC::Equal, resume, k as i64 + 1);
+            let next = self.b.create_block();
+            self.b.ins().brif(here, cont, &[], next, &[]);
+            self.b.switch_to_block(next);
+        }
+        match self.blocks.first().copied().flatten() {
+            Some(first) => self.b.ins().jump(first, &[]),
+            None => self.b.ins().jump(latch, &[]),
+        };
+        self.b.switch_to_block(latch);
+        let done = self.b.ins().iconst(I32, 0);
+        self.b.ins().return_(&[done]);
+    }
+
+    /// Stops a resumable item before the rendezvous at `pc`: every register to the register
+    /// file, the continuation and the pc to the context, then `STOP_RENDEZVOUS`.
+    fn stop_at_rendezvous(&mut self, pc: u32) -> Result<(), JitError> {
+        let Some(d) = &self.dev else {
+            return Err(self.err(pc, "rendezvous outside a kernel".into()));
+        };
+        let Some(k) = d.sites.iter().position(|&s| s == pc) else {
+            return Err(self.err(pc, "rendezvous not in the site list".into()));
+        };
+        let regs = self.ctx_load(doff::REGS);
+        for r in 0..self.f.regs.len() as u16 {
+            let cell = self.get_cell(r);
+            self.b.ins().store(MF, cell, regs, 8 * i32::from(r));
+        }
+        let ctx = self.ctx;
+        let resume = self.b.ins().iconst(I64, k as i64 + 1);
+        self.b.ins().store(MF, resume, ctx, doff::RESUME);
+        let at = self.b.ins().iconst(I64, i64::from(pc));
+        self.b.ins().store(MF, at, ctx, doff::STOP_PC);
+        let stop = self.b.ins().iconst(I32, i64::from(STOP_RENDEZVOUS));
+        self.b.ins().return_(&[stop]);
+        Ok(())
+    }
+
     /// Fills the fault exit: the status, pc and item into the context's fault record, then
     /// return the status.
     fn kernel_epilogue(&mut self) {
@@ -332,6 +433,10 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// lowering handles. `Some(true)` ends the block.
     pub(super) fn device_instr(&mut self, pc: u32, i: Instr) -> Result<Option<bool>, JitError> {
         let m = i.op.mnemonic();
+        if rendezvous(i.op) {
+            self.stop_at_rendezvous(pc)?;
+            return Ok(Some(true));
+        }
         match i.op {
             Op::RetVoid | Op::Ret => {
                 let latch = self.dev.as_ref().map(|d| d.latch);
@@ -390,13 +495,33 @@ impl<'a, 'b> Tr<'a, 'b> {
                     }
                 }
             }
-            _ if m.starts_with("atom.add.") => {
+            _ if m.starts_with("atom.") => {
                 let s = scalar_of(m).ok_or_else(|| self.err(pc, format!("bad atomic `{m}`")))?;
                 let idx = self.get(i.c);
                 let (addr, _) = self.element(pc, i.b, Some(idx), s.size(), true)?;
                 let v = self.get(i.a);
-                let old = self.atomic_add(s, addr, v);
+                let old = match m.split('.').nth(1) {
+                    Some("add") => self.atomic_add(s, addr, v),
+                    Some("cas") => {
+                        let desired = self.get(i.a + 1);
+                        self.atomic_cas(s, addr, v, desired)
+                    }
+                    Some(kind @ ("min" | "max")) if s == Scalar::F32 => {
+                        self.atomic_fminmax(kind == "min", addr, v)
+                    }
+                    Some(kind) => {
+                        let op = atomic_op(kind, s)
+                            .ok_or_else(|| self.err(pc, format!("unknown atomic `{m}`")))?;
+                        self.atomic_rmw(s, op, addr, v)
+                    }
+                    None => return Err(self.err(pc, format!("bad atomic `{m}`"))),
+                };
                 self.set(i.a, old);
+            }
+            // Attributes are read by the backend; a fence orders this item's own accesses.
+            Op::KernelAttr => {}
+            Op::Fence => {
+                self.b.ins().fence();
             }
             _ => return Ok(None),
         }
@@ -515,6 +640,66 @@ impl<'a, 'b> Tr<'a, 'b> {
         block
     }
 
+    /// An integer atomic read-modify-write at `addr` (element type `s`, operand the cell `v`),
+    /// returning the old element as a canonical cell.
+    fn atomic_rmw(&mut self, s: Scalar, op: AtomicRmwOp, addr: Value, v: Value) -> Value {
+        if s.size() == 4 {
+            let x = self.b.ins().ireduce(I32, v);
+            let old = self.b.ins().atomic_rmw(I32, MF, op, addr, x);
+            self.extend32(s, old)
+        } else {
+            self.b.ins().atomic_rmw(I64, MF, op, addr, v)
+        }
+    }
+
+    /// `atom.cas`: stores `desired` iff the element equals `expected`; the old element.
+    fn atomic_cas(&mut self, s: Scalar, addr: Value, expected: Value, desired: Value) -> Value {
+        if s.size() == 4 {
+            let e = self.b.ins().ireduce(I32, expected);
+            let d = self.b.ins().ireduce(I32, desired);
+            let old = self.b.ins().atomic_cas(MF, addr, e, d);
+            self.extend32(s, old)
+        } else {
+            self.b.ins().atomic_cas(MF, addr, expected, desired)
+        }
+    }
+
+    /// A 32-bit element as the canonical cell of `s`.
+    fn extend32(&mut self, s: Scalar, x: Value) -> Value {
+        if s.is_signed() {
+            self.b.ins().sextend(I64, x)
+        } else {
+            self.b.ins().uextend(I64, x)
+        }
+    }
+
+    /// float32 `atomicMin`/`atomicMax` (minNum/maxNum, the host JIT's `fminmax`) as a
+    /// compare-and-swap loop on the bits, as the interpreter; the old value.
+    fn atomic_fminmax(&mut self, min: bool, addr: Value, v: Value) -> Value {
+        let head = self.b.create_block();
+        self.b.append_block_param(head, I32);
+        let done = self.b.create_block();
+        self.b.append_block_param(done, F32);
+        let first = self.b.ins().atomic_load(I32, MF, addr);
+        self.b.ins().jump(head, &[BlockArg::Value(first)]);
+        self.b.switch_to_block(head);
+        let old = self.b.block_params(head)[0];
+        let oldf = self.b.ins().bitcast(F32, MemFlagsData::new(), old);
+        let r = self.fminmax(min, oldf, v);
+        let new = self.b.ins().bitcast(I32, MemFlagsData::new(), r);
+        let seen = self.b.ins().atomic_cas(MF, addr, old, new);
+        let same = self.b.ins().icmp(IntCC::Equal, seen, old);
+        self.b.ins().brif(
+            same,
+            done,
+            &[BlockArg::Value(oldf)],
+            head,
+            &[BlockArg::Value(seen)],
+        );
+        self.b.switch_to_block(done);
+        self.b.block_params(done)[0]
+    }
+
     /// The atomic `element += v` at `addr` for elements of `s`, returning the old value as
     /// the register's value (a compare-and-swap loop for float32, as the interpreter's).
     fn atomic_add(&mut self, s: Scalar, addr: Value, v: Value) -> Value {
@@ -556,6 +741,23 @@ impl<'a, 'b> Tr<'a, 'b> {
             _ => b.ins().atomic_rmw(I64, MF, AtomicRmwOp::Add, addr, v),
         }
     }
+}
+
+/// The read-modify-write operation of an integer atomic (`atom.<kind>.<s>`).
+fn atomic_op(kind: &str, s: Scalar) -> Option<AtomicRmwOp> {
+    let signed = s.is_signed();
+    Some(match kind {
+        "sub" => AtomicRmwOp::Sub,
+        "and" => AtomicRmwOp::And,
+        "or" => AtomicRmwOp::Or,
+        "xor" => AtomicRmwOp::Xor,
+        "xchg" => AtomicRmwOp::Xchg,
+        "min" if signed => AtomicRmwOp::Smin,
+        "max" if signed => AtomicRmwOp::Smax,
+        "min" => AtomicRmwOp::Umin,
+        "max" => AtomicRmwOp::Umax,
+        _ => return None,
+    })
 }
 
 /// A device access's cold fault path, filled at the end.

@@ -169,7 +169,7 @@ impl Vm {
         // The new module's code and constants. Constants of the old module become ordinary
         // strings (collected once unreferenced); the new ones are rooted through `kvals`.
         self.heap.unpin_all();
-        let loaded = Loaded::new(&module, &mut self.heap);
+        let loaded = Loaded::new(&module, &mut self.heap, self.metered);
         self.fns = loaded.fns;
         self.kvals = loaded.kvals;
         self.static_str = loaded.static_str;

@@ -193,6 +193,15 @@ macro_rules! define_xops {
             AGet2SubF64,
             /// `AGet2F64`, then the `mul.f64` in the third slot.
             AGet2MulF64,
+            /// Metered code only (see [`lower`]): `call`, then one unit of fuel (and the
+            /// interrupt check) at the callee's entry when the interpreter runs it.
+            CallMetered,
+            /// Metered code only: a backward `jmp`, one unit of fuel first.
+            JmpBack,
+            /// Metered code only: a backward `jmpif`, one unit of fuel when it jumps.
+            JmpIfBack,
+            /// Metered code only: a backward `jmpifnot`, one unit of fuel when it jumps.
+            JmpIfNotBack,
             /// The whole body of a native function (no bytecode): calls the host function
             /// registered for the running function with its parameter registers, then
             /// returns its result (`a == 1`) or nothing (`a == 0`).
@@ -353,7 +362,13 @@ fn mul_add_op(mul: Op, t: u16, next: Instr) -> Option<XOp> {
 
 /// Lowers a verified function's code (see the module documentation). Immediates of absorbed
 /// `loadi` instructions are appended to `kvals`, the VM's constant cells.
-pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>) -> Box<[XInstr]> {
+///
+/// With `metered` (a VM with fuel or an interrupt handle) the code gets **check points**
+/// where the JIT has them: every `call` becomes `CallMetered` and every backward jump
+/// (target `<=` its own pc) `JmpBack`/`JmpIfBack`/`JmpIfNotBack`; superinstructions that
+/// would absorb a backward jump (`Loop*`, a `Br*` whose branch goes back) are not formed. Code
+/// lowered without `metered` has no check point at all, so an unmetered VM pays nothing.
+pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>, metered: bool) -> Box<[XInstr]> {
     if f.kind == FnKind::Native {
         return Box::new([XInstr {
             op: XOp::NativeCall,
@@ -374,6 +389,19 @@ pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>) -> Box<[XInstr]> {
         })
         .collect();
     let is_target_ok = |t: u32| (t as usize) < n;
+    // A jump at `pc` to `t` goes back (a check point when metered).
+    let back = |pc: usize, t: u32| metered && t as usize <= pc;
+    if metered {
+        for (p, (i, x)) in code.iter().zip(out.iter_mut()).enumerate() {
+            x.op = match i.op {
+                Op::Call => XOp::CallMetered,
+                Op::Jmp if back(p, i.bc()) => XOp::JmpBack,
+                Op::JmpIf if back(p, i.bc()) => XOp::JmpIfBack,
+                Op::JmpIfNot if back(p, i.bc()) => XOp::JmpIfNotBack,
+                _ => continue,
+            };
+        }
+    }
 
     // Compare-and-branch: slots p (compare), p + 1 (branch on its result), p + 2 exists.
     for p in 0..n.saturating_sub(2) {
@@ -383,7 +411,7 @@ pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>) -> Box<[XInstr]> {
             Op::JmpIfNot => false,
             _ => continue,
         };
-        if br.a == cmp.a && is_target_ok(br.bc()) {
+        if br.a == cmp.a && is_target_ok(br.bc()) && !back(p + 1, br.bc()) {
             if let Some(x) = br_op(cmp.op, jump_if) {
                 out[p].op = x;
             }
@@ -421,7 +449,8 @@ pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>) -> Box<[XInstr]> {
     // Counted-loop back-edges: `addi r, r, k` at p, `jmp H` at p + 1, a loop test at H. The
     // slot keeps `r` and `k` and takes `H` in `b` (free since the source is `r` too), so the
     // jump needs no load of the `jmp` slot: the next pc is known as soon as the slot is.
-    for p in 0..n.saturating_sub(1) {
+    // (Not in metered code: the `jmp` is a check point.)
+    for p in 0..if metered { 0 } else { n.saturating_sub(1) } {
         let (add, jmp) = (code[p], code[p + 1]);
         let head = jmp.bc();
         if jmp.op != Op::Jmp || !is_target_ok(head) || head > u16::MAX as u32 || add.a != add.b {
@@ -506,7 +535,7 @@ mod tests {
             Instr::with_bc(Op::Jmp, 0, 1),
             Instr::new(Op::RetVoid, 0, 0, 0),
         ];
-        let low = lower(&f(code.clone()), &mut vec![]);
+        let low = lower(&f(code.clone()), &mut vec![], false);
         assert_eq!(low.len(), code.len());
         assert_eq!(low[0].op, XOp::BrKNotLtS, "loadi then the fused test");
         assert_eq!(low[1].op, XOp::BrNotLtS);
@@ -538,7 +567,7 @@ mod tests {
             Instr::new(Op::RetVoid, 0, 0, 0),
         ];
         let mut kvals = vec![99];
-        let low = lower(&f(code), &mut kvals);
+        let low = lower(&f(code), &mut kvals, false);
         assert_eq!(
             low[0],
             XInstr {
@@ -572,9 +601,33 @@ mod tests {
             Instr::new(Op::AddF64, 1, 2, 3), // does not read the product
             Instr::new(Op::RetVoid, 0, 0, 0),
         ];
-        let low = lower(&f(code), &mut vec![]);
+        let low = lower(&f(code), &mut vec![], false);
         assert_eq!(low[0].op, XOp::LtI64);
         assert_eq!(low[2].op, XOp::AddImmI64);
         assert_eq!(low[4].op, XOp::MulF64);
+    }
+    #[test]
+    fn metered_code_keeps_every_check_point() {
+        let code = vec![
+            Instr::with_bc(Op::LoadI, 1, 0),
+            Instr::new(Op::LtI64, 3, 1, 0), // 1: head
+            Instr::with_bc(Op::JmpIfNot, 3, 7),
+            Instr::new(Op::Call, 2, 2, 0),
+            Instr::new(Op::LtI64, 4, 1, 0),
+            Instr::with_bc(Op::JmpIf, 4, 1), // a backward conditional branch
+            Instr::new(Op::AddImmI64, 1, 1, 1),
+            Instr::with_bc(Op::Jmp, 0, 1),
+            Instr::new(Op::RetVoid, 0, 0, 0),
+        ];
+        let plain = lower(&f(code.clone()), &mut vec![], false);
+        assert_eq!(plain[4].op, XOp::BrLtS, "unmetered: the back branch fuses");
+        assert_eq!(plain[6].op, XOp::LoopI64Lt);
+        let low = lower(&f(code), &mut vec![], true);
+        assert_eq!(low[1].op, XOp::BrNotLtS, "forward branches still fuse");
+        assert_eq!(low[3].op, XOp::CallMetered);
+        assert_eq!(low[4].op, XOp::LtI64, "no Br* over a backward branch");
+        assert_eq!(low[5].op, XOp::JmpIfBack);
+        assert_eq!(low[6].op, XOp::AddImmI64, "no Loop* superinstruction");
+        assert_eq!(low[7].op, XOp::JmpBack);
     }
 }

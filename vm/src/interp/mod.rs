@@ -39,6 +39,8 @@ use frame::Word;
 pub(crate) use lower::{lower, XInstr, XOp};
 pub(crate) use slow::{clock, Access, Fault};
 
+use std::sync::atomic::Ordering;
+
 use cajeta_bytecode::Scalar;
 
 use crate::api::{FnInfo, Vm};
@@ -365,6 +367,72 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
         }};
     }
 
+    // A check point (metered code only): the interrupt flag, then one unit of fuel, as the
+    // JIT's `consume_fuel` does; the fault reports the instruction before `ip`.
+    macro_rules! charge {
+        () => {{
+            if (vm.fuel <= 0) | vm.interrupt.load(Ordering::Relaxed) {
+                fault!(vm.meter_fault());
+            }
+            vm.fuel -= 1;
+        }};
+    }
+    // Entering `run` is entering a function (`Vm::call`'s entry, or an interpreted callee of
+    // compiled code): a check point in a metered VM. One predictable branch per activation.
+    if vm.metered {
+        charge!();
+    }
+
+    // `call a b c`; `$metered`: the callee's entry is a check point when the interpreter runs
+    // it (compiled code counts its own entry).
+    macro_rules! call {
+        ($metered:expr) => {{
+            let callee = ins.c() as usize;
+            if CHECKED {
+                assert!(callee < nfns, "function #{callee} out of range");
+            }
+            // SAFETY: V-FUNC: c < functions.len() = fns.len().
+            let cinfo: &FnInfo = unsafe { &*fns.add(callee) };
+            let new_base = base + ins.b() as usize;
+            let top = new_base + cinfo.nregs as usize;
+            if top > vm.stack.len() {
+                vm.grow_stack(top);
+            }
+            // One branch for both rare cases, the depth limit and a callee the JIT
+            // handles (compiled, or counted towards compiling): the cold `slow_call`
+            // raises `E-STACK`, or runs the callee natively and writes its result
+            // (`true`), or leaves the call to the interpreter (`false`). (Leaving the arm
+            // with `continue` instead of the `else` cost every dispatched instruction
+            // about 5% through LLVM's code for the loop; see docs/notes/jit.md.)
+            if (vm.frames.len() >= vm.max_depth) | (cinfo.tier.get() != TIER_INTERP)
+                && vm.slow_call(base, ip)?
+            {
+                // Hooks may have moved the stack: re-derive the window pointer.
+                // SAFETY: the caller's window still fits (the stack only grows).
+                regs = unsafe { vm.stack.as_mut_ptr().add(base) };
+            } else {
+                // SAFETY: `run` always has at least one frame (the running one).
+                unsafe { vm.frames.last_mut().unwrap_unchecked() }.ip = ip;
+                vm.frames.push(Frame {
+                    func: callee as u32,
+                    base: new_base,
+                    ip: cinfo.lowered.as_ptr(),
+                });
+                info = cinfo;
+                base = new_base;
+                code = info.lowered.as_ptr();
+                nregs = info.nregs as usize;
+                ip = code;
+                // SAFETY: stack.len() >= top = base + nregs (checked above): window fits.
+                regs = unsafe { vm.stack.as_mut_ptr().add(base) };
+                if $metered {
+                    // The callee's entry (pc 0, as the JIT's prologue reports it).
+                    charge!();
+                }
+            }
+        }};
+    }
+
     loop {
         // SAFETY: `ip` points into the running function's code: it starts at the code's start
         // or a resume point after a `call`, moves by one after each non-terminator
@@ -403,47 +471,27 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                     ip = unsafe { code.add(ins.bc() as usize) };
                 }
             }
-            XOp::Call => {
-                let callee = ins.c() as usize;
-                if CHECKED {
-                    assert!(callee < nfns, "function #{callee} out of range");
-                }
-                // SAFETY: V-FUNC: c < functions.len() = fns.len().
-                let cinfo: &FnInfo = unsafe { &*fns.add(callee) };
-                let new_base = base + ins.b() as usize;
-                let top = new_base + cinfo.nregs as usize;
-                if top > vm.stack.len() {
-                    vm.grow_stack(top);
-                }
-                // One branch for both rare cases, the depth limit and a callee the JIT
-                // handles (compiled, or counted towards compiling): the cold `slow_call`
-                // raises `E-STACK`, or runs the callee natively and writes its result
-                // (`true`), or leaves the call to the interpreter (`false`). (Leaving the arm
-                // with `continue` instead of the `else` cost every dispatched instruction
-                // about 5% through LLVM's code for the loop; see docs/notes/jit.md.)
-                if (vm.frames.len() >= vm.max_depth) | (cinfo.tier.get() != TIER_INTERP)
-                    && vm.slow_call(base, ip)?
-                {
-                    // Hooks may have moved the stack: re-derive the window pointer.
-                    // SAFETY: the caller's window still fits (the stack only grows).
-                    regs = unsafe { vm.stack.as_mut_ptr().add(base) };
-                } else {
-                    // SAFETY: `run` always has at least one frame (the running one).
-                    unsafe { vm.frames.last_mut().unwrap_unchecked() }.ip = ip;
-                    vm.frames.push(Frame {
-                        func: callee as u32,
-                        base: new_base,
-                        ip: cinfo.lowered.as_ptr(),
-                    });
-                    info = cinfo;
-                    base = new_base;
-                    code = info.lowered.as_ptr();
-                    nregs = info.nregs as usize;
-                    ip = code;
-                    // SAFETY: stack.len() >= top = base + nregs (checked above): window fits.
-                    regs = unsafe { vm.stack.as_mut_ptr().add(base) };
+            XOp::JmpBack => {
+                charge!();
+                // SAFETY: V-JUMP.
+                ip = unsafe { code.add(ins.bc() as usize) };
+            }
+            XOp::JmpIfBack => {
+                if rd!(ins.a()) != 0 {
+                    charge!();
+                    // SAFETY: V-JUMP.
+                    ip = unsafe { code.add(ins.bc() as usize) };
                 }
             }
+            XOp::JmpIfNotBack => {
+                if rd!(ins.a()) == 0 {
+                    charge!();
+                    // SAFETY: V-JUMP.
+                    ip = unsafe { code.add(ins.bc() as usize) };
+                }
+            }
+            XOp::Call => call!(false),
+            XOp::CallMetered => call!(true),
             XOp::Ret => {
                 vm.own = false;
                 ret_value!(rd!(ins.a()));

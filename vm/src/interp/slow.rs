@@ -12,7 +12,7 @@ use super::lower::XInstr;
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError, TraceFrame};
 use crate::format;
-use crate::heap::{ArrData, Array, Instance, Obj, NULL};
+use crate::heap::{AllocError, ArrData, Array, Instance, Obj, NULL};
 
 /// What went wrong, with just enough data to write the message later.
 #[derive(Copy, Clone, Debug)]
@@ -29,6 +29,16 @@ pub(crate) enum Fault {
     Size(i64),
     /// The object table is full.
     TableFull,
+    /// A host allocation of `requested` bytes would pass the VM's memory limit.
+    Memory {
+        requested: u64,
+        in_use: u64,
+        limit: u64,
+    },
+    /// The fuel ran out (at a call or a backward jump).
+    Fuel,
+    /// The interrupt handle was triggered.
+    Interrupted,
     /// `System.exit(status)`.
     Exit(i32),
     /// `count()`/`size()` of a null String.
@@ -44,6 +54,23 @@ pub(crate) enum Fault {
         handle: u64,
         access: Access,
     },
+}
+
+impl From<AllocError> for Fault {
+    fn from(e: AllocError) -> Fault {
+        match e {
+            AllocError::TableFull => Fault::TableFull,
+            AllocError::Memory {
+                requested,
+                in_use,
+                limit,
+            } => Fault::Memory {
+                requested,
+                in_use,
+                limit,
+            },
+        }
+    }
 }
 
 /// The kind of access a [`Fault::BadRef`] attempted (for the `E-NULL` message).
@@ -152,6 +179,19 @@ impl Vm {
                 ErrorCode::Size,
                 "object table full (2^32 - 1 live objects)".into(),
             ),
+            Fault::Memory {
+                requested,
+                in_use,
+                limit,
+            } => (
+                ErrorCode::Memory,
+                format!(
+                    "memory limit exceeded: allocating {requested} bytes with {in_use} of \
+                     {limit} in use"
+                ),
+            ),
+            Fault::Fuel => (ErrorCode::Fuel, "fuel exhausted".into()),
+            Fault::Interrupted => (ErrorCode::Interrupted, "interrupted".into()),
             Fault::BadRef {
                 reg,
                 handle,
@@ -223,6 +263,21 @@ impl Vm {
         }
     }
 
+    /// The fault of a check point that stopped: an interrupt (which the error consumes: the
+    /// flag is cleared, so the next call runs) before exhausted fuel.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn meter_fault(&mut self) -> Fault {
+        if self
+            .interrupt
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            Fault::Interrupted
+        } else {
+            Fault::Fuel
+        }
+    }
+
     /// Grows the register stack to at least `top` cells (doubling). The caller re-derives
     /// its register pointer afterwards.
     #[cold]
@@ -238,7 +293,7 @@ impl Vm {
         if self.heap.wants_collection() {
             self.collect_strings();
         }
-        self.heap.alloc_str(s).map_err(|_| Fault::TableFull)
+        self.heap.alloc_str(s).map_err(Fault::from)
     }
 
     /// Runs the string collector with the VM's roots: the String registers of every frame, the
@@ -395,13 +450,23 @@ impl Vm {
             // Excluded by the verifier (newarr's destination is an array register).
             _ => return Err(Fault::Size(len)),
         };
+        self.alloc_array(elem, len)
+    }
+
+    /// A zero-filled array of `len` elements of `elem` (`newarr` in both tiers): `E-SIZE` for
+    /// a negative or unallocatable length, `E-MEMORY` past the memory limit (checked before
+    /// the elements are allocated).
+    pub(crate) fn alloc_array(&mut self, elem: Elem, len: i64) -> Result<u64, Fault> {
         if len < 0 {
             return Err(Fault::Size(len));
         }
+        let size = match elem {
+            Elem::Scalar(s) => s.size() as u64,
+            _ => 8,
+        };
+        self.heap.check_room((len as u64).saturating_mul(size))?;
         let data = ArrData::zeroed(elem, len as usize).ok_or(Fault::Size(len))?;
-        self.heap
-            .alloc(Obj::Array(Array { elem, data }))
-            .map_err(|_| Fault::TableFull)
+        Ok(self.heap.alloc(Obj::Array(Array { elem, data }))?)
     }
 
     /// `newobj`: a zero-filled instance of class `class`.
@@ -413,9 +478,7 @@ impl Vm {
             .get(class as usize)
             .map_or(0, |c| c.fields.len());
         let fields = vec![0u64; n].into_boxed_slice();
-        self.heap
-            .alloc(Obj::Instance(Instance { class, fields }))
-            .map_err(|_| Fault::TableFull)
+        Ok(self.heap.alloc(Obj::Instance(Instance { class, fields }))?)
     }
 }
 
