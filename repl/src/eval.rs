@@ -3,7 +3,6 @@
 //! ([`Vm::replace_module`]: statics, heap and buffers stay), run `Repl.$run`, print the echo.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,7 +11,7 @@ use cajeta_compiler::session::{
     split, Compiled, Echo, Session, Split, GENERATED_FILE, INPUT_LABEL, RUN_FN, SESSION_CLASS,
 };
 use cajeta_vm::session::Object;
-use cajeta_vm::{ErrorCode, JitMode, RuntimeError, Value, Vm, BACKEND_NAMES};
+use cajeta_vm::{ErrorCode, InterruptHandle, JitMode, RuntimeError, Value, Vm, BACKEND_NAMES};
 
 use crate::show;
 use crate::ReplOptions;
@@ -70,15 +69,17 @@ pub struct Repl {
     vm: Vm,
     backend: Option<String>,
     jit: JitMode,
-    /// Set by the Ctrl-C handler while an entry runs.
-    interrupt: Arc<AtomicBool>,
+    /// The VM's interrupt handle, triggered by the Ctrl-C handler while an entry runs
+    /// (shared by every VM of the session, so it survives `:reset`).
+    interrupt: InterruptHandle,
 }
 
 /// A VM with no program yet, set up with the session's options.
-fn fresh_vm(backend: &Option<String>, jit: JitMode) -> Vm {
+fn fresh_vm(backend: &Option<String>, jit: JitMode, interrupt: &InterruptHandle) -> Vm {
     let mut vm = Vm::new(Arc::new(Module::default()));
     vm.set_backend_choice(backend.clone());
     vm.set_jit(jit, false);
+    vm.set_interrupt_handle(interrupt);
     vm
 }
 
@@ -102,11 +103,11 @@ pub fn say(text: &str) {
 
 impl Repl {
     /// A new session with the command line's options.
-    pub fn new(options: &ReplOptions, interrupt: Arc<AtomicBool>) -> Repl {
+    pub fn new(options: &ReplOptions, interrupt: InterruptHandle) -> Repl {
         let jit = options.jit.unwrap_or_default();
         Repl {
             session: Session::new(),
-            vm: fresh_vm(&options.backend, jit),
+            vm: fresh_vm(&options.backend, jit, &interrupt),
             backend: options.backend.clone(),
             jit,
             interrupt,
@@ -173,7 +174,7 @@ impl Repl {
         let Some(run) = compiled.run else {
             return Flow::Continue;
         };
-        self.interrupt.store(false, Ordering::SeqCst);
+        self.interrupt.clear();
         let started = Instant::now();
         let result = self.vm.call(run, &[]);
         let elapsed = started.elapsed();
@@ -283,7 +284,7 @@ impl Repl {
 
     fn reset(&mut self) {
         self.finish();
-        self.vm = fresh_vm(&self.backend, self.jit);
+        self.vm = fresh_vm(&self.backend, self.jit, &self.interrupt);
         self.session = Session::new();
     }
 

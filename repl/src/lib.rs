@@ -20,10 +20,9 @@ mod show;
 use std::cell::RefCell;
 use std::io::{BufRead, IsTerminal};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use cajeta_compiler::session::{split, Split};
+use cajeta_vm::InterruptHandle;
 use rustyline::error::ReadlineError;
 use rustyline::history::DefaultHistory;
 use rustyline::{Config, Editor};
@@ -45,8 +44,8 @@ pub const PROMPT: &str = "cajeta> ";
 /// Runs the REPL on stdin/stdout until `:quit` or end of input; returns the exit status
 /// (0, or the status of a `System.exit` entered at the prompt).
 pub fn run(options: &ReplOptions) -> u8 {
-    let interrupt = Arc::new(AtomicBool::new(false));
-    install_interrupt_handler(Arc::clone(&interrupt));
+    let interrupt = InterruptHandle::new();
+    install_interrupt_handler(interrupt.clone());
     let mut repl = Repl::new(options, interrupt);
     let status = if std::io::stdin().is_terminal() {
         interactive(&mut repl)
@@ -60,9 +59,9 @@ pub fn run(options: &ReplOptions) -> u8 {
 
 /// Ctrl-C while an entry runs: asks the VM to stop it; a second Ctrl-C before it stops ends
 /// the process (status 130), so a runaway entry can always be left.
-fn install_interrupt_handler(flag: Arc<AtomicBool>) {
+fn install_interrupt_handler(handle: InterruptHandle) {
     let _ = ctrlc::set_handler(move || {
-        if flag.swap(true, Ordering::SeqCst) {
+        if handle.interrupt() {
             std::process::exit(130);
         }
     });

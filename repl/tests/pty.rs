@@ -85,7 +85,6 @@ fn ctrl_c_clears_the_line_being_edited() {
 }
 
 #[test]
-#[ignore = "needs Vm::interrupt_handle (the embedding API's interrupt flag) wired into the REPL"]
 fn ctrl_c_interrupts_a_running_entry() {
     let mut p = start();
     p.send_line("int64 spins = 0;").unwrap();
