@@ -234,4 +234,37 @@ pub trait Backend: Send + Sync {
 
     /// Memory statistics.
     fn mem_stats(&self) -> MemStats;
+
+    /// Device memory in bytes (`Device.memoryBytes()`, XPU §2.10); 0 if unknown.
+    fn memory_bytes(&self) -> i64 {
+        0
+    }
+
+    /// Compute units (`Device.multiprocessorCount()`; `cpu`: workers); 0 if unknown.
+    fn compute_units(&self) -> i32 {
+        0
+    }
+
+    /// Native support of `Capability` ordinal `cap` (`Device.supports`, XPU §2.9–§2.10):
+    /// by default only `AtomicInt64` (ordinal 3), when [`Capabilities::atomics_64`] holds.
+    fn supports(&self, cap: i32) -> bool {
+        cap == 3 && self.capabilities().atomics_64
+    }
+
+    /// Whether this backend can run kernel `kernel` of `module` (`Device.kernelAvailable`).
+    fn kernel_available(&self, module: &Arc<Module>, kernel: u32) -> bool {
+        let _ = (module, kernel);
+        true
+    }
+
+    /// Sets the cap on worker threads (`Device.setCpuWorkerCap`, 0 = one per core); only
+    /// the `cpu` backend has workers.
+    fn set_worker_cap(&self, cap: usize) {
+        let _ = cap;
+    }
+
+    /// The worker cap (`Device.cpuWorkerCap()`); 0 on backends without workers.
+    fn worker_cap(&self) -> usize {
+        0
+    }
 }

@@ -6,7 +6,8 @@
 
 use cajeta_backends::cuda::ptx::{self, ParamAbi, SiteKind};
 use cajeta_bytecode::{
-    Const, FnKind, Function, Instr, MathFn, Module, Op, Operand, RegClass, Scalar, SharedDecl, Type,
+    Const, FnKind, Function, Instr, KernelAttrs, MathFn, Module, Op, Operand, RegClass, Scalar,
+    SharedDecl, Type,
 };
 use std::path::PathBuf;
 use std::process::Command;
@@ -72,6 +73,7 @@ fn generated(op: Op) -> bool {
                 | Op::PowF64
                 | Op::Atan2F32
                 | Op::Atan2F64
+                | Op::KernelAttr
         )
 }
 
@@ -113,6 +115,7 @@ fn all_ops_kernel() -> Module {
                     Operand::Imm16 => {
                         return match op {
                             Op::Geom => (code.len() % 17) as u16,
+                            Op::Fence => (code.len() % 2) as u16,
                             Op::SharedRef => 0,
                             _ => 3,
                         }
@@ -312,6 +315,11 @@ fn every_device_opcode_lowers_and_assembles() {
             "popc.b32",
             "brev.b32",
             "shf.l.wrap.b32",
+            "vote.sync.ballot.b32",
+            "bar.warp.sync",
+            "membar.",
+            "max.f32",
+            "mul.lo.u32",
         ] {
             assert!(l.text.contains(needle), "{arch}: no {needle}");
         }
@@ -429,6 +437,20 @@ fn refusals_are_errors_naming_the_cause() {
     let e = ptx::lower(&print, 0, "sm_90").expect_err("print");
     assert!(e.message.contains("`print`"), "{e}");
     assert_eq!(e.kernel, "t.K.k");
+
+    // @Wave(width = N): only the warp width 32 (XPU §8.2).
+    let wave = |n| {
+        k(
+            vec![
+                Instr::new(Op::KernelAttr, 0, KernelAttrs::WAVE_WIDTH, n),
+                ret,
+            ],
+            vec![],
+        )
+    };
+    let e = ptx::lower(&wave(16), 0, "sm_90").expect_err("wave 16");
+    assert!(e.message.contains("@Wave(width = 16)"), "{e}");
+    assert!(ptx::lower(&wave(32), 0, "sm_90").is_ok());
 
     let host = Module {
         functions: vec![function("t.K.h", FnKind::Host, 0, vec![], vec![ret])],

@@ -195,3 +195,54 @@ impl Module {
             .map(|i| i as u32)
     }
 }
+
+/// The XPU §3.1 annotations of a kernel (`@Wave`, `@Occupancy`, `@FastMath`), recorded as the
+/// kernel's leading `kattr` instructions (V-KATTR) so that the function layout stays unchanged.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct KernelAttrs {
+    /// `@Wave(width = N)`: the wave width the kernel requires.
+    pub wave_width: Option<u32>,
+    /// `@Occupancy(maxThreads = N)`: a launch with a larger block is refused.
+    pub max_threads: Option<u32>,
+    /// `@FastMath`: the backend may contract, reassociate and approximate.
+    pub fast_math: bool,
+}
+
+impl KernelAttrs {
+    /// `kattr` attribute selector of `@Wave(width = N)`.
+    pub const WAVE_WIDTH: u16 = 0;
+    /// `kattr` attribute selector of `@Occupancy(maxThreads = N)`.
+    pub const MAX_THREADS: u16 = 1;
+    /// `kattr` attribute selector of `@FastMath`.
+    pub const FAST_MATH: u16 = 2;
+
+    /// The attributes a function declares (all absent for a function without `kattr`).
+    pub fn of(f: &Function) -> KernelAttrs {
+        let mut a = KernelAttrs::default();
+        for i in f.code.iter().take_while(|i| i.op == crate::Op::KernelAttr) {
+            match i.b {
+                Self::WAVE_WIDTH => a.wave_width = Some(u32::from(i.c)),
+                Self::MAX_THREADS => a.max_threads = Some(u32::from(i.c)),
+                Self::FAST_MATH => a.fast_math = true,
+                _ => {}
+            }
+        }
+        a
+    }
+
+    /// Checks one `kattr` operand pair (the V-KATTR value rule).
+    ///
+    /// # Errors
+    /// Why the attribute or its value is not valid.
+    pub fn check(attr: u16, value: u16) -> Result<(), &'static str> {
+        match attr {
+            Self::WAVE_WIDTH if value.is_power_of_two() && value <= 64 => Ok(()),
+            Self::WAVE_WIDTH => Err("a wave width must be a power of two from 1 to 64"),
+            Self::MAX_THREADS if value >= 1 => Ok(()),
+            Self::MAX_THREADS => Err("maxThreads must be at least 1"),
+            Self::FAST_MATH if value == 1 => Ok(()),
+            Self::FAST_MATH => Err("FastMath takes the value 1"),
+            _ => Err("unknown kernel attribute"),
+        }
+    }
+}

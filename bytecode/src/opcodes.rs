@@ -664,6 +664,24 @@ macro_rules! for_each_opcode {
         AtomicCasU32       "atom.cas.u32"       [Dst(T_U32), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; if old == r[a] then element := r[a+1] (same type, V-DEVMEM); r[a] := old (device only); XPU-E-BOUNDS";
         AtomicCasI64       "atom.cas.i64"       [Dst(T_I64), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; if old == r[a] then element := r[a+1] (same type, V-DEVMEM); r[a] := old (device only); XPU-E-BOUNDS";
         AtomicCasU64       "atom.cas.u64"       [Dst(T_U64), Src(DEVMEM), Src(T_I64)] "atomically: old := element r[c] of r[b]; if old == r[a] then element := r[a+1] (same type, V-DEVMEM); r[a] := old (device only); XPU-E-BOUNDS";
+        WaveMaxU32         "wave.max.u32"       [Dst(T_U32), Src(T_U32), N] "r[a] := unsigned maximum of r[b] over the wave's active lanes, the same in every lane (Wave.reduceMax; a wave collective; device only)";
+        WaveMinU32         "wave.min.u32"       [Dst(T_U32), Src(T_U32), N] "r[a] := unsigned minimum of r[b] over the wave's active lanes (Wave.reduceMin; a wave collective; device only)";
+        WaveAndU32         "wave.and.u32"       [Dst(T_U32), Src(T_U32), N] "r[a] := bitwise and of r[b] over the wave's active lanes (Wave.reduceAnd; a wave collective; device only)";
+        WaveOrU32          "wave.or.u32"        [Dst(T_U32), Src(T_U32), N] "r[a] := bitwise or of r[b] over the wave's active lanes (Wave.reduceOr; a wave collective; device only)";
+        WaveXorU32         "wave.xor.u32"       [Dst(T_U32), Src(T_U32), N] "r[a] := bitwise xor of r[b] over the wave's active lanes (Wave.reduceXor; a wave collective; device only)";
+        WaveMaxF32         "wave.max.f32"       [Dst(T_F32), Src(T_F32), N] "r[a] := butterfly maxNum of r[b] over the wave (XPU §5.3: inactive lanes count -inf; a NaN operand yields the other), the same in every lane (Wave.reduceMaxF32; a wave collective; device only)";
+        WaveScanAddU32     "wave.scanadd.u32"   [Dst(T_U32), Src(T_U32), N] "r[a] := wrapping sum of r[b] over the active lanes of lower lane id, 0 in the first (Wave.prefixSum, exclusive; a wave collective; device only)";
+        WaveScanMulU32     "wave.scanmul.u32"   [Dst(T_U32), Src(T_U32), N] "r[a] := wrapping product of r[b] over the active lanes of lower lane id, 1 in the first (Wave.prefixProduct, exclusive; a wave collective; device only)";
+        WaveShflU32        "wave.shfl.u32"      [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] of lane r[c] mod W (Wave.shuffleSync; a wave collective; an inactive source lane is XPU-E-DIVERGENT on cpu; device only)";
+        WaveRotU32         "wave.rot.u32"       [Dst(T_U32), Src(T_U32), Src(T_U32)] "r[a] := r[b] of lane (laneId + r[c]) mod W (Wave.rotate; a wave collective; an inactive source lane is XPU-E-DIVERGENT on cpu; device only)";
+        WaveBallot         "wave.ballot"        [Dst(T_U64), Src(T_BOOL), N] "r[a] := bit i set iff lane i is active and r[b] holds there (Wave.ballotSync; a wave collective; device only)";
+        WaveBarrier        "wave.barrier"       [N, N, N] "Barrier.wave(): rendezvous of the wave's lanes, making their earlier buffer and shared writes visible to each other (device only); XPU-E-DIVERGENT";
+        Fence              "fence"              [N, Imm16, N] "memory fence of scope b (0 workgroup, 1 device) ordering the item's own accesses, no rendezvous (Barrier.workgroupMemory/deviceMemory; device only)";
+        KernelAttr         "kattr"              [N, Imm16, Imm16] "kernel attribute b has value c: 0 @Wave width, 1 @Occupancy maxThreads (65535: no smaller limit), 2 @FastMath (c = 1); only among a kernel's leading instructions (V-KATTR); does nothing when executed";
+        DeviceQuery        "device.query"       [Special, Imm16, N] "r[a] := Device query b (a device touch): 0 waveSize() int32, 1 memoryBytes() int64, 2 multiprocessorCount() int32, 3 integrated() boolean, 4 launchFailures() int64, 5 cpuWorkerCap() int32 (V-DEVQUERY: r[a] has that type)";
+        DeviceSupports     "device.supports"    [Dst(T_BOOL), Src(T_I32), N] "r[a] := Device.supports(Capability ordinal r[b]) (a device touch; false for an unknown ordinal)";
+        DeviceKernelOk     "device.kernelok"    [Dst(T_BOOL), Src(T_STR), N] "r[a] := Device.kernelAvailable(r[b]): a kernel of the module named r[b] (simple, Class.k or qualified name) that the active backend can run (a device touch); E-NULL";
+        DeviceSetWorkers   "device.setworkers"  [Src(T_I32), N, N] "Device.setCpuWorkerCap(r[a]): cap on cpu worker threads, 0 or negative = one per core (no effect on other backends; not a device touch)";
         }
     };
 }
@@ -719,8 +737,10 @@ impl Op {
     /// True for operations that exist only in device code (kernels and `@Device` functions).
     pub fn is_device_only(self) -> bool {
         let m = self.mnemonic();
-        matches!(self, Op::Geom | Op::Barrier | Op::SharedRef)
-            || m.starts_with("wave.")
+        matches!(
+            self,
+            Op::Geom | Op::Barrier | Op::SharedRef | Op::Fence | Op::KernelAttr
+        ) || m.starts_with("wave.")
             || m.starts_with("ld.")
             || m.starts_with("st.")
             || m.starts_with("atom.")

@@ -86,6 +86,12 @@
 //! - **V-SHARED**: `shared.ref a b`: `b < shared.len()` and `regs[a] == Shared(shared[b].elem)`;
 //!   every shared declaration has a numeric element and `len > 0`, and only kernels have any.
 //! - **V-GEOM**: `geom a b`: `b < 17`.
+//! - **V-DEVQUERY**: `device.query a b`: `b < 6` and `regs[a]` is the query's type (int32,
+//!   int64 or boolean, see the opcode table).
+//! - **V-FENCE**: `fence a b`: `b < 2` (workgroup or device scope).
+//! - **V-KATTR**: `kattr a b c` appears only in a kernel, before any other instruction, with a
+//!   known attribute `b` (see [`crate::KernelAttrs`]) and a valid value: a wave width a power of
+//!   two 1…64, `maxThreads` ≥ 1, `FastMath` 1.
 //! - **V-FORMAT**: `str.format a b c`: `regs[c] == String[]` and `regs[c+1] == float64[]`.
 //! - **V-LAUNCH**: `launch a b`: `functions[b]` is a kernel and `regs[a..]` are `KernelStream`,
 //!   seven `int64` (grid x/y/z, block x/y/z, shared bytes), then the kernel's parameter types.
@@ -285,7 +291,18 @@ fn has_rule(op: Op) -> bool {
                 | Launch
                 | SharedRef
                 | Format
+                | DeviceQuery
         )
+}
+
+/// The result type of `device.query` selector `sel`, if it is one.
+pub fn device_query_type(sel: u16) -> Option<Scalar> {
+    match sel {
+        0 | 2 | 5 => Some(Scalar::I32),
+        1 | 4 => Some(Scalar::I64),
+        3 => Some(Scalar::Bool),
+        _ => None,
+    }
 }
 
 /// True if the operand occupies `b` and `c` together (a 32-bit `bc`).
@@ -807,6 +824,31 @@ impl FnVerifier<'_, '_> {
             }
             Op::Geom if i.b >= 17 => {
                 Err(self.err("V-GEOM", pc, format!("unknown geometry selector {}", i.b)))
+            }
+            Op::DeviceQuery => {
+                let Some(t) = device_query_type(i.b) else {
+                    return Err(self.err(
+                        "V-DEVQUERY",
+                        pc,
+                        format!("unknown device query {}", i.b),
+                    ));
+                };
+                self.reg_is(pc, i.a, Type::Scalar(t), "V-DEVQUERY", "result")
+            }
+            Op::Fence if i.b >= 2 => {
+                Err(self.err("V-FENCE", pc, format!("unknown fence scope {}", i.b)))
+            }
+            Op::KernelAttr => {
+                let leading = f.code[..pc as usize].iter().all(|p| p.op == Op::KernelAttr);
+                if f.kind != FnKind::Kernel || !leading {
+                    return Err(self.err(
+                        "V-KATTR",
+                        pc,
+                        "a kernel attribute outside a kernel's leading instructions".into(),
+                    ));
+                }
+                crate::KernelAttrs::check(i.b, i.c)
+                    .map_err(|why| self.err("V-KATTR", pc, why.into()))
             }
             Op::Launch => {
                 // V-LAUNCH: a kernel, and a window of stream, 7 int64 and the kernel's parameters.

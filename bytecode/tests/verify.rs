@@ -715,3 +715,88 @@ fn v_devmem_compare_exchange_desired_register() {
     verify(&cas(I32)).unwrap();
     rejects(&cas(Type::Scalar(Scalar::U32)), "V-DEVMEM");
 }
+
+/// The sample kernel with `code` before a `retvoid`.
+fn kernel_code(code: Vec<Instr>) -> Module {
+    sample_with(|m| {
+        let f = &mut m.functions[F_KERNEL as usize];
+        f.code = code;
+        f.code.push(i(Op::RetVoid, 0, 0, 0));
+        f.lines.clear();
+        f.regions.clear();
+        f.locals.clear();
+        f.shared.clear();
+    })
+}
+
+#[test]
+fn v_kattr() {
+    let wave = |n| i(Op::KernelAttr, 0, KernelAttrs::WAVE_WIDTH, n);
+    let m = kernel_code(vec![
+        wave(16),
+        i(Op::KernelAttr, 0, KernelAttrs::MAX_THREADS, 64),
+        i(Op::KernelAttr, 0, KernelAttrs::FAST_MATH, 1),
+    ]);
+    verify(&m).unwrap();
+    let attrs = KernelAttrs::of(&m.functions[F_KERNEL as usize]);
+    assert_eq!(
+        attrs,
+        KernelAttrs {
+            wave_width: Some(16),
+            max_threads: Some(64),
+            fast_math: true
+        }
+    );
+    // Widths that are not powers of two 1..64, unknown attributes, bad values.
+    for bad in [0, 3, 128] {
+        rejects(&kernel_code(vec![wave(bad)]), "V-KATTR");
+    }
+    rejects(
+        &kernel_code(vec![i(Op::KernelAttr, 0, KernelAttrs::MAX_THREADS, 0)]),
+        "V-KATTR",
+    );
+    rejects(
+        &kernel_code(vec![i(Op::KernelAttr, 0, KernelAttrs::FAST_MATH, 2)]),
+        "V-KATTR",
+    );
+    rejects(&kernel_code(vec![i(Op::KernelAttr, 0, 9, 1)]), "V-KATTR");
+    // Only leading instructions of a kernel.
+    rejects(
+        &kernel_code(vec![i(Op::WaveBarrier, 0, 0, 0), wave(8)]),
+        "V-KATTR",
+    );
+    rejects(
+        &sample_with(|m| {
+            let f = &mut m.functions[F_HELPER as usize];
+            f.code.insert(0, wave(8));
+            f.lines.clear();
+            f.regions.clear();
+        }),
+        "V-KATTR",
+    );
+}
+
+#[test]
+fn v_fence() {
+    verify(&kernel_code(vec![
+        i(Op::Fence, 0, 0, 0),
+        i(Op::Fence, 0, 1, 0),
+    ]))
+    .unwrap();
+    rejects(&kernel_code(vec![i(Op::Fence, 0, 2, 0)]), "V-FENCE");
+}
+
+#[test]
+fn v_devquery() {
+    let q = |a, sel| i(Op::DeviceQuery, a, sel, 0);
+    // r0 int32, r1 int64, r2 boolean.
+    let regs = vec![I32, Type::I64, BOOL];
+    verify(&body(
+        regs.clone(),
+        vec![q(0, 0), q(1, 1), q(0, 2), q(2, 3), q(1, 4), q(0, 5)],
+    ))
+    .unwrap();
+    rejects(&body(regs.clone(), vec![q(1, 0)]), "V-DEVQUERY");
+    rejects(&body(regs.clone(), vec![q(0, 3)]), "V-DEVQUERY");
+    rejects(&body(regs, vec![q(0, 6)]), "V-DEVQUERY");
+}

@@ -54,6 +54,8 @@ pub(crate) struct XpuState {
     poison: bool,
     /// The handle of the default-stream object (0 until `KernelStream.current()` first runs).
     default_stream: u64,
+    /// `Device.setCpuWorkerCap(n)` seen before the first device touch (applied at it).
+    worker_cap: Option<usize>,
 }
 
 /// An xpu failure before the trace is attached.
@@ -203,6 +205,23 @@ fn exec_instr(vm: &mut Vm, base: usize, x: XInstr) -> Result<(), XErr> {
         XOp::StreamDestroy => vm.stream_destroy(base, a),
         XOp::DeviceForce => vm.device_force(base, a),
         XOp::DeviceBackend => vm.device_backend(base, a),
+        XOp::DeviceQuery => vm.device_query(base, a, b),
+        XOp::DeviceSupports => {
+            let cap = vm.reg(base, usize::from(b)) as i64 as i32;
+            let yes = vm.device()?.supports(cap);
+            vm.set_reg(base, a, u64::from(yes));
+            Ok(())
+        }
+        XOp::DeviceKernelOk => vm.device_kernel_ok(base, a, b),
+        XOp::DeviceSetWorkers => {
+            // Not a device touch: before one, the cap waits for the backend's selection.
+            let cap = usize::try_from(vm.reg(base, usize::from(a)) as i64).unwrap_or(0);
+            match vm.xpu.backend.as_ref() {
+                Some(backend) => backend.set_worker_cap(cap),
+                None => vm.xpu.worker_cap = Some(cap),
+            }
+            Ok(())
+        }
         XOp::Launch => vm.launch(base, a, b),
         other => Err(err(
             ErrorCode::Call,
@@ -266,6 +285,9 @@ impl Vm {
             create_backend("auto", "")?
         };
         self.xpu.poison = std::env::var("CAJETA_XPU_POISON").is_ok_and(|v| v == "1");
+        if let Some(cap) = self.xpu.worker_cap.take() {
+            backend.set_worker_cap(cap);
+        }
         self.xpu.backend = Some(Arc::clone(&backend));
         Ok(backend)
     }
@@ -699,6 +721,52 @@ impl Vm {
         Ok(())
     }
 
+    /// `device.query a b`: the `Device` query `b` (XPU §2.10) into `r[a]`.
+    fn device_query(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
+        let backend = self.device()?;
+        let v: u64 = match b {
+            0 => u64::from(backend.capabilities().wave_width),
+            1 => backend.memory_bytes() as u64,
+            2 => backend.compute_units() as i64 as u64,
+            3 => u64::from(backend.capabilities().device_memory_host_accessible),
+            // A refused launch ends the program until exceptions exist (T3), so a program
+            // that is still running has seen none.
+            4 => 0,
+            5 => backend.worker_cap() as u64,
+            _ => {
+                return Err(err(
+                    ErrorCode::Call,
+                    format!("unknown device query {b} (the module was not verified)"),
+                ))
+            }
+        };
+        self.set_reg(base, a, v);
+        Ok(())
+    }
+
+    /// `device.kernelok a b`: whether the module has a kernel named `r[b]` (simple,
+    /// `Class.k` or qualified name) that the active backend can run.
+    fn device_kernel_ok(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
+        let h = self.reg(base, usize::from(b));
+        let Some(name) = self.heap.str(h).map(str::to_string) else {
+            return Err(err(
+                ErrorCode::Null,
+                "null reference: Device.kernelAvailable(null)",
+            ));
+        };
+        let backend = self.device()?;
+        let module = Arc::clone(&self.module);
+        let found = module.functions.iter().position(|f| {
+            f.kind == cajeta_bytecode::FnKind::Kernel
+                && (f.name == name
+                    || f.name.ends_with(&format!(".{name}"))
+                    || f.simple_name() == name)
+        });
+        let ok = found.is_some_and(|k| backend.kernel_available(&module, k as u32));
+        self.set_reg(base, a, u64::from(ok));
+        Ok(())
+    }
+
     /// `launch a b`: kernel `F[b]` with the window at `r[a]` (stream, grid x/y/z, block x/y/z,
     /// shared bytes, then the kernel's parameters), per XPU §3.4's run-time steps.
     fn launch(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
@@ -1014,6 +1082,14 @@ fn check_geometry(
             "block of {items} items exceeds the limit {}",
             caps.max_items
         ));
+    }
+    // `@Occupancy(maxThreads = N)` (XPU §3.1).
+    if let Some(max) = cajeta_bytecode::KernelAttrs::of(k).max_threads {
+        if items > u64::from(max) {
+            return Err(format!(
+                "block of {items} items exceeds @Occupancy(maxThreads = {max})"
+            ));
+        }
     }
     for i in 0..3 {
         if grid[i] > caps.max_grid[i] {

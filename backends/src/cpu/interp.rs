@@ -832,15 +832,30 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
                     pc: (pc - 1) as u32
                 }
             ),
-            Op::WaveSumU32 | Op::WaveSumF32 => {
-                if a >= regs.len() {
+            Op::WaveSumU32
+            | Op::WaveSumF32
+            | Op::WaveMaxU32
+            | Op::WaveMinU32
+            | Op::WaveAndU32
+            | Op::WaveOrU32
+            | Op::WaveXorU32
+            | Op::WaveMaxF32
+            | Op::WaveScanAddU32
+            | Op::WaveScanMulU32
+            | Op::WaveShflU32
+            | Op::WaveRotU32
+            | Op::WaveBallot
+            | Op::WaveBarrier => {
+                let Some(op) = WaveOp::of(ins.op) else {
+                    fault!(FaultKind::Internal("unknown wave collective"));
+                };
+                if a >= regs.len() || b >= regs.len() || c >= regs.len() {
                     fault!(FaultKind::Internal("register outside the frame"));
                 }
-                let value = regs[b];
-                let op = if ins.op == Op::WaveSumU32 {
-                    WaveOp::SumU32
-                } else {
-                    WaveOp::SumF32
+                // Shuffle and rotate carry their lane operand in the cell's high half.
+                let value = match op {
+                    WaveOp::Shuffle | WaveOp::Rotate => regs[b] | regs[c] << 32,
+                    _ => regs[b],
                 };
                 stop!(
                     pc,
@@ -853,6 +868,9 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
                     }
                 )
             }
+            // Fences order the item's own accesses, which the lane scheduler already runs in
+            // program order; kernel attributes act at launch.
+            Op::Fence | Op::KernelAttr => {}
             Op::SharedRef => regs[a] = env.nbuf + b as u64,
             Op::DevGetI8 => ld!(at8, u8, x => x as i8 as i64 as u64),
             Op::DevGetU8 => ld!(at8, u8, x => u64::from(x)),

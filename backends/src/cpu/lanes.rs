@@ -439,7 +439,8 @@ fn switching(
                 waves[k].live -= 1;
                 // The returned item may be the last member a rendezvous waited for.
                 if waves[k].collective.is_some() && waves[k].arrived == waves[k].live {
-                    complete_collective(items, status, &mut waves[k], k * w, w);
+                    complete_collective(items, status, &mut waves[k], k * w, w)
+                        .map_err(|(j, site)| divergent(l, env, &items[j], site, true))?;
                     cur = cur.min(k * w);
                 }
                 if barrier.is_some() && at_barrier == live {
@@ -481,7 +482,8 @@ fn switching(
                 ws.arrived += 1;
                 status[i] = Status::AtCollective(value);
                 if ws.arrived == ws.live {
-                    complete_collective(items, status, ws, k * w, w);
+                    complete_collective(items, status, ws, k * w, w)
+                        .map_err(|(j, site)| divergent(l, env, &items[j], site, true))?;
                     cur = cur.min(k * w);
                 }
             }
@@ -539,15 +541,18 @@ fn release_barrier(
 
 /// Completes the collective wave `ws` (lanes `first..first + w`) waits at: computes it over the
 /// waiting members (the active lanes), writes each member's result and makes it runnable.
+///
+/// # Errors
+/// The item (index in `items`) that read an inactive lane, and the collective's site.
 fn complete_collective(
     items: &mut [Item],
     status: &mut [Status],
     ws: &mut WaveState,
     first: usize,
     w: usize,
-) {
+) -> Result<(), (usize, Site)> {
     let Some(p) = ws.collective.take() else {
-        return;
+        return Ok(());
     };
     ws.arrived = 0;
     let end = (first + w).min(status.len()).min(items.len());
@@ -559,17 +564,20 @@ fn complete_collective(
     }
     let mut out = [0u64; MAX_WAVE];
     // Missing lanes of a partial wave stay inactive (None).
-    wave::reduce(p.op, &lanes[..w], &mut out[..w]);
+    wave::reduce(p.op, &lanes[..w], &mut out[..w]).map_err(|j| (first + j, p.site))?;
     for ((it, st), &v) in items[first..end]
         .iter_mut()
         .zip(&mut status[first..end])
         .zip(&out)
     {
         if matches!(st, Status::AtCollective(_)) {
-            it.set_reg(p.dst, v);
+            if p.op.has_result() {
+                it.set_reg(p.dst, v);
+            }
             *st = Status::Runnable;
         }
     }
+    Ok(())
 }
 
 /// The source name of register `reg` of function `func` (`r<reg>` if it has none).

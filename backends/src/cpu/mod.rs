@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use cajeta_bytecode::{Function, Module, Scalar, Type};
+use cajeta_bytecode::{Function, KernelAttrs, Module, Scalar, Type};
 
 use crate::{
     Backend, Capabilities, Dims, KernelArg, KernelFault, LaunchError, MemStats, MemoryKind,
@@ -424,7 +424,8 @@ impl Backend for CpuBackend {
             block: dims.block,
             frame: &params,
             bufs: &views,
-            wave: WAVE_WIDTH,
+            // `@Wave(width = N)` (XPU §8.2); V-KATTR keeps N a power of two 1…64.
+            wave: KernelAttrs::of(kf).wave_width.unwrap_or(WAVE_WIDTH),
             workers: self.workers(),
             serial: self.serial,
             compiled: compiled.as_deref(),
@@ -450,6 +451,40 @@ impl Backend for CpuBackend {
     fn mem_stats(&self) -> MemStats {
         self.acct.snapshot()
     }
+
+    /// The host's memory: `cpu` storage is plain host memory.
+    fn memory_bytes(&self) -> i64 {
+        host_memory_bytes().unwrap_or(0)
+    }
+
+    fn compute_units(&self) -> i32 {
+        i32::try_from(self.workers()).unwrap_or(i32::MAX)
+    }
+
+    /// `CoopMatrixBf16F32Acc` (2) and `AtomicInt64` (3), XPU §2.10.
+    fn supports(&self, cap: i32) -> bool {
+        matches!(cap, 2 | 3)
+    }
+
+    fn kernel_available(&self, module: &Arc<Module>, kernel: u32) -> bool {
+        plan::plan(module, kernel).is_ok()
+    }
+
+    fn set_worker_cap(&self, cap: usize) {
+        CpuBackend::set_worker_cap(self, cap);
+    }
+
+    fn worker_cap(&self) -> usize {
+        CpuBackend::worker_cap(self)
+    }
+}
+
+/// `MemTotal` of `/proc/meminfo` in bytes, where the system has one.
+fn host_memory_bytes() -> Option<i64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 #[cfg(test)]

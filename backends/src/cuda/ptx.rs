@@ -182,6 +182,14 @@ pub fn lower(module: &Module, kernel: u32, arch: &str) -> Result<Lowered, LowerE
             "architecture {arch} is not supported (sm_70 or newer: independent thread scheduling)"
         )));
     }
+    // `@Wave(width = N)`: a CUDA wave is a warp (XPU §8.2).
+    if let Some(w) = cajeta_bytecode::KernelAttrs::of(kf).wave_width {
+        if w != WAVE_WIDTH {
+            return Err(err(format!(
+                "@Wave(width = {w}) is not supported (CUDA waves are {WAVE_WIDTH} lanes)"
+            )));
+        }
+    }
     let mut e = Emitter {
         m: module,
         sm,
@@ -644,6 +652,47 @@ impl Emitter<'_> {
             }
             Op::WaveSumU32 => self.wave_sum(&a, &b, false),
             Op::WaveSumF32 => self.wave_sum(&a, &b, true),
+            Op::WaveMaxU32 => self.wave_reduce(&a, &b, "max.u32", "0", "max.u32"),
+            Op::WaveMinU32 => self.wave_reduce(&a, &b, "min.u32", "0xFFFFFFFF", "min.u32"),
+            Op::WaveAndU32 => self.wave_reduce(&a, &b, "and.b32", "0xFFFFFFFF", "and.b32"),
+            Op::WaveOrU32 => self.wave_reduce(&a, &b, "or.b32", "0", "or.b32"),
+            Op::WaveXorU32 => self.wave_reduce(&a, &b, "xor.b32", "0", "xor.b32"),
+            Op::WaveMaxF32 => self.wave_reduce(&a, &b, "", "0fFF800000", "max.f32"),
+            Op::WaveScanAddU32 => self.wave_scan(&a, &b, "add.u32", "0"),
+            Op::WaveScanMulU32 => self.wave_scan(&a, &b, "mul.lo.u32", "1"),
+            Op::WaveShflU32 | Op::WaveRotU32 => {
+                let (mask, src) = (self.tmp("b32"), self.tmp("b32"));
+                self.ins(format!("activemask.b32 {mask}"));
+                if ins.op == Op::WaveRotU32 {
+                    self.ins(format!("mov.u32 {src}, %laneid"));
+                    self.ins(format!("add.u32 {src}, {src}, {c}"));
+                    self.ins(format!("and.b32 {src}, {src}, 31"));
+                } else {
+                    self.ins(format!("and.b32 {src}, {c}, 31"));
+                }
+                self.ins(format!("shfl.sync.idx.b32 {a}, {b}, {src}, 31, {mask}"));
+            }
+            Op::WaveBallot => {
+                let (mask, bits) = (self.tmp("b32"), self.tmp("b32"));
+                let p = self.tmp("pred");
+                self.ins(format!("activemask.b32 {mask}"));
+                self.ins(format!("setp.ne.u32 {p}, {b}, 0"));
+                self.ins(format!("vote.sync.ballot.b32 {bits}, {p}, {mask}"));
+                self.ins(format!("cvt.u64.u32 {a}, {bits}"));
+            }
+            Op::WaveBarrier => {
+                let mask = self.tmp("b32");
+                self.ins(format!("activemask.b32 {mask}"));
+                self.ins(format!("bar.warp.sync {mask}"));
+            }
+            Op::Fence => self.ins(if ins.b == 0 {
+                "membar.cta"
+            } else {
+                "membar.gl"
+            }),
+            // Read at lowering (the wave width) or ignored (@Occupancy is checked at launch,
+            // @FastMath only permits).
+            Op::KernelAttr => {}
             Op::FmaF32 => self.ins(format!("fma.rn.f32 {a}, {a}, {b}, {c}")),
             Op::FmaF64 => self.ins(format!("fma.rn.f64 {a}, {a}, {b}, {c}")),
             Op::Math1F32 => self.math1(&a, &b, ins.c, false)?,
@@ -891,17 +940,26 @@ impl Emitter<'_> {
     /// `wave.sum.*`: the wrapping uint32 sum over the active lanes, or the float32 butterfly of
     /// XPU §5.3 emulated exactly for partial activity (see docs/notes/cuda.md).
     fn wave_sum(&mut self, d: &str, v: &str, float: bool) {
+        if float {
+            self.wave_reduce(d, v, "", "0f00000000", "add.rn.f32");
+        } else {
+            self.wave_reduce(d, v, "add.u32", "0", "add.u32");
+        }
+    }
+
+    /// A wave reduction over the active lanes: `redux.sync` where sm_80 has it (named by
+    /// `redux`, for order-independent integer operations), else the butterfly of XPU §5.3 with
+    /// `op` and `identity` for missing lanes; for `add.rn.f32` and `max.f32` this is exactly the
+    /// spec's float butterfly (PTX `max.f32` returns the non-NaN operand, as `maxNum`).
+    fn wave_reduce(&mut self, d: &str, v: &str, redux: &str, identity: &str, op: &str) {
         let mask = self.tmp("b32");
         self.ins(format!("activemask.b32 {mask}"));
-        if !float && self.sm >= 80 {
-            self.ins(format!("redux.sync.add.u32 {d}, {v}, {mask}"));
+        if !redux.is_empty() && self.sm >= 80 {
+            let (name, ty) = redux.split_once('.').unwrap_or((redux, "b32"));
+            self.ins(format!("redux.sync.{name}.{ty} {d}, {v}, {mask}"));
             return;
         }
-        let (ty, zero, add) = if float {
-            ("f32", "0f00000000", "add.rn.f32")
-        } else {
-            ("b32", "0", "add.u32")
-        };
+        let ty = if op.ends_with("f32") { "f32" } else { "b32" };
         let acc = self.tmp(ty);
         self.ins(format!("mov.{ty} {acc}, {v}"));
         let lane = self.tmp("b32");
@@ -918,7 +976,7 @@ impl Emitter<'_> {
         let mut dist = 1u32;
         while dist < WAVE_WIDTH {
             // After the steps below `dist`, every slot of a dist-aligned block holds the same
-            // value: read it from the block's highest active lane, +0.0 if it has none.
+            // value: read it from the block's highest active lane, the identity if it has none.
             self.ins(format!("xor.b32 {src}, {lane}, {dist}"));
             self.ins(format!("and.b32 {blk}, {src}, {}", 31 & !(dist - 1)));
             self.ins(format!("shl.b32 {bm}, {}, {blk}", (1u64 << dist) - 1));
@@ -926,11 +984,35 @@ impl Emitter<'_> {
             self.ins(format!("setp.ne.u32 {p}, {act}, 0"));
             self.ins(format!("bfind.u32 {hi}, {act}"));
             self.ins(format!("shfl.sync.idx.b32 {t}, {acc}, {hi}, 31, {mask}"));
-            self.ins(format!("selp.{ty} {t}, {t}, {zero}, {p}"));
-            self.ins(format!("{add} {acc}, {acc}, {t}"));
+            self.ins(format!("selp.{ty} {t}, {t}, {identity}, {p}"));
+            self.ins(format!("{op} {acc}, {acc}, {t}"));
             dist *= 2;
         }
         self.ins(format!("mov.{ty} {d}, {acc}"));
+    }
+
+    /// An exclusive scan over the active lanes of lower lane id (`Wave.prefixSum/Product`):
+    /// every lane reads every lane's value and keeps those of active lanes below it.
+    fn wave_scan(&mut self, d: &str, v: &str, op: &str, identity: &str) {
+        let (mask, lane, acc, t, bit) = (
+            self.tmp("b32"),
+            self.tmp("b32"),
+            self.tmp("b32"),
+            self.tmp("b32"),
+            self.tmp("b32"),
+        );
+        let (p, q) = (self.tmp("pred"), self.tmp("pred"));
+        self.ins(format!("activemask.b32 {mask}"));
+        self.ins(format!("mov.u32 {lane}, %laneid"));
+        self.ins(format!("mov.b32 {acc}, {identity}"));
+        for j in 0..WAVE_WIDTH {
+            self.ins(format!("shfl.sync.idx.b32 {t}, {v}, {j}, 31, {mask}"));
+            self.ins(format!("and.b32 {bit}, {mask}, {}", 1u64 << j));
+            self.ins(format!("setp.ne.u32 {p}, {bit}, 0"));
+            self.ins(format!("setp.gt.and.u32 {q}, {lane}, {j}, {p}"));
+            self.ins(format!("@{q} {op} {acc}, {acc}, {t}"));
+        }
+        self.ins(format!("mov.b32 {d}, {acc}"));
     }
 
     fn math1(&mut self, d: &str, x: &str, sel: u16, f64_: bool) -> R<()> {

@@ -148,6 +148,8 @@ pub fn valid_instr(op: Op, regs: &mut Regs, pc: u32) -> Option<Instr> {
             c = regs.of(Type::Object(C_POINT));
         }
         Op::GetStatic | Op::SetStatic => a = regs.of(Type::I32),
+        // Selector 3 (`integrated()`) is a boolean query.
+        Op::DeviceQuery => a = regs.of(Type::BOOL),
         Op::ArrGetRef => {
             a = regs.of(Type::Str);
             b = regs.of(Type::Array(Elem::Str));
@@ -365,6 +367,10 @@ pub fn sample_module() -> Module {
     let mut kregs = Regs::new(&[Type::Buffer(Scalar::F32), Type::I32]);
     let mut kcode = vec![];
     let idx = kregs.of(Type::I64);
+    // Kernel attributes lead the code (V-KATTR).
+    kcode.push(Instr::new(Op::KernelAttr, 0, KernelAttrs::WAVE_WIDTH, 16));
+    kcode.push(Instr::new(Op::KernelAttr, 0, KernelAttrs::MAX_THREADS, 256));
+    kcode.push(Instr::new(Op::KernelAttr, 0, KernelAttrs::FAST_MATH, 1));
     for &op in Op::ALL.iter().filter(|op| op.is_device_only()) {
         let m = op.mnemonic();
         let elem = Scalar::ALL
@@ -373,7 +379,15 @@ pub fn sample_module() -> Module {
             .find(|s| m.ends_with(&format!(".{}", s.suffix())));
         let i = match (op, elem) {
             (Op::Geom, _) => Instr::new(op, kregs.of(Type::Scalar(Scalar::U32)), 16, 0),
-            (Op::Barrier, _) => Instr::new(op, 0, 0, 0),
+            (Op::Barrier | Op::WaveBarrier, _) => Instr::new(op, 0, 0, 0),
+            (Op::KernelAttr, _) => continue,
+            (Op::Fence, _) => Instr::new(op, 0, 1, 0),
+            (Op::WaveBallot, _) => Instr::new(
+                op,
+                kregs.of(Type::Scalar(Scalar::U64)),
+                kregs.of(Type::BOOL),
+                0,
+            ),
             (Op::SharedRef, _) => Instr::new(op, kregs.of(Type::Shared(Scalar::F32)), 0, 0),
             (_, Some(e)) if m.starts_with("st.") => Instr::new(
                 op,
@@ -389,7 +403,8 @@ pub fn sample_module() -> Module {
             }
             (_, Some(e)) if m.starts_with("wave.") => {
                 let r = kregs.of(Type::Scalar(e));
-                Instr::new(op, r, r, 0)
+                let c = if op.operands()[2] == Operand::N { 0 } else { r };
+                Instr::new(op, r, r, c)
             }
             (_, Some(e)) => Instr::new(
                 op,

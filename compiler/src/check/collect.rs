@@ -265,6 +265,7 @@ impl Program {
             LibClass::KernelStream => no_args(Ty::Stream),
             LibClass::MemoryKind => no_args(Ty::Enum(super::ty::EnumTy::MemoryKind)),
             LibClass::MemoryOrder => no_args(Ty::Enum(super::ty::EnumTy::MemoryOrder)),
+            LibClass::Capability => no_args(Ty::Enum(super::ty::EnumTy::Capability)),
             LibClass::Shared => {
                 let [TypeArg::Type(e)] = args else {
                     return Err(Diag::error(
@@ -964,6 +965,11 @@ fn device_signature_errors(
         "a @Device function"
     };
     let mut out = vec![];
+    if kind == FnKind::Kernel {
+        if let Err(e) = super::xpu_t2::kernel_attrs(&md.annotations) {
+            out.extend(e);
+        }
+    }
     if !md.modifiers.is_static {
         out.push(Diag::error(
             code,

@@ -2215,6 +2215,7 @@ impl FnBuilder<'_> {
         let e = match lib {
             LibClass::MemoryKind => Some(ty::EnumTy::MemoryKind),
             LibClass::MemoryOrder => Some(ty::EnumTy::MemoryOrder),
+            LibClass::Capability => Some(ty::EnumTy::Capability),
             _ => None,
         };
         if let Some(e) = e {

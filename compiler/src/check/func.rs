@@ -373,6 +373,17 @@ impl<'a> FnBuilder<'a> {
                 if let crate::ast::Member::Method(md) = &self.units[u].classes[c].members[m] {
                     let body = md.body.clone();
                     self.set_pos(body.span);
+                    // A kernel's annotations lead its code (V-KATTR); malformed ones were
+                    // reported with the signature.
+                    if sig
+                        .as_ref()
+                        .is_some_and(|s| s.kind == cajeta_bytecode::FnKind::Kernel)
+                    {
+                        let attrs = super::xpu_t2::kernel_attrs(&md.annotations);
+                        for (attr, value) in attrs.unwrap_or_default() {
+                            self.emit(Op::KernelAttr, 0, attr, value);
+                        }
+                    }
                     self.block_stmts(&body.stmts);
                     let close = Span {
                         start: body.span.end.saturating_sub(1),

@@ -10,6 +10,8 @@ pub enum EnumTy {
     MemoryKind,
     /// `MemoryOrder { Relaxed, Acquire, Release, AcqRel, SeqCst }`.
     MemoryOrder,
+    /// `Capability { RayQueryNative, RayQueryRtCore, CoopMatrixBf16F32Acc, AtomicInt64 }` (T2).
+    Capability,
 }
 
 impl EnumTy {
@@ -18,6 +20,12 @@ impl EnumTy {
         match self {
             EnumTy::MemoryKind => &["Device", "Pinned", "Unified"],
             EnumTy::MemoryOrder => &["Relaxed", "Acquire", "Release", "AcqRel", "SeqCst"],
+            EnumTy::Capability => &[
+                "RayQueryNative",
+                "RayQueryRtCore",
+                "CoopMatrixBf16F32Acc",
+                "AtomicInt64",
+            ],
         }
     }
 
@@ -26,6 +34,7 @@ impl EnumTy {
         match self {
             EnumTy::MemoryKind => "MemoryKind",
             EnumTy::MemoryOrder => "MemoryOrder",
+            EnumTy::Capability => "Capability",
         }
     }
 }

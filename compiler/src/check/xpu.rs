@@ -57,7 +57,7 @@ pub fn param_types(fb: &FnBuilder<'_>, sig: &MethodSig) -> Vec<Type> {
 }
 
 impl FnBuilder<'_> {
-    fn void() -> Val {
+    pub(super) fn void() -> Val {
         Val {
             ty: Ty::Void,
             loc: Loc::None,
@@ -256,14 +256,18 @@ impl FnBuilder<'_> {
                         let d = self.def(Op::DeviceBackend, Type::Str, 0, 0);
                         Val::reg(Ty::Str, d)
                     }
-                    _ => {
-                        self.error(
-                            code::NOT_IMPLEMENTED,
-                            name.span,
-                            format!("Device.{n} is not implemented yet"),
-                        );
-                        Val::error()
-                    }
+                    _ => match self.device_query_call(n, args, span) {
+                        Some(v) => v,
+                        None => {
+                            let _ = self.eval_args(args);
+                            self.error(
+                                code::UNRESOLVED_METHOD,
+                                name.span,
+                                format!("Device has no method '{n}'"),
+                            );
+                            Val::error()
+                        }
+                    },
                 }
             }
             LibClass::KernelThread | LibClass::Workgroup => {
@@ -339,15 +343,18 @@ impl FnBuilder<'_> {
                         let d = self.def(op, Type::Scalar(t), r, 0);
                         Val::reg(Ty::Prim(t), d)
                     }
-                    _ => {
-                        let _ = self.eval_args(args);
-                        self.error(
-                            code::NOT_IMPLEMENTED,
-                            name.span,
-                            format!("Wave.{n} is not implemented yet (T2)"),
-                        );
-                        Val::error()
-                    }
+                    _ => match self.wave_t2_call(n, args, span) {
+                        Some(v) => v,
+                        None => {
+                            let _ = self.eval_args(args);
+                            self.error(
+                                code::UNRESOLVED_METHOD,
+                                name.span,
+                                format!("Wave has no member '{n}'"),
+                            );
+                            Val::error()
+                        }
+                    },
                 }
             }
             LibClass::Barrier => {
@@ -362,10 +369,28 @@ impl FnBuilder<'_> {
                         self.set_pos(span);
                         self.emit(Op::Barrier, 0, 0, 0);
                     }
-                    // Fences order the caller's own accesses; every backend we run today
-                    // executes a workgroup's memory accesses in program order, so they are no-ops.
+                    "wave" => {
+                        if !self.expect_args(args, 0, "Barrier.wave", span) {
+                            return Some(Val::error());
+                        }
+                        self.set_pos(span);
+                        self.emit(Op::WaveBarrier, 0, 0, 0);
+                    }
+                    // Fences order the caller's own accesses (no rendezvous); the optional
+                    // order must be a `MemoryOrder` constant. Every order fences fully.
                     "workgroupMemory" | "deviceMemory" => {
-                        let _ = self.eval_args(args);
+                        let what = format!("Barrier.{n}");
+                        if args.len() > 1 {
+                            let _ = self.expect_args(args, 1, &what, span);
+                            return Some(Val::error());
+                        }
+                        if let Some(o) = args.first() {
+                            if !self.memory_order_arg(o, &what) {
+                                return Some(Val::error());
+                            }
+                        }
+                        self.set_pos(span);
+                        self.emit(Op::Fence, 0, u16::from(n == "deviceMemory"), 0);
                     }
                     _ => {
                         self.error(

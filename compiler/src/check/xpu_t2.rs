@@ -7,7 +7,7 @@ use super::expr::typed_op;
 use super::func::{FnBuilder, Val};
 use super::ty::{EnumTy, Ty};
 use crate::ast::{Arg, ExprKind, Ident};
-use crate::diag::{code, Span};
+use crate::diag::{code, Diag, Span};
 use cajeta_bytecode::{Op, Scalar, Type};
 
 impl FnBuilder<'_> {
@@ -64,6 +64,34 @@ impl FnBuilder<'_> {
 }
 
 impl FnBuilder<'_> {
+    /// Checks that the evaluated argument `v` of `arg` is written as a `MemoryOrder` constant
+    /// (XPU §2.8), reporting `CAJETA_ERROR_TYPE_MISMATCH` for `what` otherwise.
+    fn check_memory_order(&mut self, arg: &Arg, v: &Val, what: &str) -> bool {
+        let o = &arg.value;
+        let constant = matches!(&o.kind, ExprKind::Field { target, .. }
+            if matches!(&target.kind, ExprKind::Name(id) if id.name == "MemoryOrder"));
+        if v.ty != Ty::Enum(EnumTy::MemoryOrder) || !constant {
+            if v.ty != Ty::Error {
+                self.error(
+                    code::TYPE_MISMATCH,
+                    o.span,
+                    format!("the memory order of {what} must be a MemoryOrder constant"),
+                );
+            }
+            return false;
+        }
+        true
+    }
+
+    /// Evaluates the optional order argument of a fence (`Barrier.workgroupMemory(o)`).
+    pub(super) fn memory_order_arg(&mut self, arg: &Arg, what: &str) -> bool {
+        let vals = self.eval_args(std::slice::from_ref(arg));
+        match vals.first() {
+            Some(v) => self.check_memory_order(arg, v, what),
+            None => false,
+        }
+    }
+
     /// `b.atomicOp(i, v[, o])` and `b.atomicCompareExchange(i, expected, desired[, o])` on a
     /// buffer or shared array (XPU §2.8): the element's old value. `o` must be written as a
     /// `MemoryOrder` constant; every order is accepted (the `cpu` backend is sequentially
@@ -124,18 +152,8 @@ impl FnBuilder<'_> {
         if vals.iter().any(|v| v.ty == Ty::Error) {
             return Val::error();
         }
-        if with_order {
-            let o = &args[operands].value;
-            let constant = matches!(&o.kind, ExprKind::Field { target, .. }
-                if matches!(&target.kind, ExprKind::Name(id) if id.name == "MemoryOrder"));
-            if vals[operands].ty != Ty::Enum(EnumTy::MemoryOrder) || !constant {
-                self.error(
-                    code::TYPE_MISMATCH,
-                    o.span,
-                    "the memory order of an atomic must be a MemoryOrder constant",
-                );
-                return Val::error();
-            }
+        if with_order && !self.check_memory_order(&args[operands], &vals[operands], "an atomic") {
+            return Val::error();
         }
         let Some(base) = self.materialize(recv) else {
             return Val::error();
@@ -163,5 +181,191 @@ impl FnBuilder<'_> {
         self.set_pos(span);
         self.emit(op, d, base, idx);
         Val::reg(t, d)
+    }
+}
+
+/// The `kattr` operands (selector, value) of a kernel's `@Wave(width = N)`,
+/// `@Occupancy(maxThreads = N, …)` and `@FastMath` (XPU §3.1), or the `XPU-K01` errors of
+/// malformed ones: a width that is not a power of two 1…64, a `maxThreads` that is not an
+/// integer ≥ 1. Other `@Occupancy` elements are accepted and ignored.
+pub(super) fn kernel_attrs(anns: &[crate::ast::Annotation]) -> Result<Vec<(u16, u16)>, Vec<Diag>> {
+    use cajeta_bytecode::KernelAttrs;
+    let mut out = vec![];
+    let mut errors = vec![];
+    // An integer literal argument named `name` (or the unnamed `value=` one).
+    let int_arg = |a: &crate::ast::Annotation, name: &str| {
+        a.args
+            .iter()
+            .find(|x| x.name.as_ref().is_none_or(|n| n.name == name))
+            .map(|x| match &x.value.kind {
+                ExprKind::Int { value, .. } => Ok(*value),
+                _ => Err(x.value.span),
+            })
+    };
+    for a in anns {
+        match a.name.joined().as_str() {
+            "Wave" => match int_arg(a, "width") {
+                Some(Ok(n)) if n.is_power_of_two() && n <= 64 => {
+                    out.push((KernelAttrs::WAVE_WIDTH, n as u16));
+                }
+                Some(Ok(n)) => errors.push(Diag::error(
+                    code::XPU_K01,
+                    a.span,
+                    format!("@Wave width {n} is not a power of two from 1 to 64"),
+                )),
+                Some(Err(span)) => errors.push(Diag::error(
+                    code::XPU_K01,
+                    span,
+                    "@Wave width must be an integer constant",
+                )),
+                None => errors.push(Diag::error(code::XPU_K01, a.span, "@Wave needs width = N")),
+            },
+            "Occupancy" => match int_arg(a, "maxThreads") {
+                // Blocks never exceed 2^32 items; a limit beyond 65535 never refuses one on
+                // any backend (1024 items at most), so it is recorded as 65535.
+                Some(Ok(n)) if n >= 1 => {
+                    out.push((KernelAttrs::MAX_THREADS, n.min(65535) as u16));
+                }
+                Some(Ok(_)) => errors.push(Diag::error(
+                    code::XPU_K01,
+                    a.span,
+                    "@Occupancy maxThreads must be at least 1",
+                )),
+                Some(Err(span)) => errors.push(Diag::error(
+                    code::XPU_K01,
+                    span,
+                    "@Occupancy maxThreads must be an integer constant",
+                )),
+                None => {}
+            },
+            "FastMath" => out.push((KernelAttrs::FAST_MATH, 1)),
+            _ => {}
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+impl FnBuilder<'_> {
+    /// The T2 members of `Wave` (XPU §2.7): the integer and float reductions, the exclusive
+    /// scans, shuffle, rotate and ballot. Every one is a wave collective. `None` for any other
+    /// member.
+    pub(super) fn wave_t2_call(&mut self, n: &str, args: &[Arg], span: Span) -> Option<Val> {
+        let (u32t, f32t) = (Scalar::U32, Scalar::F32);
+        // (opcode, parameter types, result type)
+        let (op, params, ret): (Op, &[Scalar], Scalar) = match n {
+            "reduceMax" => (Op::WaveMaxU32, &[u32t], u32t),
+            "reduceMin" => (Op::WaveMinU32, &[u32t], u32t),
+            "reduceAnd" => (Op::WaveAndU32, &[u32t], u32t),
+            "reduceOr" => (Op::WaveOrU32, &[u32t], u32t),
+            "reduceXor" => (Op::WaveXorU32, &[u32t], u32t),
+            "reduceMaxF32" => (Op::WaveMaxF32, &[f32t], f32t),
+            "prefixSum" => (Op::WaveScanAddU32, &[u32t], u32t),
+            "prefixProduct" => (Op::WaveScanMulU32, &[u32t], u32t),
+            "shuffleSync" => (Op::WaveShflU32, &[u32t, u32t], u32t),
+            "rotate" => (Op::WaveRotU32, &[u32t, u32t], u32t),
+            "ballotSync" => (Op::WaveBallot, &[Scalar::Bool], Scalar::U64),
+            _ => return None,
+        };
+        let what = format!("Wave.{n}");
+        if !self.expect_args(args, params.len(), &what, span) {
+            let _ = self.eval_args(args);
+            return Some(Val::error());
+        }
+        let vals = self.eval_args(args);
+        if vals.iter().any(|v| v.ty == Ty::Error) {
+            return Some(Val::error());
+        }
+        let mut regs = vec![];
+        for (i, &p) in params.iter().enumerate() {
+            // Integer types convert to uint32 as arguments do (XPU §2.7); floats travel as
+            // bits, so a float where an integer is expected is an error.
+            let Some(r) = self.arg_to(args, &vals, i, &Ty::Prim(p)) else {
+                return Some(Val::error());
+            };
+            regs.push(r);
+        }
+        self.set_pos(span);
+        let c = regs.get(1).copied().unwrap_or(0);
+        let d = self.def(op, Type::Scalar(ret), regs[0], c);
+        Some(Val::reg(Ty::Prim(ret), d))
+    }
+}
+
+impl FnBuilder<'_> {
+    /// The T2 `Device` queries (XPU §2.10): `waveSize`, `memoryBytes`, `multiprocessorCount`,
+    /// `integrated`, `launchFailures`, `cpuWorkerCap`, `supports(Capability)`,
+    /// `kernelAvailable(String)` and `setCpuWorkerCap(int32)`. `None` for any other name.
+    pub(super) fn device_query_call(&mut self, n: &str, args: &[Arg], span: Span) -> Option<Val> {
+        let what = format!("Device.{n}");
+        let query = match n {
+            "waveSize" => Some((0, Scalar::I32)),
+            "memoryBytes" => Some((1, Scalar::I64)),
+            "multiprocessorCount" => Some((2, Scalar::I32)),
+            "integrated" => Some((3, Scalar::Bool)),
+            "launchFailures" => Some((4, Scalar::I64)),
+            "cpuWorkerCap" => Some((5, Scalar::I32)),
+            _ => None,
+        };
+        if let Some((sel, t)) = query {
+            if !self.expect_args(args, 0, &what, span) {
+                let _ = self.eval_args(args);
+                return Some(Val::error());
+            }
+            self.set_pos(span);
+            let d = self.def(Op::DeviceQuery, Type::Scalar(t), sel, 0);
+            return Some(Val::reg(Ty::Prim(t), d));
+        }
+        // (opcode, parameter type, result type)
+        let (op, param, ret) = match n {
+            "supports" => (
+                Op::DeviceSupports,
+                Ty::Enum(EnumTy::Capability),
+                Some(Scalar::Bool),
+            ),
+            "kernelAvailable" => (Op::DeviceKernelOk, Ty::Str, Some(Scalar::Bool)),
+            "setCpuWorkerCap" => (Op::DeviceSetWorkers, Ty::Prim(Scalar::I32), None),
+            _ => return None,
+        };
+        if !self.expect_args(args, 1, &what, span) {
+            let _ = self.eval_args(args);
+            return Some(Val::error());
+        }
+        let vals = self.eval_args(args);
+        if vals[0].ty == Ty::Error {
+            return Some(Val::error());
+        }
+        if param == Ty::Enum(EnumTy::Capability) && vals[0].ty != param {
+            let found = self.ty_name(&vals[0].ty);
+            self.error(
+                code::TYPE_MISMATCH,
+                args[0].value.span,
+                format!("{what} needs a Capability, found {found}"),
+            );
+            return Some(Val::error());
+        }
+        // A Capability constant converts to its ordinal (XPU §2.9).
+        let want = if param == Ty::Str {
+            Ty::Str
+        } else {
+            Ty::Prim(Scalar::I32)
+        };
+        let Some(r) = self.arg_to(args, &vals, 0, &want) else {
+            return Some(Val::error());
+        };
+        self.set_pos(span);
+        Some(match ret {
+            Some(t) => {
+                let d = self.def(op, Type::Scalar(t), r, 0);
+                Val::reg(Ty::Prim(t), d)
+            }
+            None => {
+                self.emit(op, r, 0, 0);
+                Self::void()
+            }
+        })
     }
 }

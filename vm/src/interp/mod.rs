@@ -54,7 +54,7 @@ use ops::*;
 /// and returns the returned cell (0 after `retvoid`).
 ///
 /// Precondition: the top frame's window fits in the stack and its `ip` points into its
-/// function's code (both set up by `Vm::call`).
+/// function's code (both set up by `Vm::call_index`).
 pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
     let Some(&top) = vm.frames.last() else {
         return Ok(0);
@@ -68,12 +68,12 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
     let nstatics = vm.statics.len();
 
     let mut base = top.base;
-    // SAFETY: `Vm::call` pushed a frame for an existing function (index < fns.len()).
+    // SAFETY: `Vm::call_index` pushed a frame for an existing function (index < fns.len()).
     let mut info: &FnInfo = unsafe { &*fns.add(top.func as usize) };
     let mut code = info.lowered.as_ptr();
     let mut nregs = info.nregs as usize;
     let mut ip = top.ip;
-    // SAFETY: `Vm::call` made the stack at least `base + nregs` cells long (window fits).
+    // SAFETY: `Vm::call_index` made the stack at least `base + nregs` cells long (window fits).
     let mut regs: *mut u64 = unsafe { vm.stack.as_mut_ptr().add(base) };
     // The instruction being executed (declared before the macros so they can name it).
     let mut ins: Word;
@@ -377,7 +377,7 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             vm.fuel -= 1;
         }};
     }
-    // Entering `run` is entering a function (`Vm::call`'s entry, or an interpreted callee of
+    // Entering `run` is entering a function (`Vm::call_index`'s entry, or an interpreted callee of
     // compiled code): a check point in a metered VM. One predictable branch per activation.
     if vm.metered {
         charge!();
@@ -1007,6 +1007,10 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             | XOp::StreamDestroy
             | XOp::DeviceForce
             | XOp::DeviceBackend
+            | XOp::DeviceQuery
+            | XOp::DeviceSupports
+            | XOp::DeviceKernelOk
+            | XOp::DeviceSetWorkers
             | XOp::Launch => {
                 crate::xpu::exec(vm, ip)?;
                 // `exec` accessed the stack through `vm`: re-derive the window pointer.
@@ -1077,7 +1081,21 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             | XOp::AtomicCasI32
             | XOp::AtomicCasU32
             | XOp::AtomicCasI64
-            | XOp::AtomicCasU64 => fault!(Fault::DeviceOnly),
+            | XOp::AtomicCasU64
+            | XOp::WaveMaxU32
+            | XOp::WaveMinU32
+            | XOp::WaveAndU32
+            | XOp::WaveOrU32
+            | XOp::WaveXorU32
+            | XOp::WaveMaxF32
+            | XOp::WaveScanAddU32
+            | XOp::WaveScanMulU32
+            | XOp::WaveShflU32
+            | XOp::WaveRotU32
+            | XOp::WaveBallot
+            | XOp::WaveBarrier
+            | XOp::Fence
+            | XOp::KernelAttr => fault!(Fault::DeviceOnly),
         }
     }
 }
