@@ -278,15 +278,107 @@ public class Structure {
 }
 "#;
 
-/// The structure kernel lowers and validates; where a Vulkan device can be opened it also
-/// runs there and prints what the cpu backend prints.
+/// More of the same: a switch nested in a switch inside a device function (with returns), a
+/// labelled break and continues across three loops, and a labelled break from a `do … while`
+/// inside a `while (true)`.
+const EDGES: &str = r#"import cajeta.xpu.*;
+
+public class Edge {
+    @Device
+    static int32 classify(int32 v) {
+        switch (v % 7) {
+            case 0:
+                return 10;
+            case 1:
+                switch (v % 3) {
+                    case 0:
+                        return 11;
+                    case 1:
+                        break;
+                    default:
+                        v = v + 1;
+                }
+                return v;
+            case 5:
+            case 6:
+                v = v * 2;
+                break;
+        }
+        return v + 1000;
+    }
+
+    @Kernel
+    static void k(KernelBuffer<int32> out) {
+        uint32 g = KernelThread.globalIdX();
+        int32 n = (int32) g;
+        int32 acc = 0;
+        a:
+        for (int32 i = 0; i < 4; i++) {
+            b:
+            for (int32 j = 0; j < 4; j++) {
+                for (int32 q = 0; q < 4; q++) {
+                    if (q + j + i == n % 9) {
+                        break a;
+                    }
+                    if (q == j) {
+                        continue b;
+                    }
+                    if (q > i + 1) {
+                        continue a;
+                    }
+                    acc = acc + q;
+                }
+                acc = acc * 2;
+            }
+            acc = acc + 5;
+        }
+        int32 w = 0;
+        outer:
+        while (true) {
+            int32 k2 = 0;
+            do {
+                k2++;
+                w = w + k2;
+                if (w > n * 3) {
+                    break outer;
+                }
+            } while (k2 < 3);
+            w = w + 100;
+            if (w > 1000) {
+                break;
+            }
+        }
+        out[g] = acc * 100000 + w * 100 + classify(n);
+    }
+
+    public static void main() {
+        KernelBuffer<int32> out = heap KernelBuffer<int32>(32);
+        k.launch(grid: [4], block: [8])(out);
+        KernelStream.current().sync();
+        int32[] h = heap int32[32];
+        out.download(h);
+        for (int32 i = 0; i < 32; i++) {
+            System.stdout.println(h[i]);
+        }
+    }
+}
+"#;
+
+/// The structure kernels lower and validate; where a Vulkan device can be opened they also
+/// run there and print what the cpu backend prints.
 #[test]
 fn labelled_exits_and_switches_lower_validate_and_run() {
-    let tmp = std::env::temp_dir().join(format!("cajeta-spirv-structure-{}", std::process::id()));
+    for (name, text) in [("Structure", STRUCTURE), ("Edge", EDGES)] {
+        lower_validate_and_compare(name, text);
+    }
+}
+
+fn lower_validate_and_compare(name: &str, text: &str) {
+    let tmp = std::env::temp_dir().join(format!("cajeta-spirv-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temporary directory");
-    let src = tmp.join("Structure.cajeta");
-    std::fs::write(&src, STRUCTURE).expect("write the program");
-    let module = compile(&src).unwrap_or_else(|e| panic!("does not compile:\n{e}"));
+    let src = tmp.join(format!("{name}.cajeta"));
+    std::fs::write(&src, text).expect("write the program");
+    let module = compile(&src).unwrap_or_else(|e| panic!("{name} does not compile:\n{e}"));
     let k = module
         .functions
         .iter()
@@ -295,11 +387,11 @@ fn labelled_exits_and_switches_lower_validate_and_run() {
     let words = spirv::emit_spirv(&module, k as u32).unwrap_or_else(|e| panic!("{e}"));
     match find_spirv_val() {
         Ok(val) => {
-            if let Err(e) = validate(&val, &tmp.join("structure.spv"), &words) {
-                panic!("spirv-val:\n{e}");
+            if let Err(e) = validate(&val, &tmp.join("k.spv"), &words) {
+                panic!("{name}: spirv-val:\n{e}");
             }
         }
-        Err(why) => eprintln!("spirv: not validating the structure kernel ({why})"),
+        Err(why) => eprintln!("spirv: not validating {name} ({why})"),
     }
     let run = |backend: &str| {
         Command::new(env!("CARGO_BIN_EXE_cajeta"))
@@ -317,12 +409,13 @@ fn labelled_exits_and_switches_lower_validate_and_run() {
     let vk = run("vulkan");
     let stderr = String::from_utf8_lossy(&vk.stderr);
     if !vk.status.success() && stderr.contains("XPU-E-BACKEND") {
-        eprintln!("spirv: not running the structure kernel: {stderr}");
+        eprintln!("spirv: not running {name}: {stderr}");
     } else {
-        assert!(vk.status.success(), "vulkan: {stderr}");
+        assert!(vk.status.success(), "{name} on vulkan: {stderr}");
         assert_eq!(
             String::from_utf8_lossy(&vk.stdout),
-            String::from_utf8_lossy(&cpu.stdout)
+            String::from_utf8_lossy(&cpu.stdout),
+            "{name}: vulkan prints other values than cpu"
         );
     }
     let _ = std::fs::remove_dir_all(&tmp);
