@@ -40,7 +40,7 @@ fn bench(c: &mut Criterion) {
     for (name, groups, items) in [("1x1", 1u32, 1u32), ("64x256", 64, 256)] {
         group.bench_function(name, |bch| {
             bch.iter(|| {
-                vm.call(
+                vm.call_index(
                     go,
                     &[
                         cajeta_vm::Value::I32(1),

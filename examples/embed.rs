@@ -27,7 +27,7 @@ pub fn run(input: &[f32]) -> Result<Vec<f32>, Error> {
         },
     )?;
     let buffer = vm.buffer_from_slice(input)?;
-    let gain = vm.invoke::<(&_, i32), f32>("demo.Embed.amplify", (&buffer, 2))?;
+    let gain = vm.call::<(&_, i32), f32>("demo.Embed.amplify", (&buffer, 2))?;
     assert_eq!(gain, 3.0);
     let out = vm.read_buffer(&buffer)?;
     vm.release_buffer(buffer);

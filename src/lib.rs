@@ -8,7 +8,7 @@
 //! let src = "class Math { static int64 square(int64 x) { return x * x; } }";
 //! let module = Module::from_source(&engine, "Math.cajeta", src)?;
 //! let mut vm = Vm::instantiate(&engine, &module);
-//! assert_eq!(vm.invoke::<i64, i64>("Math.square", 12)?, 144);
+//! assert_eq!(vm.call::<i64, i64>("Math.square", 12)?, 144);
 //! # Ok::<(), cajeta::Error>(())
 //! ```
 //!

@@ -29,7 +29,7 @@ fn a_failing_host_function_is_a_runtime_error_with_a_trace() {
     .unwrap();
     let buf = vm.buffer_from_slice(&[1.0f32]).unwrap();
     let e = vm
-        .invoke::<(&_, i32), f32>("demo.Embed.amplify", (&buf, 9))
+        .call::<(&_, i32), f32>("demo.Embed.amplify", (&buf, 9))
         .unwrap_err();
     assert_eq!(e.code, "E-NATIVE");
     assert_eq!(

@@ -363,8 +363,8 @@ pub struct RuntimeHooks {
     /// launches; `abc = a | b << 16 | c << 32`) of function `func` on its frame, whose window
     /// starts at cell `base`, where compiled code has stored every register; the instruction
     /// writes its results there.
-    pub xpu: unsafe extern "C" fn(ctx: *mut JitContext, func: u32, op: u32, abc: u64, base: u64)
-        -> u32,
+    pub xpu:
+        unsafe extern "C" fn(ctx: *mut JitContext, func: u32, op: u32, abc: u64, base: u64) -> u32,
 }
 
 /// Runs a hook body, turning a panic into [`Status::Panic`] so that it never unwinds into JIT

@@ -165,7 +165,7 @@ impl Repl {
             let name = &module.functions[f as usize].name;
             let class = name.split('.').next().unwrap_or("");
             if compiled.new_classes.iter().any(|c| c == class) {
-                if let Err(e) = self.vm.call(f, &[]) {
+                if let Err(e) = self.vm.call_index(f, &[]) {
                     self.vm.flush();
                     return self.runtime_error(e, &compiled);
                 }
@@ -176,7 +176,7 @@ impl Repl {
         };
         self.interrupt.clear();
         let started = Instant::now();
-        let result = self.vm.call(run, &[]);
+        let result = self.vm.call_index(run, &[]);
         let elapsed = started.elapsed();
         self.vm.flush();
         let flow = match result {

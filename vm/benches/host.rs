@@ -614,7 +614,7 @@ fn time(name: &str, module: Module, entry: u32, n: i64, check: impl Fn(&Value) -
     let mut vm = Vm::new(Arc::new(module));
     let t0 = Instant::now();
     let r = vm
-        .call(entry, &[Value::I64(n)])
+        .call_index(entry, &[Value::I64(n)])
         .expect("benchmark raised a runtime error")
         .expect("no result");
     let dt = t0.elapsed().as_secs_f64();

@@ -194,7 +194,7 @@ impl Loaded {
 /// };
 /// let module = Module { files: vec!["Main.cajeta".into()], functions: vec![add], ..Default::default() };
 /// let mut vm = Vm::new(Arc::new(module));
-/// assert_eq!(vm.call(0, &[Value::I32(40), Value::I32(2)]).unwrap(), Some(Value::I32(42)));
+/// assert_eq!(vm.call_index(0, &[Value::I32(40), Value::I32(2)]).unwrap(), Some(Value::I32(42)));
 /// ```
 pub struct Vm {
     pub(crate) module: Arc<Module>,
@@ -326,7 +326,7 @@ impl Vm {
         self.needs_init = false;
         let init = self.module.init.clone();
         for f in init {
-            self.call(f, &[])?;
+            self.call_index(f, &[])?;
         }
         Ok(())
     }
@@ -343,7 +343,7 @@ impl Vm {
     /// * any runtime error the call raises (LANGUAGE §10.3). The objects allocated during the
     ///   failed call are released (buffers with their device storage, so the live device bytes
     ///   return to their level before the call); statics keep their values.
-    pub fn call(&mut self, func: u32, args: &[Value]) -> Result<Option<Value>, RuntimeError> {
+    pub fn call_index(&mut self, func: u32, args: &[Value]) -> Result<Option<Value>, RuntimeError> {
         let module = Arc::clone(&self.module);
         let Some(f) = module.functions.get(func as usize) else {
             return Err(RuntimeError::new(
@@ -383,16 +383,6 @@ impl Vm {
         }
         let cell = self.enter(func, epoch)?;
         Ok(f.ret.map(|t| self.cell_value(cell, t)))
-    }
-
-    /// [`Vm::call`] by another name: the form the by-name calls will leave `call` to (see
-    /// [`Vm::invoke`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Vm::call`].
-    pub fn call_index(&mut self, func: u32, args: &[Value]) -> Result<Option<Value>, RuntimeError> {
-        self.call(func, args)
     }
 
     /// Starts a top-level call of `func` (an existing function): no frames, a stack that
@@ -582,7 +572,7 @@ pub fn run_program_in(vm: &mut Vm, entry: u32, args: &[String]) -> i32 {
             1 => vec![Value::StrArray(args.to_vec())],
             _ => vec![Value::StrArray(args.to_vec()), Value::Bool(false)],
         };
-        vm.call(entry, &argv)
+        vm.call_index(entry, &argv)
     });
     let status = match result {
         Ok(None) => 0,

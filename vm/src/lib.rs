@@ -2,7 +2,7 @@
 //! embedding API.
 //!
 //! A [`Vm`] runs one verified [`cajeta_bytecode::Module`]: [`Vm::run_static_init`], then
-//! [`Vm::call`] any function; [`run_program`] does the whole LANGUAGE §5.8 sequence (static
+//! [`Vm::call`] a function by name with typed arguments (or [`Vm::call_index`] by index); [`run_program`] does the whole LANGUAGE §5.8 sequence (static
 //! initialisation, entry, result rule, exit status). Runtime errors are [`RuntimeError`]s whose
 //! `Display` is the §10.3 text.
 //!

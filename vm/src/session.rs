@@ -68,12 +68,12 @@ impl Vm {
         true
     }
 
-    /// True if the last [`Vm::call`] returned a title (a fresh object the caller now owns).
+    /// True if the last [`Vm::call_index`] returned a title (a fresh object the caller now owns).
     pub fn result_owned(&self) -> bool {
         self.own
     }
 
-    /// Releases an owned result of [`Vm::call`] (see [`Vm::result_owned`]).
+    /// Releases an owned result of [`Vm::call_index`] (see [`Vm::result_owned`]).
     pub fn release_result(&mut self, handle: u64) {
         if handle != NULL {
             let module = std::sync::Arc::clone(&self.module);

@@ -46,7 +46,7 @@ fn check_bin<T: Copy + std::fmt::Debug>(
     let mut vm = op_vm(op(mnemonic), ty, Some(ty), out);
     for &x in vals {
         for &y in vals {
-            let got = vm.call(0, &[wrap(x), wrap(y)]);
+            let got = vm.call_index(0, &[wrap(x), wrap(y)]);
             match (reference(x, y), got) {
                 (Ok(want), Ok(Some(g))) => assert_eq!(g, want, "{mnemonic} {x:?} {y:?}"),
                 (Err(code), Err(e)) => assert_eq!(e.code, code, "{mnemonic} {x:?} {y:?}"),
@@ -66,7 +66,7 @@ fn check_un<T: Copy + std::fmt::Debug>(
 ) {
     let mut vm = op_vm(op(mnemonic), ty, None, out);
     for &x in vals {
-        let got = vm.call(0, &[wrap(x)]).unwrap().unwrap();
+        let got = vm.call_index(0, &[wrap(x)]).unwrap().unwrap();
         assert_eq!(got, reference(x), "{mnemonic} {x:?}");
     }
 }
@@ -135,30 +135,32 @@ fn language_4_examples() {
     let mut div = op_vm(Op::DivI32, I32, Some(I32), I32);
     let mut rem = op_vm(Op::RemI32, I32, Some(I32), I32);
     assert_eq!(
-        div.call(0, &[Value::I32(-8), Value::I32(3)]).unwrap(),
+        div.call_index(0, &[Value::I32(-8), Value::I32(3)]).unwrap(),
         Some(Value::I32(-2))
     );
     assert_eq!(
-        rem.call(0, &[Value::I32(-8), Value::I32(3)]).unwrap(),
+        rem.call_index(0, &[Value::I32(-8), Value::I32(3)]).unwrap(),
         Some(Value::I32(-2))
     );
     assert_eq!(
-        rem.call(0, &[Value::I32(8), Value::I32(-3)]).unwrap(),
+        rem.call_index(0, &[Value::I32(8), Value::I32(-3)]).unwrap(),
         Some(Value::I32(2))
     );
     assert_eq!(
-        rem.call(0, &[Value::I32(i32::MIN), Value::I32(-1)])
+        rem.call_index(0, &[Value::I32(i32::MIN), Value::I32(-1)])
             .unwrap(),
         Some(Value::I32(0))
     );
     let e = div
-        .call(0, &[Value::I32(i32::MIN), Value::I32(-1)])
+        .call_index(0, &[Value::I32(i32::MIN), Value::I32(-1)])
         .unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-OVERFLOW", "integer overflow in division")
     );
-    let e = div.call(0, &[Value::I32(1), Value::I32(0)]).unwrap_err();
+    let e = div
+        .call_index(0, &[Value::I32(1), Value::I32(0)])
+        .unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-DIVZERO", "integer division by zero")
@@ -166,28 +168,31 @@ fn language_4_examples() {
     // Shift amounts are taken modulo the width, from any integer type.
     let mut shl = op_vm(Op::ShlI32, I32, Some(I64), I32);
     assert_eq!(
-        shl.call(0, &[Value::I32(1), Value::I64(33)]).unwrap(),
+        shl.call_index(0, &[Value::I32(1), Value::I64(33)]).unwrap(),
         Some(Value::I32(2))
     );
     let mut shr = op_vm(Op::ShrI32, I32, Some(I8), I32);
     assert_eq!(
-        shr.call(0, &[Value::I32(i32::MIN), Value::I8(-1)]).unwrap(),
+        shr.call_index(0, &[Value::I32(i32::MIN), Value::I8(-1)])
+            .unwrap(),
         Some(Value::I32(-1))
     );
     let mut ushr = op_vm(Op::UshrI32, I32, Some(U8), I32);
     assert_eq!(
-        ushr.call(0, &[Value::I32(-1), Value::U8(31)]).unwrap(),
+        ushr.call_index(0, &[Value::I32(-1), Value::U8(31)])
+            .unwrap(),
         Some(Value::I32(1))
     );
     // Wrapping: -(int32)MIN == MIN, -(uint32)1 == 4294967295; no small-integer promotion.
     let mut neg = op_vm(Op::NegU32, U32, None, U32);
     assert_eq!(
-        neg.call(0, &[Value::U32(1)]).unwrap(),
+        neg.call_index(0, &[Value::U32(1)]).unwrap(),
         Some(Value::U32(4294967295))
     );
     let mut add = op_vm(Op::AddU8, U8, Some(U8), U8);
     assert_eq!(
-        add.call(0, &[Value::U8(200), Value::U8(100)]).unwrap(),
+        add.call_index(0, &[Value::U8(200), Value::U8(100)])
+            .unwrap(),
         Some(Value::U8(44))
     );
 }
@@ -215,11 +220,11 @@ fn add_immediate() {
     );
     let mut vm = new_vm(module(vec![f, g]));
     assert_eq!(
-        vm.call(0, &[Value::I32(3), Value::I64(-10)]).unwrap(),
+        vm.call_index(0, &[Value::I32(3), Value::I64(-10)]).unwrap(),
         Some(Value::I64(-6))
     );
     assert_eq!(
-        vm.call(1, &[Value::I32(i32::MAX)]).unwrap(),
+        vm.call_index(1, &[Value::I32(i32::MAX)]).unwrap(),
         Some(Value::I32(i32::MIN))
     );
 }
@@ -319,7 +324,7 @@ fn float64_ops() {
         for &x in &F64_VALS {
             for &y in &F64_VALS {
                 let got = vm
-                    .call(0, &[Value::F64(x), Value::F64(y)])
+                    .call_index(0, &[Value::F64(x), Value::F64(y)])
                     .unwrap()
                     .unwrap();
                 assert!(same_float(&got, &reference(x, y)), "{m} {x} {y}: {got:?}");
@@ -329,18 +334,18 @@ fn float64_ops() {
     // NaN handling of min/max: the non-NaN operand.
     let mut min = op_vm(Op::MinF64, F64, Some(F64), F64);
     assert_eq!(
-        min.call(0, &[Value::F64(f64::NAN), Value::F64(2.0)])
+        min.call_index(0, &[Value::F64(f64::NAN), Value::F64(2.0)])
             .unwrap(),
         Some(Value::F64(2.0))
     );
     assert_eq!(
-        min.call(0, &[Value::F64(2.0), Value::F64(f64::NAN)])
+        min.call_index(0, &[Value::F64(2.0), Value::F64(f64::NAN)])
             .unwrap(),
         Some(Value::F64(2.0))
     );
     let mut neg = op_vm(Op::NegF64, F64, None, F64);
     assert_eq!(
-        neg.call(0, &[Value::F64(0.0)])
+        neg.call_index(0, &[Value::F64(0.0)])
             .unwrap()
             .map(|v| v.to_text()),
         Some("-0".into())
@@ -373,7 +378,7 @@ fn float32_ops_round_once() {
         for &x in &F32_VALS {
             for &y in &F32_VALS {
                 let got = vm
-                    .call(0, &[Value::F32(x), Value::F32(y)])
+                    .call_index(0, &[Value::F32(x), Value::F32(y)])
                     .unwrap()
                     .unwrap();
                 assert!(same_float(&got, &reference(x, y)), "{m} {x} {y}: {got:?}");
@@ -397,7 +402,7 @@ fn fma_has_one_rounding() {
     );
     let mut vm = new_vm(module(vec![f]));
     let got = vm
-        .call(0, &[Value::F32(x), Value::F32(x), Value::F32(c)])
+        .call_index(0, &[Value::F32(x), Value::F32(x), Value::F32(c)])
         .unwrap();
     assert_eq!(got, Some(Value::F32(2f32.powi(-46))), "must be fused");
     let y = 1.0f64 + f64::EPSILON;
@@ -411,7 +416,7 @@ fn fma_has_one_rounding() {
     );
     let mut vm = new_vm(module(vec![g]));
     let got = vm
-        .call(0, &[Value::F64(y), Value::F64(y), Value::F64(c)])
+        .call_index(0, &[Value::F64(y), Value::F64(y), Value::F64(c)])
         .unwrap();
     assert_eq!(got, Some(Value::F64(2f64.powi(-104))), "must be fused");
 }
@@ -454,7 +459,7 @@ fn math1_functions() {
                 MathFn::Log2 => x.log2(),
                 MathFn::Log10 => x.log10(),
             };
-            let got = v64.call(0, &[Value::F64(x)]).unwrap().unwrap();
+            let got = v64.call_index(0, &[Value::F64(x)]).unwrap().unwrap();
             assert!(
                 same_float(&got, &Value::F64(want)),
                 "{} {x}: {got:?}",
@@ -472,7 +477,7 @@ fn math1_functions() {
                     w as f32
                 }
             };
-            let got = v32.call(0, &[Value::F32(x32)]).unwrap().unwrap();
+            let got = v32.call_index(0, &[Value::F32(x32)]).unwrap().unwrap();
             assert!(
                 same_float(&got, &Value::F32(want32)),
                 "{} f32 {x32}: {got:?}",
@@ -488,11 +493,11 @@ fn math1_functions() {
     m.functions[0].code[0].c = MathFn::Round as u16;
     let mut vm = new_vm(m);
     assert_eq!(
-        vm.call(0, &[Value::F64(-0.5)]).unwrap(),
+        vm.call_index(0, &[Value::F64(-0.5)]).unwrap(),
         Some(Value::F64(-1.0))
     );
     assert_eq!(
-        vm.call(0, &[Value::F64(0.5)]).unwrap(),
+        vm.call_index(0, &[Value::F64(0.5)]).unwrap(),
         Some(Value::F64(1.0))
     );
 }
@@ -571,36 +576,45 @@ fn integer_and_char_conversions() {
     for (m, out, reference) in targets {
         for (ty, val, x) in int_sources() {
             let mut vm = op_vm(op(m), ty, None, *out);
-            let got = vm.call(0, std::slice::from_ref(&val)).unwrap().unwrap();
+            let got = vm
+                .call_index(0, std::slice::from_ref(&val))
+                .unwrap()
+                .unwrap();
             assert_eq!(got, reference(x), "{m} of {val:?}");
         }
     }
     // Unsigned sources convert by value; signed ones by their signed value.
     let mut u = op_vm(Op::UToF64, U64, None, F64);
     assert_eq!(
-        u.call(0, &[Value::U64(u64::MAX)]).unwrap(),
+        u.call_index(0, &[Value::U64(u64::MAX)]).unwrap(),
         Some(Value::F64(18446744073709551615.0))
     );
     let mut u = op_vm(Op::UToF32, U32, None, F32);
     assert_eq!(
-        u.call(0, &[Value::U32(u32::MAX)]).unwrap(),
+        u.call_index(0, &[Value::U32(u32::MAX)]).unwrap(),
         Some(Value::F32(4294967295.0))
     );
     // Spec examples (§3.1).
     let mut w = op_vm(Op::WrapU8, I32, None, U8);
-    assert_eq!(w.call(0, &[Value::I32(300)]).unwrap(), Some(Value::U8(44)));
+    assert_eq!(
+        w.call_index(0, &[Value::I32(300)]).unwrap(),
+        Some(Value::U8(44))
+    );
     let mut w = op_vm(Op::WrapI32, U32, None, I32);
     assert_eq!(
-        w.call(0, &[Value::U32(4294967295)]).unwrap(),
+        w.call_index(0, &[Value::U32(4294967295)]).unwrap(),
         Some(Value::I32(-1))
     );
     let mut w = op_vm(Op::WrapU64, I32, None, U64);
     assert_eq!(
-        w.call(0, &[Value::I32(-1)]).unwrap(),
+        w.call_index(0, &[Value::I32(-1)]).unwrap(),
         Some(Value::U64(18446744073709551615))
     );
     let mut w = op_vm(Op::WrapI32, U8, None, I32);
-    assert_eq!(w.call(0, &[Value::U8(200)]).unwrap(), Some(Value::I32(200)));
+    assert_eq!(
+        w.call_index(0, &[Value::U8(200)]).unwrap(),
+        Some(Value::I32(200))
+    );
 }
 
 #[test]
@@ -636,13 +650,13 @@ fn float_to_int_saturates() {
         let mut v32 = op_vm(op(m32), F32, None, *out);
         for &x in &vals {
             assert_eq!(
-                v64.call(0, &[Value::F64(x)]).unwrap().unwrap(),
+                v64.call_index(0, &[Value::F64(x)]).unwrap().unwrap(),
                 reference(x),
                 "{m64} {x}"
             );
             let x32 = x as f32;
             assert_eq!(
-                v32.call(0, &[Value::F32(x32)]).unwrap().unwrap(),
+                v32.call_index(0, &[Value::F32(x32)]).unwrap().unwrap(),
                 reference(x32 as f64),
                 "{m32} {x32}"
             );
@@ -650,23 +664,26 @@ fn float_to_int_saturates() {
     }
     let mut c = op_vm(Op::F64ToI32, F64, None, I32);
     assert_eq!(
-        c.call(0, &[Value::F64(1e10)]).unwrap(),
+        c.call_index(0, &[Value::F64(1e10)]).unwrap(),
         Some(Value::I32(2147483647))
     );
     let mut c = op_vm(Op::F64ToU8, F64, None, U8);
-    assert_eq!(c.call(0, &[Value::F64(-1.5)]).unwrap(), Some(Value::U8(0)));
+    assert_eq!(
+        c.call_index(0, &[Value::F64(-1.5)]).unwrap(),
+        Some(Value::U8(0))
+    );
     let mut c = op_vm(Op::F64ToF32, F64, None, F32);
     assert_eq!(
-        c.call(0, &[Value::F64(1e300)]).unwrap(),
+        c.call_index(0, &[Value::F64(1e300)]).unwrap(),
         Some(Value::F32(f32::INFINITY))
     );
     assert_eq!(
-        c.call(0, &[Value::F64(0.1)]).unwrap(),
+        c.call_index(0, &[Value::F64(0.1)]).unwrap(),
         Some(Value::F32(0.1))
     );
     let mut c = op_vm(Op::F32ToF64, F32, None, F64);
     assert_eq!(
-        c.call(0, &[Value::F32(0.1)]).unwrap(),
+        c.call_index(0, &[Value::F32(0.1)]).unwrap(),
         Some(Value::F64(0.1f32 as f64))
     );
 }
@@ -684,7 +701,7 @@ fn booleans() {
         for x in [false, true] {
             for y in [false, true] {
                 assert_eq!(
-                    vm.call(0, &[Value::Bool(x), Value::Bool(y)]).unwrap(),
+                    vm.call_index(0, &[Value::Bool(x), Value::Bool(y)]).unwrap(),
                     Some(Value::Bool(f(x, y))),
                     "{m}"
                 );
@@ -693,21 +710,23 @@ fn booleans() {
     }
     let mut not = op_vm(Op::LNot, BOOL, None, BOOL);
     assert_eq!(
-        not.call(0, &[Value::Bool(true)]).unwrap(),
+        not.call_index(0, &[Value::Bool(true)]).unwrap(),
         Some(Value::Bool(false))
     );
     assert_eq!(
-        not.call(0, &[Value::Bool(false)]).unwrap(),
+        not.call_index(0, &[Value::Bool(false)]).unwrap(),
         Some(Value::Bool(true))
     );
     let mut eq = op_vm(Op::EqChar, CHAR, Some(CHAR), BOOL);
     assert_eq!(
-        eq.call(0, &[Value::Char(65), Value::Char(65)]).unwrap(),
+        eq.call_index(0, &[Value::Char(65), Value::Char(65)])
+            .unwrap(),
         Some(Value::Bool(true))
     );
     let mut ne = op_vm(Op::NeChar, CHAR, Some(CHAR), BOOL);
     assert_eq!(
-        ne.call(0, &[Value::Char(65), Value::Char(66)]).unwrap(),
+        ne.call_index(0, &[Value::Char(65), Value::Char(66)])
+            .unwrap(),
         Some(Value::Bool(true))
     );
 }

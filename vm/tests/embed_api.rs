@@ -77,8 +77,7 @@ fn engine_and_module_are_send_and_sync() {
             let (engine, module) = (engine.clone(), module.clone());
             std::thread::spawn(move || {
                 let mut vm = Vm::instantiate(&engine, &module);
-                vm.invoke::<(i32, i32), i32>("demo.Api.add", (k, 1))
-                    .unwrap()
+                vm.call::<(i32, i32), i32>("demo.Api.add", (k, 1)).unwrap()
             })
         })
         .collect();
@@ -92,41 +91,40 @@ fn typed_calls_convert_primitives_strings_and_arrays() {
         let (engine, module) = setup(mode);
         let mut vm = Vm::instantiate(&engine, &module);
         assert_eq!(
-            vm.invoke::<(i32, i32), i32>("demo.Api.add", (40, 2))
-                .unwrap(),
+            vm.call::<(i32, i32), i32>("demo.Api.add", (40, 2)).unwrap(),
             42
         );
         assert_eq!(
-            vm.invoke::<(u8, i16, u64, bool), u64>("demo.Api.wide", (200, -5, 1 << 40, false))
+            vm.call::<(u8, i16, u64, bool), u64>("demo.Api.wide", (200, -5, 1 << 40, false))
                 .unwrap(),
             (1 << 40) + 195
         );
         assert_eq!(
-            vm.invoke::<String, String>("demo.Api.greet", "world".to_string())
+            vm.call::<String, String>("demo.Api.greet", "world".to_string())
                 .unwrap(),
             "hello, world"
         );
         assert_eq!(
-            vm.invoke::<(), Option<String>>("demo.Api.nothing", ())
+            vm.call::<(), Option<String>>("demo.Api.nothing", ())
                 .unwrap(),
             None
         );
-        let null = vm.invoke::<(), String>("demo.Api.nothing", ()).unwrap_err();
+        let null = vm.call::<(), String>("demo.Api.nothing", ()).unwrap_err();
         assert_eq!(null.code, "E-NULL");
 
         let before = vm.heap_stats().live_objects;
         assert_eq!(
-            vm.invoke::<Vec<f64>, f64>("demo.Api.sum", vec![0.5, 1.5, 3.0])
+            vm.call::<Vec<f64>, f64>("demo.Api.sum", vec![0.5, 1.5, 3.0])
                 .unwrap(),
             5.0
         );
         let mut xs = [1, -2, 30];
-        vm.invoke::<&mut [i32], ()>("demo.Api.doubleAll", &mut xs[..])
+        vm.call::<&mut [i32], ()>("demo.Api.doubleAll", &mut xs[..])
             .unwrap();
         assert_eq!(xs, [2, -4, 60], "a &mut [T] argument is copied back");
         // The owned result is copied out and released; static init ran (base = 100).
         assert_eq!(
-            vm.invoke::<i32, Vec<i32>>("demo.Api.range", 3).unwrap(),
+            vm.call::<i32, Vec<i32>>("demo.Api.range", 3).unwrap(),
             vec![100, 101, 102]
         );
         assert_eq!(
@@ -147,26 +145,26 @@ fn typed_calls_convert_primitives_strings_and_arrays() {
 fn misuse_is_a_clean_error() {
     let (engine, module) = setup(JitMode::Auto);
     let mut vm = Vm::instantiate(&engine, &module);
-    let missing = vm.invoke::<(), ()>("demo.Api.nope", ()).unwrap_err();
+    let missing = vm.call::<(), ()>("demo.Api.nope", ()).unwrap_err();
     assert_eq!(
         (missing.code, missing.message.as_str()),
         ("E-CALL", "no function named demo.Api.nope")
     );
-    let count = vm.invoke::<i32, i32>("demo.Api.add", 1).unwrap_err();
+    let count = vm.call::<i32, i32>("demo.Api.add", 1).unwrap_err();
     assert_eq!(count.code, "E-CALL");
     assert_eq!(count.message, "demo.Api.add takes 2 arguments, got 1");
     let ty = vm
-        .invoke::<(i32, f32), i32>("demo.Api.add", (1, 2.0))
+        .call::<(i32, f32), i32>("demo.Api.add", (1, 2.0))
         .unwrap_err();
     assert_eq!(
         ty.message,
         "demo.Api.add argument 2: expected int32, got f32"
     );
     let ret = vm
-        .invoke::<(i32, i32), i64>("demo.Api.add", (1, 2))
+        .call::<(i32, i32), i64>("demo.Api.add", (1, 2))
         .unwrap_err();
     assert_eq!(ret.message, "demo.Api.add returns int32, not i64");
-    let kernel = vm.invoke::<(), ()>("demo.Api.scale", ()).unwrap_err();
+    let kernel = vm.call::<(), ()>("demo.Api.scale", ()).unwrap_err();
     assert_eq!(kernel.code, "E-CALL");
     let dynamic = vm
         .call_dynamic("demo.Api.add", &[Value::I32(1), Value::I64(2)])
@@ -177,8 +175,7 @@ fn misuse_is_a_clean_error() {
     assert_eq!(arity.message, "demo.Api.add takes 2 arguments, got 0");
     // The VM is still fine.
     assert_eq!(
-        vm.invoke::<(i32, i32), i32>("demo.Api.add", (2, 2))
-            .unwrap(),
+        vm.call::<(i32, i32), i32>("demo.Api.add", (2, 2)).unwrap(),
         4
     );
 
@@ -215,8 +212,7 @@ fn modules_load_from_files_and_cjb() {
     for m in [from_file, from_cjb] {
         let mut vm = Vm::instantiate(&engine, &m);
         assert_eq!(
-            vm.invoke::<(i32, i32), i32>("demo.Api.add", (3, 4))
-                .unwrap(),
+            vm.call::<(i32, i32), i32>("demo.Api.add", (3, 4)).unwrap(),
             7
         );
     }
@@ -236,8 +232,8 @@ fn host_function_errors_carry_the_trace() {
             }
         })
         .unwrap();
-        assert_eq!(vm.invoke::<i32, i32>("demo.Api.checked", 4).unwrap(), 5);
-        let e = vm.invoke::<i32, i32>("demo.Api.checked", -1).unwrap_err();
+        assert_eq!(vm.call::<i32, i32>("demo.Api.checked", 4).unwrap(), 5);
+        let e = vm.call::<i32, i32>("demo.Api.checked", -1).unwrap_err();
         assert_eq!(e.code, "E-NATIVE");
         assert_eq!(
             e.message,
@@ -245,7 +241,7 @@ fn host_function_errors_carry_the_trace() {
         );
         let frames: Vec<&str> = e.trace.iter().map(|f| f.function.as_str()).collect();
         assert_eq!(frames, ["demo.Api.check", "demo.Api.checked"], "{mode}");
-        assert_eq!(vm.invoke::<i32, i32>("demo.Api.checked", 9).unwrap(), 10);
+        assert_eq!(vm.call::<i32, i32>("demo.Api.checked", 9).unwrap(), 10);
     }
 }
 
@@ -260,13 +256,13 @@ fn buffers_cross_the_boundary_around_a_kernel_launch() {
         let data: Vec<f32> = (0..100).map(|i| i as f32).collect();
         let buf = vm.buffer_from_slice(&data).unwrap();
         assert_eq!(vm.memory_usage().device, 400);
-        vm.invoke::<&_, ()>("demo.Api.scaleAll", &buf).unwrap();
+        vm.call::<&_, ()>("demo.Api.scaleAll", &buf).unwrap();
         let got = vm.read_buffer(&buf).unwrap();
         let want: Vec<f32> = data.iter().map(|x| 3.0 * x).collect();
         assert_eq!(got, want, "{mode}");
         // The callee only borrowed it: the handle still works.
         vm.write_buffer(&buf, &vec![1.0; 100]).unwrap();
-        vm.invoke::<&_, ()>("demo.Api.scaleAll", &buf).unwrap();
+        vm.call::<&_, ()>("demo.Api.scaleAll", &buf).unwrap();
         assert_eq!(vm.read_buffer(&buf).unwrap(), vec![3.0; 100]);
         let short = vm.write_buffer(&buf, &[1.0]).unwrap_err();
         assert_eq!(short.code, "XPU-E-LENGTH");
@@ -303,7 +299,7 @@ fn static_initialisers_run_before_the_first_call() {
         Some(Value::I32(0))
     );
     assert_eq!(
-        vm.invoke::<i32, Vec<i32>>("demo.Api.range", 1).unwrap(),
+        vm.call::<i32, Vec<i32>>("demo.Api.range", 1).unwrap(),
         vec![100]
     );
     assert_eq!(

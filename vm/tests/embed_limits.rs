@@ -62,7 +62,7 @@ fn fuel_used(jit: JitMode, name: &str, n: i64) -> u64 {
     let mut vm = vm(jit);
     vm.run_static_init().unwrap();
     vm.set_fuel(Some(1 << 40));
-    vm.invoke::<i64, i64>(name, n).unwrap();
+    vm.call::<i64, i64>(name, n).unwrap();
     (1 << 40) - vm.fuel().unwrap()
 }
 
@@ -86,10 +86,10 @@ fn fuel_is_counted_the_same_by_both_tiers() {
             let mut vm = vm(mode);
             vm.run_static_init().unwrap();
             vm.set_fuel(Some(used[0]));
-            assert!(vm.invoke::<i64, i64>(name, n).is_ok(), "{name} {mode}");
+            assert!(vm.call::<i64, i64>(name, n).is_ok(), "{name} {mode}");
             assert_eq!(vm.fuel(), Some(0));
             vm.set_fuel(Some(used[0] - 1));
-            let e = vm.invoke::<i64, i64>(name, n).unwrap_err();
+            let e = vm.call::<i64, i64>(name, n).unwrap_err();
             assert_eq!(e.code, "E-FUEL", "{name} {mode}");
         }
     }
@@ -100,7 +100,7 @@ fn fuel_stops_an_infinite_loop_and_the_vm_stays_usable() {
     for mode in MODES {
         let mut vm = vm(mode);
         vm.set_fuel(Some(10_000));
-        let e = vm.invoke::<(), ()>("Work.forever", ()).unwrap_err();
+        let e = vm.call::<(), ()>("Work.forever", ()).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
             ("E-FUEL", "fuel exhausted"),
@@ -113,14 +113,14 @@ fn fuel_stops_an_infinite_loop_and_the_vm_stays_usable() {
         assert_eq!(vm.fuel(), Some(0));
         // Refuel and go on.
         vm.set_fuel(Some(1_000_000));
-        assert_eq!(vm.invoke::<i64, i64>("Work.run", 10).unwrap(), 14);
+        assert_eq!(vm.call::<i64, i64>("Work.run", 10).unwrap(), 14);
         // Unbounded recursion hits fuel or the depth limit, never a crash.
         vm.set_fuel(Some(5_000));
-        let e = vm.invoke::<i64, i64>("Work.recurse", 0).unwrap_err();
+        let e = vm.call::<i64, i64>("Work.recurse", 0).unwrap_err();
         assert_eq!(e.code, "E-FUEL", "{mode}");
         vm.set_fuel(None);
         assert_eq!(vm.fuel(), None);
-        assert_eq!(vm.invoke::<i64, i64>("Work.run", 10).unwrap(), 14);
+        assert_eq!(vm.call::<i64, i64>("Work.run", 10).unwrap(), 14);
     }
 }
 
@@ -131,7 +131,7 @@ fn engine_fuel_applies_to_each_vm() {
     for _ in 0..2 {
         let mut vm = Vm::instantiate(&engine, &module);
         assert_eq!(vm.fuel(), Some(100));
-        let e = vm.invoke::<(), ()>("Work.forever", ()).unwrap_err();
+        let e = vm.call::<(), ()>("Work.forever", ()).unwrap_err();
         assert_eq!(e.code, "E-FUEL");
     }
 }
@@ -145,7 +145,7 @@ fn another_thread_interrupts_a_running_call() {
             std::thread::sleep(Duration::from_millis(50));
             handle.interrupt();
         });
-        let e = vm.invoke::<(), ()>("Work.forever", ()).unwrap_err();
+        let e = vm.call::<(), ()>("Work.forever", ()).unwrap_err();
         stopper.join().unwrap();
         assert_eq!(
             (e.code, e.message.as_str()),
@@ -153,11 +153,11 @@ fn another_thread_interrupts_a_running_call() {
             "{mode}"
         );
         // The request was consumed: the next call runs to its end.
-        assert_eq!(vm.invoke::<i64, i64>("Work.run", 10).unwrap(), 14);
+        assert_eq!(vm.call::<i64, i64>("Work.run", 10).unwrap(), 14);
         // A request made while nothing runs stops the next call at its first check point.
         let h = vm.interrupt_handle();
         h.interrupt();
-        let e = vm.invoke::<i64, i64>("Work.run", 10).unwrap_err();
+        let e = vm.call::<i64, i64>("Work.run", 10).unwrap_err();
         assert_eq!(e.code, "E-INTERRUPTED");
         assert!(!h.is_interrupted());
     }
@@ -168,10 +168,8 @@ fn the_memory_limit_covers_host_arrays() {
     for mode in MODES {
         let mut vm = vm(mode);
         vm.set_memory_limit(Some(1 << 20));
-        assert_eq!(vm.invoke::<i64, i64>("Work.hostArray", 1000).unwrap(), 7);
-        let e = vm
-            .invoke::<i64, i64>("Work.hostArray", 1 << 20)
-            .unwrap_err();
+        assert_eq!(vm.call::<i64, i64>("Work.hostArray", 1000).unwrap(), 7);
+        let e = vm.call::<i64, i64>("Work.hostArray", 1 << 20).unwrap_err();
         assert_eq!(e.code, "E-MEMORY", "{mode}");
         assert!(
             e.message
@@ -184,11 +182,9 @@ fn the_memory_limit_covers_host_arrays() {
             Some("Work.hostArray")
         );
         // A huge request fails cleanly too (checked before the elements are allocated).
-        let e = vm
-            .invoke::<i64, i64>("Work.hostArray", 1 << 60)
-            .unwrap_err();
+        let e = vm.call::<i64, i64>("Work.hostArray", 1 << 60).unwrap_err();
         assert_eq!(e.code, "E-MEMORY");
-        assert_eq!(vm.invoke::<i64, i64>("Work.hostArray", 10).unwrap(), 7);
+        assert_eq!(vm.call::<i64, i64>("Work.hostArray", 10).unwrap(), 7);
         // Host arrays made from Rust count too.
         let e = vm
             .call_dynamic("Work.hostArray", &[cajeta_vm::Value::I64(1)])
@@ -206,11 +202,11 @@ fn the_memory_limit_covers_device_buffers() {
         vm.set_backend(Arc::clone(&cpu)).unwrap();
         vm.set_memory_limit(Some(1 << 16));
         assert_eq!(
-            vm.invoke::<i64, i64>("Work.deviceBuffer", 1000).unwrap(),
+            vm.call::<i64, i64>("Work.deviceBuffer", 1000).unwrap(),
             1000
         );
         let e = vm
-            .invoke::<i64, i64>("Work.deviceBuffer", 1 << 16)
+            .call::<i64, i64>("Work.deviceBuffer", 1 << 16)
             .unwrap_err();
         assert_eq!(e.code, "XPU-E-OOM");
         assert!(e.message.contains("memory limit exceeded"), "{}", e.message);
@@ -219,10 +215,10 @@ fn the_memory_limit_covers_device_buffers() {
         let e = vm.buffer_zeroed::<f64>(5000).unwrap_err();
         assert_eq!(e.code, "XPU-E-OOM");
         // Host and device share the limit.
-        let e = vm.invoke::<i64, i64>("Work.hostArray", 5000).unwrap_err();
+        let e = vm.call::<i64, i64>("Work.hostArray", 5000).unwrap_err();
         assert_eq!(e.code, "E-MEMORY");
         vm.release_buffer(kept);
-        assert_eq!(vm.invoke::<i64, i64>("Work.hostArray", 5000).unwrap(), 7);
+        assert_eq!(vm.call::<i64, i64>("Work.hostArray", 5000).unwrap(), 7);
         assert_eq!(cpu.mem_stats().live, 0);
         let _still_held = vm.buffer_zeroed::<u8>(100).unwrap();
         assert_eq!(cpu.mem_stats().live, 100);

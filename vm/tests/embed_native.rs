@@ -63,14 +63,15 @@ fn typed_host_functions_are_called_with_their_arguments() {
             .unwrap();
         for x in [1, 20, -7] {
             assert_eq!(
-                vm.call(1, &[Value::I32(x)]).unwrap(),
+                vm.call_index(1, &[Value::I32(x)]).unwrap(),
                 Some(Value::I32(2 * x + 1)),
                 "{mode}"
             );
         }
         assert_eq!(calls.get(), 3, "{mode}");
         assert_eq!(
-            vm.call(3, &[Value::Str(Some("cajeta".into()))]).unwrap(),
+            vm.call_index(3, &[Value::Str(Some("cajeta".into()))])
+                .unwrap(),
             Some(Value::Str(Some("hello, cajeta".into())))
         );
     }
@@ -81,7 +82,7 @@ fn unregistered_and_failing_natives_are_clean_errors_with_a_trace() {
     for mode in [JitMode::Off, JitMode::Eager] {
         let mut vm = new_vm(program());
         vm.set_jit(mode, false);
-        let e = vm.call(1, &[Value::I32(1)]).unwrap_err();
+        let e = vm.call_index(1, &[Value::I32(1)]).unwrap_err();
         assert_eq!(e.code, "E-NATIVE");
         assert_eq!(
             e.message,
@@ -101,7 +102,7 @@ fn unregistered_and_failing_natives_are_clean_errors_with_a_trace() {
             },
         )
         .unwrap();
-        let e = vm.call(1, &[Value::I32(-1)]).unwrap_err();
+        let e = vm.call_index(1, &[Value::I32(-1)]).unwrap_err();
         assert_eq!(e.code, "E-NATIVE");
         assert_eq!(
             e.message,
@@ -109,11 +110,14 @@ fn unregistered_and_failing_natives_are_clean_errors_with_a_trace() {
         );
         assert_eq!(e.trace.len(), 2, "{mode}: {e}");
         // The VM stays usable.
-        assert_eq!(vm.call(1, &[Value::I32(5)]).unwrap(), Some(Value::I32(6)));
+        assert_eq!(
+            vm.call_index(1, &[Value::I32(5)]).unwrap(),
+            Some(Value::I32(6))
+        );
         // A null String does not convert to `String`: a clean error, not a panic.
         vm.define_native("demo.Main.greet", |s: String| s).unwrap();
         assert_eq!(
-            vm.call(3, &[Value::Str(None)]).unwrap_err().code,
+            vm.call_index(3, &[Value::Str(None)]).unwrap_err().code,
             "E-NATIVE"
         );
     }
@@ -145,9 +149,12 @@ fn a_signature_mismatch_is_refused_and_registrations_survive_replacement() {
         asm("mov 1 0; call 1 1 4; ret 1"),
     ));
     vm.replace_module(Arc::new(verified(m2))).unwrap();
-    assert_eq!(vm.call(1, &[Value::I32(3)]).unwrap(), Some(Value::I32(10)));
     assert_eq!(
-        vm.call(5, &[Value::F64(1.25)]).unwrap(),
+        vm.call_index(1, &[Value::I32(3)]).unwrap(),
+        Some(Value::I32(10))
+    );
+    assert_eq!(
+        vm.call_index(5, &[Value::F64(1.25)]).unwrap(),
         Some(Value::F64(2.5))
     );
 }

@@ -50,9 +50,10 @@ fn statics_survive_by_name_and_type_and_new_ones_start_zeroed() {
         setter("gone", gone, I64),
     ];
     let mut vm = new_vm(m1);
-    vm.call(0, &[Value::I32(41)]).unwrap();
-    vm.call(1, &[Value::Str(Some("kept".into()))]).unwrap();
-    vm.call(2, &[Value::I64(9)]).unwrap();
+    vm.call_index(0, &[Value::I32(41)]).unwrap();
+    vm.call_index(1, &[Value::Str(Some("kept".into()))])
+        .unwrap();
+    vm.call_index(2, &[Value::I64(9)]).unwrap();
 
     // New order, a new static `y` in front, `gone` dropped, `t` kept.
     let mut m2 = module(vec![]);
@@ -67,15 +68,15 @@ fn statics_survive_by_name_and_type_and_new_ones_start_zeroed() {
     let m2 = Arc::new(verified(m2));
     vm.replace_module(Arc::clone(&m2)).unwrap();
     assert_eq!(
-        vm.call(index(&m2, "demo.Main.get_x"), &[]).unwrap(),
+        vm.call_index(index(&m2, "demo.Main.get_x"), &[]).unwrap(),
         Some(Value::I32(41))
     );
     assert_eq!(
-        vm.call(index(&m2, "demo.Main.get_t"), &[]).unwrap(),
+        vm.call_index(index(&m2, "demo.Main.get_t"), &[]).unwrap(),
         Some(Value::Str(Some("kept".into())))
     );
     assert_eq!(
-        vm.call(index(&m2, "demo.Main.get_y"), &[]).unwrap(),
+        vm.call_index(index(&m2, "demo.Main.get_y"), &[]).unwrap(),
         Some(Value::I64(0))
     );
     assert!(Arc::ptr_eq(vm.module(), &m2));
@@ -94,7 +95,7 @@ fn a_static_whose_type_changed_starts_afresh_and_its_object_is_released() {
         asm(&format!("loadi 1 4; newarr 0 1; setstatic 0 {v}; retvoid")),
     )];
     let mut vm = new_vm(m1);
-    vm.call(0, &[]).unwrap();
+    vm.call_index(0, &[]).unwrap();
     assert_eq!(vm.heap_stats().live_objects, 1);
 
     let mut m2 = module(vec![]);
@@ -102,7 +103,7 @@ fn a_static_whose_type_changed_starts_afresh_and_its_object_is_released() {
     m2.functions = vec![getter("v", v2, I64)];
     vm.replace_module(Arc::new(verified(m2))).unwrap();
     assert_eq!(vm.heap_stats().live_objects, 0, "the int32[] was released");
-    assert_eq!(vm.call(0, &[]).unwrap(), Some(Value::I64(0)));
+    assert_eq!(vm.call_index(0, &[]).unwrap(), Some(Value::I64(0)));
 }
 
 #[test]
@@ -124,7 +125,7 @@ fn objects_keep_their_identity_when_classes_are_renumbered() {
         )),
     )];
     let mut vm = new_vm(m1);
-    vm.call(0, &[]).unwrap();
+    vm.call_index(0, &[]).unwrap();
     assert_eq!(vm.heap_stats().live_objects, 2);
     let Some(Value::Ref(before)) = ({
         // Read the handle through a second module that only has a getter.
@@ -135,7 +136,7 @@ fn objects_keep_their_identity_when_classes_are_renumbered() {
         let _ = stat(&mut peek, "demo.Main.o", Type::Object(1));
         peek.functions = vec![getter("p", pp, Type::Object(pc))];
         vm.replace_module(Arc::new(verified(peek))).unwrap();
-        vm.call(0, &[]).unwrap()
+        vm.call_index(0, &[]).unwrap()
     }) else {
         panic!("p is an object")
     };
@@ -158,11 +159,11 @@ fn objects_keep_their_identity_when_classes_are_renumbered() {
     ];
     vm.replace_module(Arc::new(verified(m2))).unwrap();
     assert_eq!(
-        vm.call(0, &[]).unwrap(),
+        vm.call_index(0, &[]).unwrap(),
         Some(Value::Ref(before)),
         "same object"
     );
-    assert_eq!(vm.call(1, &[]).unwrap(), Some(Value::I32(5)));
+    assert_eq!(vm.call_index(1, &[]).unwrap(), Some(Value::I32(5)));
     assert_eq!(
         vm.heap_stats().live_objects,
         1,
@@ -187,7 +188,7 @@ fn dropped_buffer_statics_free_their_device_storage_and_kept_ones_stay() {
     )];
     let mut vm = new_vm(m1);
     vm.set_backend(Arc::new(CpuBackend::new())).unwrap();
-    vm.call(0, &[]).unwrap();
+    vm.call_index(0, &[]).unwrap();
     assert_eq!(vm.mem_stats().live, 32);
 
     let mut m2 = module(vec![]);
@@ -201,7 +202,7 @@ fn dropped_buffer_statics_free_their_device_storage_and_kept_ones_stay() {
     )];
     vm.replace_module(Arc::new(verified(m2))).unwrap();
     assert_eq!(vm.mem_stats().live, 16, "a's storage was freed at once");
-    assert_eq!(vm.call(0, &[]).unwrap(), Some(Value::U64(4)));
+    assert_eq!(vm.call_index(0, &[]).unwrap(), Some(Value::U64(4)));
     vm.finish().unwrap();
     assert_eq!(vm.mem_stats().live, 0);
 }
@@ -212,7 +213,7 @@ fn an_unverifiable_module_is_refused_and_changes_nothing() {
     let x = stat(&mut m1, "demo.Main.x", I32);
     m1.functions = vec![setter("x", x, I32), getter("x", x, I32)];
     let mut vm = new_vm(m1);
-    vm.call(0, &[Value::I32(3)]).unwrap();
+    vm.call_index(0, &[Value::I32(3)]).unwrap();
     // Register 7 does not exist: V-REG.
     let bad = module(vec![func(
         "demo.Main.bad",
@@ -224,7 +225,7 @@ fn an_unverifiable_module_is_refused_and_changes_nothing() {
     let e = vm.replace_module(Arc::new(bad)).unwrap_err();
     assert_eq!(e.code, "E-VERIFY");
     assert!(e.message.contains("demo.Main.bad"), "{}", e.message);
-    assert_eq!(vm.call(1, &[]).unwrap(), Some(Value::I32(3)));
+    assert_eq!(vm.call_index(1, &[]).unwrap(), Some(Value::I32(3)));
 }
 
 #[test]
@@ -244,21 +245,27 @@ fn calls_in_sequence_keep_statics_and_a_failed_call_leaves_the_vm_usable() {
         )];
         let mut vm = new_vm(m);
         vm.set_jit(mode, false);
-        assert_eq!(vm.call(0, &[Value::I32(1)]).unwrap(), Some(Value::I32(100)));
-        assert_eq!(vm.call(0, &[Value::I32(2)]).unwrap(), Some(Value::I32(150)));
-        let e = vm.call(0, &[Value::I32(0)]).unwrap_err();
+        assert_eq!(
+            vm.call_index(0, &[Value::I32(1)]).unwrap(),
+            Some(Value::I32(100))
+        );
+        assert_eq!(
+            vm.call_index(0, &[Value::I32(2)]).unwrap(),
+            Some(Value::I32(150))
+        );
+        let e = vm.call_index(0, &[Value::I32(0)]).unwrap_err();
         assert_eq!(e.code, "E-DIVZERO", "{mode}");
         assert_eq!(e.trace.len(), 1, "{mode}: {e}");
         assert_eq!(
-            vm.call(0, &[Value::I32(4)]).unwrap(),
+            vm.call_index(0, &[Value::I32(4)]).unwrap(),
             Some(Value::I32(175)),
             "{mode}"
         );
         // A misuse of the API is an error too, and harmless.
-        assert_eq!(vm.call(0, &[]).unwrap_err().code, "E-CALL");
-        assert_eq!(vm.call(9, &[]).unwrap_err().code, "E-CALL");
+        assert_eq!(vm.call_index(0, &[]).unwrap_err().code, "E-CALL");
+        assert_eq!(vm.call_index(9, &[]).unwrap_err().code, "E-CALL");
         assert_eq!(
-            vm.call(0, &[Value::I32(100)]).unwrap(),
+            vm.call_index(0, &[Value::I32(100)]).unwrap(),
             Some(Value::I32(176))
         );
     }
@@ -271,7 +278,7 @@ fn replacing_keeps_the_jit_mode_and_runs_the_new_code() {
     m1.functions = vec![setter("x", x, I64)];
     let mut vm: Vm = new_vm(m1);
     vm.set_jit(JitMode::Eager, false);
-    vm.call(0, &[Value::I64(20)]).unwrap();
+    vm.call_index(0, &[Value::I64(20)]).unwrap();
     let mut m2 = module(vec![]);
     let x2 = stat(&mut m2, "demo.Main.x", I64);
     // int64 twice() { return x + x; }
@@ -284,5 +291,5 @@ fn replacing_keeps_the_jit_mode_and_runs_the_new_code() {
     )];
     vm.replace_module(Arc::new(verified(m2))).unwrap();
     assert_eq!(vm.jit_mode(), JitMode::Eager);
-    assert_eq!(vm.call(0, &[]).unwrap(), Some(Value::I64(40)));
+    assert_eq!(vm.call_index(0, &[]).unwrap(), Some(Value::I64(40)));
 }

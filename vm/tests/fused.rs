@@ -47,8 +47,8 @@ fn both(
     let (mut fused, mut plain) = (fused, plain);
     args.iter()
         .map(|a| {
-            let x = fused.call(0, a).unwrap().unwrap();
-            let y = plain.call(0, a).unwrap().unwrap();
+            let x = fused.call_index(0, a).unwrap().unwrap();
+            let y = plain.call_index(0, a).unwrap().unwrap();
             let same = match (&x, &y) {
                 (Value::F64(p), Value::F64(q)) => {
                     p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan())
@@ -296,8 +296,8 @@ fn constant_then_compare_and_branch() {
                 let (mut fused, mut plain) = (new_vm(m), new_vm(plain));
                 for a in &args {
                     assert_eq!(
-                        fused.call(0, a).unwrap(),
-                        plain.call(0, a).unwrap(),
+                        fused.call_index(0, a).unwrap(),
+                        plain.call_index(0, a).unwrap(),
                         "{cmp:?} {br:?} {a:?}"
                     );
                 }
@@ -356,7 +356,7 @@ fn constant_then_arithmetic() {
                 let (mut fused, mut plain) = (new_vm(m), new_vm(plain));
                 for v in &vals {
                     let a = [v.clone()];
-                    let (x, y) = (fused.call(0, &a), plain.call(0, &a));
+                    let (x, y) = (fused.call_index(0, &a), plain.call_index(0, &a));
                     match (x, y) {
                         (Ok(x), Ok(y)) => assert_eq!(x, y, "{o:?} k={k} {v:?}"),
                         (Err(x), Err(y)) => {
@@ -386,8 +386,8 @@ fn constant_then_arithmetic() {
                 for v in values(F64) {
                     let a = [v];
                     let (x, y) = (
-                        fused.call(0, &a).unwrap().unwrap(),
-                        plain.call(0, &a).unwrap().unwrap(),
+                        fused.call_index(0, &a).unwrap().unwrap(),
+                        plain.call_index(0, &a).unwrap().unwrap(),
                     );
                     let same = match (&x, &y) {
                         (Value::F64(p), Value::F64(q)) => {
@@ -517,7 +517,7 @@ fn paired_float64_array_loads() {
             regs.to_vec(),
             code.clone(),
         )]));
-        let err = fused.call(0, &a).unwrap_err();
+        let err = fused.call_index(0, &a).unwrap_err();
         assert_eq!(err.code, "E-BOUNDS");
         assert_eq!(
             err.message,
@@ -530,7 +530,7 @@ fn paired_float64_array_loads() {
             regs.to_vec(),
             unfuse(&code, first + 1),
         )]));
-        let err2 = plain.call(0, &a).unwrap_err();
+        let err2 = plain.call_index(0, &a).unwrap_err();
         assert_eq!(err.message, err2.message);
     }
 }

@@ -39,7 +39,7 @@ fn recursive_fib() {
     let mut vm = new_vm(m);
     for (n, want) in [(0, 0), (1, 1), (2, 1), (10, 55), (20, 6765), (25, 75025)] {
         assert_eq!(
-            vm.call(0, &[Value::I32(n)]).unwrap(),
+            vm.call_index(0, &[Value::I32(n)]).unwrap(),
             Some(Value::I32(want)),
             "fib({n})"
         );
@@ -71,11 +71,11 @@ fn deep_recursion_is_allowed_to_the_limit() {
     let mut vm = new_vm(module(vec![deep()]));
     // LANGUAGE §5.4: at least 10 000 frames; the default limit is far above.
     assert_eq!(
-        vm.call(0, &[Value::I64(50_000)]).unwrap(),
+        vm.call_index(0, &[Value::I64(50_000)]).unwrap(),
         Some(Value::I64(50_000))
     );
     assert_eq!(
-        vm.call(0, &[Value::I64(cajeta_vm::DEFAULT_MAX_DEPTH as i64 - 1)])
+        vm.call_index(0, &[Value::I64(cajeta_vm::DEFAULT_MAX_DEPTH as i64 - 1)])
             .unwrap(),
         Some(Value::I64(cajeta_vm::DEFAULT_MAX_DEPTH as i64 - 1))
     );
@@ -84,7 +84,7 @@ fn deep_recursion_is_allowed_to_the_limit() {
 #[test]
 fn runaway_recursion_is_e_stack_not_a_crash() {
     let mut vm = new_vm(module(vec![deep()]));
-    let e = vm.call(0, &[Value::I64(10_000_000)]).unwrap_err();
+    let e = vm.call_index(0, &[Value::I64(10_000_000)]).unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-STACK", "call depth limit exceeded")
@@ -95,11 +95,20 @@ fn runaway_recursion_is_e_stack_not_a_crash() {
         "innermost frame at the call that overflowed"
     );
     // The VM stays usable after an error.
-    assert_eq!(vm.call(0, &[Value::I64(3)]).unwrap(), Some(Value::I64(3)));
+    assert_eq!(
+        vm.call_index(0, &[Value::I64(3)]).unwrap(),
+        Some(Value::I64(3))
+    );
     // A configurable limit.
     vm.set_max_depth(100);
-    assert_eq!(vm.call(0, &[Value::I64(98)]).unwrap(), Some(Value::I64(98)));
-    assert_eq!(vm.call(0, &[Value::I64(100)]).unwrap_err().code, "E-STACK");
+    assert_eq!(
+        vm.call_index(0, &[Value::I64(98)]).unwrap(),
+        Some(Value::I64(98))
+    );
+    assert_eq!(
+        vm.call_index(0, &[Value::I64(100)]).unwrap_err().code,
+        "E-STACK"
+    );
 }
 
 #[test]
@@ -194,7 +203,7 @@ fn void_calls_and_return_ownership_bits() {
         ],
     ));
     let (mut vm, _, _) = vm(m);
-    assert_eq!(vm.call(3, &[]).unwrap(), Some(Value::I32(2)));
+    assert_eq!(vm.call_index(3, &[]).unwrap(), Some(Value::I32(2)));
     assert_eq!(
         vm.heap_stats().live_objects,
         0,
@@ -301,7 +310,7 @@ fn stdout_is_flushed_before_stderr() {
         Box::new(BufWriter::new(both.clone())),
         both.sink(),
     );
-    vm.call(0, &[]).unwrap();
+    vm.call_index(0, &[]).unwrap();
     vm.flush();
     assert_eq!(both.text(), "xxx\nx\n");
 }
@@ -374,7 +383,7 @@ fn printing_in_a_loop_does_not_leak_strings() {
         ],
     ));
     let (mut vm, out, _) = vm(m);
-    vm.call(0, &[]).unwrap();
+    vm.call_index(0, &[]).unwrap();
     let stats = vm.heap_stats();
     assert!(stats.collections > 0, "{stats:?}");
     assert!(stats.live_strings < 100_000, "strings leak: {stats:?}");
@@ -447,7 +456,7 @@ fn collector_keeps_every_root() {
         ],
     ));
     let (mut vm, out, _) = vm(m);
-    vm.call(1, &[]).unwrap();
+    vm.call_index(1, &[]).unwrap();
     assert!(vm.heap_stats().collections >= 2, "{:?}", vm.heap_stats());
     assert_eq!(out.text(), "1\n7\n8\n9\nk\n");
 }
@@ -519,23 +528,29 @@ fn array_errors_have_exact_messages() {
     );
     let mut vm = new_vm(module(vec![f]));
     assert_eq!(
-        vm.call(0, &[Value::I64(4), Value::I64(3)]).unwrap(),
+        vm.call_index(0, &[Value::I64(4), Value::I64(3)]).unwrap(),
         Some(Value::F32(0.0))
     );
-    let e = vm.call(0, &[Value::I64(8), Value::I64(8)]).unwrap_err();
+    let e = vm
+        .call_index(0, &[Value::I64(8), Value::I64(8)])
+        .unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-BOUNDS", "index 8 out of bounds for length 8")
     );
-    let e = vm.call(0, &[Value::I64(4), Value::I64(-1)]).unwrap_err();
+    let e = vm
+        .call_index(0, &[Value::I64(4), Value::I64(-1)])
+        .unwrap_err();
     assert_eq!(e.message, "index -1 out of bounds for length 4");
-    let e = vm.call(0, &[Value::I64(-5), Value::I64(0)]).unwrap_err();
+    let e = vm
+        .call_index(0, &[Value::I64(-5), Value::I64(0)])
+        .unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-SIZE", "invalid array length -5")
     );
     let e = vm
-        .call(0, &[Value::I64(i64::MAX), Value::I64(0)])
+        .call_index(0, &[Value::I64(i64::MAX), Value::I64(0)])
         .unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
@@ -543,7 +558,7 @@ fn array_errors_have_exact_messages() {
     );
     // A large float32 array is cheap (compact, lazily zeroed).
     assert_eq!(
-        vm.call(0, &[Value::I64(1 << 24), Value::I64((1 << 24) - 1)])
+        vm.call_index(0, &[Value::I64(1 << 24), Value::I64((1 << 24) - 1)])
             .unwrap(),
         Some(Value::F32(0.0))
     );
@@ -642,34 +657,34 @@ fn null_and_dropped_references() {
         ],
     ));
     let (mut vm, _, _) = vm(m);
-    let e = vm.call(0, &[]).unwrap_err();
+    let e = vm.call_index(0, &[]).unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-NULL", "null reference: field 'y' of null")
     );
-    let e = vm.call(1, &[]).unwrap_err();
+    let e = vm.call_index(1, &[]).unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-DROPPED", "use of dropped Point object")
     );
     assert_eq!(e.trace[0].line, 11, "the failing getfield");
     assert_eq!(vm.heap_stats().live_objects, 0);
-    let e = vm.call(2, &[]).unwrap_err();
+    let e = vm.call_index(2, &[]).unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-NULL", "null reference: index into null array")
     );
-    let e = vm.call(3, &[]).unwrap_err();
+    let e = vm.call_index(3, &[]).unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-NULL", "null reference: count() of null array")
     );
-    let e = vm.call(4, &[]).unwrap_err();
+    let e = vm.call_index(4, &[]).unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-DROPPED", "use of dropped int32[] object")
     );
-    let e = vm.call(5, &[]).unwrap_err();
+    let e = vm.call_index(5, &[]).unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         ("E-NULL", "null reference: field 'x' of null")
@@ -712,7 +727,7 @@ fn errors_release_the_failed_calls_objects() {
     let (mut vm, _, _) = vm(m);
     vm.run_static_init().unwrap();
     assert_eq!(vm.heap_stats().live_objects, 1);
-    assert_eq!(vm.call(1, &[]).unwrap_err().code, "E-DIVZERO");
+    assert_eq!(vm.call_index(1, &[]).unwrap_err().code, "E-DIVZERO");
     assert_eq!(
         vm.heap_stats().live_objects,
         1,
@@ -987,11 +1002,14 @@ fn entry_receives_command_line_words() {
 fn embedding_api_rejects_bad_calls() {
     let m = module(vec![fib(0)]);
     let mut vm = new_vm(m);
-    assert_eq!(vm.call(7, &[]).unwrap_err().code, "E-CALL");
-    assert_eq!(vm.call(0, &[]).unwrap_err().code, "E-CALL");
-    assert_eq!(vm.call(0, &[Value::I64(3)]).unwrap_err().code, "E-CALL");
+    assert_eq!(vm.call_index(7, &[]).unwrap_err().code, "E-CALL");
+    assert_eq!(vm.call_index(0, &[]).unwrap_err().code, "E-CALL");
     assert_eq!(
-        vm.call(0, &[Value::I32(12)]).unwrap(),
+        vm.call_index(0, &[Value::I64(3)]).unwrap_err().code,
+        "E-CALL"
+    );
+    assert_eq!(
+        vm.call_index(0, &[Value::I32(12)]).unwrap(),
         Some(Value::I32(144))
     );
 }
@@ -1014,11 +1032,11 @@ fn strings_cross_the_embedding_boundary() {
     ));
     let mut vm = new_vm(m);
     assert_eq!(
-        vm.call(0, &[Value::Str(Some("bob".into()))]).unwrap(),
+        vm.call_index(0, &[Value::Str(Some("bob".into()))]).unwrap(),
         Some(Value::Str(Some("hi bob".into())))
     );
     assert_eq!(
-        vm.call(0, &[Value::Str(None)]).unwrap(),
+        vm.call_index(0, &[Value::Str(None)]).unwrap(),
         Some(Value::Str(Some("hi null".into())))
     );
 }

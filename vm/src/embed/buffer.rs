@@ -60,7 +60,7 @@ buffer_elem!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
 /// let mut vm = Vm::instantiate(&engine, &module);
 /// let buf = vm.buffer_from_slice(&[2.5f32, 1.0])?;
 /// assert_eq!(buf.len(), 2);
-/// assert_eq!(vm.invoke::<&_, f32>("Buf.first", &buf)?, 2.5);
+/// assert_eq!(vm.call::<&_, f32>("Buf.first", &buf)?, 2.5);
 /// vm.write_buffer(&buf, &[7.0, 8.0])?;
 /// assert_eq!(vm.read_buffer(&buf)?, vec![7.0, 8.0]);
 /// assert_eq!(vm.memory_usage().device, 8);

@@ -1,4 +1,4 @@
-//! Calling Cajeta functions by name with typed Rust arguments and results: [`Vm::invoke`],
+//! Calling Cajeta functions by name with typed Rust arguments and results: [`Vm::call`],
 //! [`TypedFunc`] (resolved and checked once, called many times) and the dynamic
 //! [`Vm::call_dynamic`].
 //!
@@ -718,9 +718,9 @@ impl Vm {
     /// }";
     /// let module = Module::from_source(&engine, "Stats.cajeta", src)?;
     /// let mut vm = Vm::instantiate(&engine, &module);
-    /// assert_eq!(vm.invoke::<&[f32], f32>("demo.Stats.mean", &[1.0, 2.0, 6.0])?, 3.0);
-    /// assert_eq!(vm.invoke::<&str, String>("demo.Stats.greet", "embedder")?, "hello, embedder");
-    /// let e = vm.invoke::<i32, f32>("demo.Stats.mean", 7).unwrap_err();
+    /// assert_eq!(vm.call::<&[f32], f32>("demo.Stats.mean", &[1.0, 2.0, 6.0])?, 3.0);
+    /// assert_eq!(vm.call::<&str, String>("demo.Stats.greet", "embedder")?, "hello, embedder");
+    /// let e = vm.call::<i32, f32>("demo.Stats.mean", 7).unwrap_err();
     /// assert_eq!(e.code, "E-CALL");
     /// assert_eq!(e.message, "demo.Stats.mean argument 1: expected float32[], got i32");
     /// # Ok::<(), cajeta_vm::Error>(())
@@ -733,11 +733,7 @@ impl Vm {
     /// * `E-MEMORY` if an argument does not fit under the memory limit;
     /// * any runtime error the call raises (or, on the first call, a static initialiser),
     ///   with its trace: the VM stays usable, the call's objects released.
-    pub fn invoke<P: Params, R: Results>(
-        &mut self,
-        name: &str,
-        args: P,
-    ) -> Result<R, RuntimeError> {
+    pub fn call<P: Params, R: Results>(&mut self, name: &str, args: P) -> Result<R, RuntimeError> {
         let sig = self.signature(name)?;
         Vm::check_types::<P, R>(&sig)?;
         self.call_typed(&sig, args)
@@ -762,7 +758,7 @@ impl Vm {
     ///
     /// # Errors
     ///
-    /// As [`Vm::invoke`]; argument types are checked when the call is made.
+    /// As [`Vm::call`]; argument types are checked when the call is made.
     pub fn call_dynamic(
         &mut self,
         name: &str,

@@ -297,7 +297,7 @@ impl Vm {
     /// A VM (the per-instance store: statics, object table, live buffers, limits) running
     /// `module` with `engine`'s settings.
     ///
-    /// Static initialisers run before the first by-name call ([`Vm::invoke`],
+    /// Static initialisers run before the first by-name call ([`Vm::call`],
     /// [`Vm::call_dynamic`], [`crate::TypedFunc::call`]), so host functions they use can be
     /// defined first; [`Vm::run_static_init`] runs them at once.
     ///
@@ -307,10 +307,10 @@ impl Vm {
     /// let src = "class Counter { static int32 n = 40; static int32 next() { n = n + 1; return n; } }";
     /// let module = Module::from_source(&engine, "Counter.cajeta", src)?;
     /// let mut vm = Vm::instantiate(&engine, &module);
-    /// assert_eq!(vm.invoke::<(), i32>("Counter.next", ())?, 41);
-    /// assert_eq!(vm.invoke::<(), i32>("Counter.next", ())?, 42);
+    /// assert_eq!(vm.call::<(), i32>("Counter.next", ())?, 41);
+    /// assert_eq!(vm.call::<(), i32>("Counter.next", ())?, 42);
     /// let mut other = Vm::instantiate(&engine, &module);
-    /// assert_eq!(other.invoke::<(), i32>("Counter.next", ())?, 41, "each VM has its statics");
+    /// assert_eq!(other.call::<(), i32>("Counter.next", ())?, 41, "each VM has its statics");
     /// # Ok::<(), cajeta_vm::Error>(())
     /// ```
     pub fn instantiate(engine: &Engine, module: &Module) -> Vm {

@@ -100,7 +100,7 @@ impl Vm {
     /// let module = Module::from_source(&engine, "Spin.cajeta", src)?;
     /// let mut vm = Vm::instantiate(&engine, &module);
     /// vm.set_fuel(Some(1000));
-    /// let e = vm.invoke::<(), ()>("Spin.forever", ()).unwrap_err();
+    /// let e = vm.call::<(), ()>("Spin.forever", ()).unwrap_err();
     /// assert_eq!(e.code, "E-FUEL");
     /// assert_eq!(vm.fuel(), Some(0));
     /// # Ok::<(), cajeta_vm::Error>(())
@@ -142,7 +142,7 @@ impl Vm {
     ///     std::thread::sleep(std::time::Duration::from_millis(20));
     ///     handle.interrupt();
     /// });
-    /// let e = vm.invoke::<(), ()>("Spin.forever", ()).unwrap_err();
+    /// let e = vm.call::<(), ()>("Spin.forever", ()).unwrap_err();
     /// assert_eq!(e.code, "E-INTERRUPTED");
     /// stopper.join().unwrap();
     /// # Ok::<(), cajeta_vm::Error>(())
@@ -172,10 +172,10 @@ impl Vm {
     /// let module = Module::from_source(&engine, "Big.cajeta", src)?;
     /// let mut vm = Vm::instantiate(&engine, &module);
     /// vm.set_memory_limit(Some(1 << 20));
-    /// assert_eq!(vm.invoke::<i64, i64>("Big.make", 1000)?, 1000);
-    /// let e = vm.invoke::<i64, i64>("Big.make", 1 << 20).unwrap_err();
+    /// assert_eq!(vm.call::<i64, i64>("Big.make", 1000)?, 1000);
+    /// let e = vm.call::<i64, i64>("Big.make", 1 << 20).unwrap_err();
     /// assert_eq!(e.code, "E-MEMORY");
-    /// assert_eq!(vm.invoke::<i64, i64>("Big.make", 10)?, 10, "the VM stays usable");
+    /// assert_eq!(vm.call::<i64, i64>("Big.make", 10)?, 10, "the VM stays usable");
     /// # Ok::<(), cajeta_vm::Error>(())
     /// ```
     pub fn set_memory_limit(&mut self, bytes: Option<u64>) {

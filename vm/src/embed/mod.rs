@@ -2,7 +2,7 @@
 //!
 //! * `engine` — [`Config`], [`Engine`], [`Module`] and `Vm::instantiate` (and the threading
 //!   story);
-//! * `call` — calls by name: [`crate::Vm::invoke`], [`TypedFunc`], `Vm::call_dynamic`, and
+//! * `call` — calls by name: [`crate::Vm::call`], [`TypedFunc`], `Vm::call_dynamic`, and
 //!   the conversion traits [`Params`]/[`Results`];
 //! * `buffer` — [`Buffer<T>`]: device buffers made, passed and read from Rust;
 //! * `limits` — fuel, [`InterruptHandle`] and the memory limit;

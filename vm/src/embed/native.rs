@@ -254,13 +254,13 @@ impl Vm {
     /// let module = Module { files: vec!["Main.cajeta".into()], functions: vec![twice, run], ..Default::default() };
     /// cajeta_bytecode::verify(&module).unwrap();
     /// let mut vm = Vm::new(Arc::new(module));
-    /// assert_eq!(vm.call(1, &[Value::I32(4)]).unwrap_err().code, "E-NATIVE");
+    /// assert_eq!(vm.call_index(1, &[Value::I32(4)]).unwrap_err().code, "E-NATIVE");
     /// vm.define_native("Main.twice", |x: i32| x * 2)?;
-    /// assert_eq!(vm.call(1, &[Value::I32(4)])?, Some(Value::I32(8)));
+    /// assert_eq!(vm.call_index(1, &[Value::I32(4)])?, Some(Value::I32(8)));
     /// vm.define_native("Main.twice", |x: i32| -> Result<i32, HostError> {
     ///     x.checked_mul(2).ok_or_else(|| "overflow".into())
     /// })?;
-    /// let e = vm.call(1, &[Value::I32(i32::MAX)]).unwrap_err();
+    /// let e = vm.call_index(1, &[Value::I32(i32::MAX)]).unwrap_err();
     /// assert_eq!(e.message, "native method Main.twice failed: overflow");
     /// # Ok::<(), cajeta_vm::RuntimeError>(())
     /// ```

@@ -102,7 +102,7 @@ impl Vm {
     ///     functions: vec![set], ..Default::default()
     /// };
     /// let mut vm = Vm::new(Arc::new(first));
-    /// vm.call(0, &[Value::I32(7)])?;
+    /// vm.call_index(0, &[Value::I32(7)])?;
     /// // The next module has a new static before `x` and only `get`: `x` keeps 7.
     /// let second = Module {
     ///     files: vec!["Main.cajeta".into()],
@@ -114,7 +114,7 @@ impl Vm {
     ///     ..Default::default()
     /// };
     /// vm.replace_module(Arc::new(second))?;
-    /// assert_eq!(vm.call(0, &[])?, Some(Value::I32(7)));
+    /// assert_eq!(vm.call_index(0, &[])?, Some(Value::I32(7)));
     /// # Ok::<(), cajeta_vm::RuntimeError>(())
     /// ```
     ///

@@ -161,7 +161,7 @@ pub fn call(
     args: &[Value],
 ) -> (Result<Option<Value>, RuntimeError>, String, String) {
     let (mut vm, out, err) = vm(m);
-    let r = vm.call(f, args);
+    let r = vm.call_index(f, args);
     vm.flush();
     (r, out.text(), err.text())
 }

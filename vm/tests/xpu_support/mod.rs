@@ -326,7 +326,7 @@ impl T {
     /// Calls `name`.
     pub fn call(&mut self, name: &str, args: &[Value]) -> Result<Option<Value>, RuntimeError> {
         let f = self.f(name);
-        self.vm.call(f, args)
+        self.vm.call_index(f, args)
     }
 
     /// Calls `name`, which must succeed.
