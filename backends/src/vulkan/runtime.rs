@@ -165,6 +165,9 @@ pub struct VulkanBackend {
     fault_stride: u64,
     caps: Capabilities,
     have: Features,
+    /// The subgroup sizes a compute pipeline can require (`VK_EXT_subgroup_size_control`),
+    /// `None` without it: `@Wave(width = N)` then needs `N` to be the default size.
+    wave_sizes: Option<(u32, u32)>,
     force_staging: bool,
     host_device_memory: bool,
     stats: Arc<Mutex<MemStats>>,
@@ -266,10 +269,13 @@ impl VulkanBackend {
         // SAFETY: as above.
         let exts = unsafe { instance.enumerate_device_extension_properties(pd) }
             .map_err(|e| vkerr("vkEnumerateDeviceExtensionProperties", e))?;
-        let has_float_atomics = exts.iter().any(|e| {
-            e.extension_name_as_c_str()
-                .is_ok_and(|n| n == vk::EXT_SHADER_ATOMIC_FLOAT_NAME)
-        });
+        let has_ext = |name: &std::ffi::CStr| {
+            exts.iter()
+                .any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name))
+        };
+        let has_float_atomics = has_ext(vk::EXT_SHADER_ATOMIC_FLOAT_NAME);
+        let has_size_control = has_ext(vk::EXT_SUBGROUP_SIZE_CONTROL_NAME);
+        let mut fsize = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
         let base = {
             let mut f2 = vk::PhysicalDeviceFeatures2::default()
                 .push_next(&mut f11)
@@ -277,16 +283,30 @@ impl VulkanBackend {
             if has_float_atomics {
                 f2 = f2.push_next(&mut fatomic);
             }
+            if has_size_control {
+                f2 = f2.push_next(&mut fsize);
+            }
             // SAFETY: the chained structures live until the end of this block.
             unsafe { instance.get_physical_device_features2(pd, &mut f2) };
             f2.features
         };
         let mut sub = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut psize = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
         {
             let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut sub);
+            if has_size_control {
+                p2 = p2.push_next(&mut psize);
+            }
             // SAFETY: as above.
             unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
         }
+        let size_control = has_size_control
+            && fsize.subgroup_size_control == vk::TRUE
+            && psize
+                .required_subgroup_size_stages
+                .contains(vk::ShaderStageFlags::COMPUTE)
+            && psize.min_subgroup_size > 0;
+        let wave_sizes = size_control.then_some((psize.min_subgroup_size, psize.max_subgroup_size));
         let on = |b: vk::Bool32| b == vk::TRUE;
         let compute_sub = sub.supported_stages.contains(vk::ShaderStageFlags::COMPUTE);
         let have = Features {
@@ -338,14 +358,26 @@ impl VulkanBackend {
         let qinfo = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family)
             .queue_priorities(&prio)];
-        let ext_names = [vk::EXT_SHADER_ATOMIC_FLOAT_NAME.as_ptr()];
+        let mut esize =
+            vk::PhysicalDeviceSubgroupSizeControlFeatures::default().subgroup_size_control(true);
+        let mut ext_names = vec![];
+        if has_float_atomics {
+            ext_names.push(vk::EXT_SHADER_ATOMIC_FLOAT_NAME.as_ptr());
+        }
+        if size_control {
+            ext_names.push(vk::EXT_SUBGROUP_SIZE_CONTROL_NAME.as_ptr());
+        }
         let mut dinfo = vk::DeviceCreateInfo::default()
             .queue_create_infos(&qinfo)
             .enabled_features(&feats)
+            .enabled_extension_names(&ext_names)
             .push_next(&mut e11)
             .push_next(&mut e12);
         if has_float_atomics {
-            dinfo = dinfo.enabled_extension_names(&ext_names).push_next(&mut ea);
+            dinfo = dinfo.push_next(&mut ea);
+        }
+        if size_control {
+            dinfo = dinfo.push_next(&mut esize);
         }
         // SAFETY: every structure referenced by `dinfo` lives until after the call.
         let device = unsafe { instance.create_device(pd, &dinfo, None) }
@@ -422,6 +454,7 @@ impl VulkanBackend {
             fault_stride,
             caps,
             have,
+            wave_sizes,
             force_staging,
             host_device_memory: cpu || integrated,
             stats,
@@ -681,11 +714,20 @@ impl VulkanBackend {
         let spec = vk::SpecializationInfo::default()
             .map_entries(&entries)
             .data(&data);
-        let stage = vk::PipelineShaderStageCreateInfo::default()
+        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default();
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
             .stage(vk::ShaderStageFlags::COMPUTE)
             .module(k.shader)
             .name(c"main")
             .specialization_info(&spec);
+        // `@Wave(width = N)` other than the default size: checked by `launch` against the
+        // sizes the device can require.
+        if let (Some(w), Some(_)) = (k.lowered.wave_width, self.wave_sizes) {
+            if w != self.caps.wave_width {
+                required = required.required_subgroup_size(w);
+                stage = stage.push_next(&mut required);
+            }
+        }
         let info = [vk::ComputePipelineCreateInfo::default()
             .stage(stage)
             .layout(k.layout)];
@@ -805,6 +847,19 @@ impl VulkanBackend {
         ] {
             if needed && !present {
                 return Err(refuse(format!("the device lacks {what}")));
+            }
+        }
+        if let Some(w) = kg.lowered.wave_width {
+            let ok = w == self.caps.wave_width
+                || self.wave_sizes.is_some_and(|(lo, hi)| lo <= w && w <= hi);
+            if !ok {
+                let sizes = match self.wave_sizes {
+                    Some((lo, hi)) => format!("subgroup sizes {lo} to {hi}"),
+                    None => format!("subgroup size {}", self.caps.wave_width),
+                };
+                return Err(refuse(format!(
+                    "@Wave(width = {w}) is not supported (the device has {sizes})"
+                )));
             }
         }
         if kg.lowered.shared_bytes + dims.shared_bytes > self.caps.max_shared_bytes {

@@ -144,6 +144,8 @@ pub struct Lowered {
     pub shared_bytes: u64,
     /// Length in elements of each shared declaration.
     pub shared_lens: Vec<u32>,
+    /// `@Wave(width = N)`: the subgroup size the kernel requires (XPU §8.2).
+    pub wave_width: Option<u32>,
 }
 
 /// The SPIR-V module (words) of kernel function `kernel` of `module`.
@@ -190,6 +192,7 @@ pub fn lower(module: &Module, kernel: u32) -> Result<Lowered, LowerError> {
         features: cx.features,
         shared_bytes,
         shared_lens: k.shared.iter().map(|d| d.len).collect(),
+        wave_width: cajeta_bytecode::KernelAttrs::of(k).wave_width,
     })
 }
 
@@ -1994,7 +1997,73 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let v = self.b().bitcast(t, None, x).map_err(be)?;
                 self.store(a, v)?;
             }
-            Op::WaveSumU32 | Op::WaveSumF32 => self.wave_arith(i.op, a, b)?,
+            Op::WaveSumU32
+            | Op::WaveSumF32
+            | Op::WaveMaxU32
+            | Op::WaveMinU32
+            | Op::WaveAndU32
+            | Op::WaveOrU32
+            | Op::WaveXorU32
+            | Op::WaveScanAddU32
+            | Op::WaveScanMulU32 => self.wave_arith(i.op, a, b)?,
+            Op::WaveMaxF32 => self.wave_max_f32(a, b)?,
+            Op::WaveShflU32 | Op::WaveRotU32 => {
+                self.wave_shuffle(i.op == Op::WaveRotU32, a, b, c)?
+            }
+            Op::WaveBallot => {
+                self.cx.cap(Capability::GroupNonUniformBallot);
+                self.cx.features.subgroup_ballot = true;
+                let x = self.load(b)?;
+                let sg = self.cx.k32(Scope::Subgroup as u32);
+                let v4 = self.b().type_vector(u, 4);
+                let m = self
+                    .b()
+                    .group_non_uniform_ballot(v4, None, sg, x)
+                    .map_err(be)?;
+                // Lanes 0..31 in the first word, 32..63 in the second (W ≤ 64).
+                let lo = self.b().composite_extract(u, None, m, [0]).map_err(be)?;
+                let hi = self.b().composite_extract(u, None, m, [1]).map_err(be)?;
+                let t64 = self.cx.u64t();
+                let lo = self.b().u_convert(t64, None, lo).map_err(be)?;
+                let hi = self.b().u_convert(t64, None, hi).map_err(be)?;
+                let k32 = self.cx.konst(t64, 32);
+                let hi = self
+                    .b()
+                    .shift_left_logical(t64, None, hi, k32)
+                    .map_err(be)?;
+                let v = self.b().bitwise_or(t64, None, hi, lo).map_err(be)?;
+                self.store(a, v)?;
+            }
+            Op::WaveBarrier => {
+                self.cx.cap(Capability::GroupNonUniform);
+                self.cx.features.subgroup_basic = true;
+                let sg = self.cx.k32(Scope::Subgroup as u32);
+                let wg = self.cx.k32(Scope::Workgroup as u32);
+                let sem = self.cx.k32(
+                    (MemorySemantics::ACQUIRE_RELEASE
+                        | MemorySemantics::WORKGROUP_MEMORY
+                        | MemorySemantics::UNIFORM_MEMORY)
+                        .bits(),
+                );
+                self.b().control_barrier(sg, wg, sem).map_err(be)?;
+            }
+            Op::Fence => {
+                let scope = match b {
+                    0 => Scope::Workgroup,
+                    1 => Scope::Device,
+                    _ => return Err(format!("unknown fence scope {b}")),
+                };
+                let scope = self.cx.k32(scope as u32);
+                let sem = self.cx.k32(
+                    (MemorySemantics::ACQUIRE_RELEASE
+                        | MemorySemantics::WORKGROUP_MEMORY
+                        | MemorySemantics::UNIFORM_MEMORY)
+                        .bits(),
+                );
+                self.b().memory_barrier(scope, sem).map_err(be)?;
+            }
+            // Kernel attributes act at launch (the runtime reads them); nothing runs here.
+            Op::KernelAttr => {}
             op => {
                 return Err(format!(
                     "instruction `{}` is not available in device code",
@@ -2592,14 +2661,99 @@ impl<'a, 'm> FnCx<'a, 'm> {
         let x = self.load(b)?;
         let sg = self.cx.k32(Scope::Subgroup as u32);
         let (u, f) = (self.cx.t_u32, self.cx.t_f32);
-        let red = GroupOperation::Reduce;
+        let (red, scan) = (GroupOperation::Reduce, GroupOperation::ExclusiveScan);
         let bl = &mut self.cx.b;
         let v = match op {
             Op::WaveSumU32 => bl.group_non_uniform_i_add(u, None, sg, red, x, None),
             Op::WaveSumF32 => bl.group_non_uniform_f_add(f, None, sg, red, x, None),
+            Op::WaveMaxU32 => bl.group_non_uniform_u_max(u, None, sg, red, x, None),
+            Op::WaveMinU32 => bl.group_non_uniform_u_min(u, None, sg, red, x, None),
+            Op::WaveAndU32 => bl.group_non_uniform_bitwise_and(u, None, sg, red, x, None),
+            Op::WaveOrU32 => bl.group_non_uniform_bitwise_or(u, None, sg, red, x, None),
+            Op::WaveXorU32 => bl.group_non_uniform_bitwise_xor(u, None, sg, red, x, None),
+            Op::WaveScanAddU32 => bl.group_non_uniform_i_add(u, None, sg, scan, x, None),
+            Op::WaveScanMulU32 => bl.group_non_uniform_i_mul(u, None, sg, scan, x, None),
             _ => return Err(format!("`{}` is not a wave reduction", op.mnemonic())),
         }
         .map_err(be)?;
+        self.store(a, v)
+    }
+
+    /// `wave.max.f32` with the maxNum butterfly's result made exact where
+    /// `OpGroupNonUniformFMax` leaves room: NaN operands are dropped (as `-inf`, the identity)
+    /// unless all W lanes are active and NaN, and a zero result is `+0.0` if any lane holds
+    /// `+0.0` (maxNum orders `-0.0` below `+0.0`).
+    fn wave_max_f32(&mut self, a: u16, b: u16) -> R<()> {
+        self.cx.cap(Capability::GroupNonUniform);
+        self.cx.cap(Capability::GroupNonUniformArithmetic);
+        self.cx.cap(Capability::GroupNonUniformVote);
+        self.cx.features.subgroup_arithmetic = true;
+        self.cx.features.subgroup_basic = true;
+        self.cx.features.subgroup_vote = true;
+        let (u, f, tb) = (self.cx.t_u32, self.cx.t_f32, self.cx.t_bool);
+        let sg = self.cx.k32(Scope::Subgroup as u32);
+        let x = self.load(b)?;
+        let ninf = self.cx.konst(f, u64::from(f32::NEG_INFINITY.to_bits()));
+        let nan = self.b().is_nan(tb, None, x).map_err(be)?;
+        let y = self.b().select(f, None, nan, ninf, x).map_err(be)?;
+        let r = self
+            .b()
+            .group_non_uniform_f_max(f, None, sg, GroupOperation::Reduce, y, None)
+            .map_err(be)?;
+        // NaN only if every one of the W lanes holds NaN: a missing lane counts as -inf.
+        let all_nan = self
+            .b()
+            .group_non_uniform_all(tb, None, sg, nan)
+            .map_err(be)?;
+        let one = self.cx.k32(1);
+        let active = self
+            .b()
+            .group_non_uniform_i_add(u, None, sg, GroupOperation::Reduce, one, None)
+            .map_err(be)?;
+        let w = self.cx.builtin(BuiltIn::SubgroupSize, None)?;
+        let full = self.b().i_equal(tb, None, active, w).map_err(be)?;
+        let all_nan = self.b().logical_and(tb, None, all_nan, full).map_err(be)?;
+        let bits = self.b().bitcast(u, None, x).map_err(be)?;
+        let z = self.cx.k32(0);
+        let pz = self.b().i_equal(tb, None, bits, z).map_err(be)?;
+        let any_pz = self
+            .b()
+            .group_non_uniform_any(tb, None, sg, pz)
+            .map_err(be)?;
+        let fz = self.cx.konst(f, 0);
+        let fnz = self.cx.konst(f, u64::from((-0.0f32).to_bits()));
+        let is_zero = self.b().f_ord_equal(tb, None, r, fz).map_err(be)?;
+        let zero = self.b().select(f, None, any_pz, fz, fnz).map_err(be)?;
+        let r = self.b().select(f, None, is_zero, zero, r).map_err(be)?;
+        let r = self.b().select(f, None, all_nan, x, r).map_err(be)?;
+        self.store(a, r)
+    }
+
+    /// `wave.shfl.u32` (lane `r[c] mod W`) and `wave.rot.u32` (lane `(laneId + r[c]) mod W`).
+    fn wave_shuffle(&mut self, rotate: bool, a: u16, b: u16, c: u16) -> R<()> {
+        self.cx.cap(Capability::GroupNonUniform);
+        self.cx.cap(Capability::GroupNonUniformShuffle);
+        self.cx.features.subgroup_basic = true;
+        self.cx.features.subgroup_shuffle = true;
+        let u = self.cx.t_u32;
+        let sg = self.cx.k32(Scope::Subgroup as u32);
+        let x = self.load(b)?;
+        let n = self.load(c)?;
+        let w = self.cx.builtin(BuiltIn::SubgroupSize, None)?;
+        let one = self.cx.k32(1);
+        // W is a power of two: mod W is a mask.
+        let mask = self.b().i_sub(u, None, w, one).map_err(be)?;
+        let n = if rotate {
+            let lane = self.cx.builtin(BuiltIn::SubgroupLocalInvocationId, None)?;
+            self.b().i_add(u, None, lane, n).map_err(be)?
+        } else {
+            n
+        };
+        let src = self.b().bitwise_and(u, None, n, mask).map_err(be)?;
+        let v = self
+            .b()
+            .group_non_uniform_shuffle(u, None, sg, x, src)
+            .map_err(be)?;
         self.store(a, v)
     }
 
