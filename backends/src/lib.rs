@@ -235,6 +235,12 @@ pub trait Backend: Send + Sync {
     /// Memory statistics.
     fn mem_stats(&self) -> MemStats;
 
+    /// Whether a kernel may run with wave width `w` (`@Wave(width = w)`, XPU §8.2); by
+    /// default only the backend's own width. The VM refuses the launch otherwise.
+    fn supports_wave_width(&self, w: u32) -> bool {
+        w == self.capabilities().wave_width
+    }
+
     /// Device memory in bytes (`Device.memoryBytes()`, XPU §2.10); 0 if unknown.
     fn memory_bytes(&self) -> i64 {
         0

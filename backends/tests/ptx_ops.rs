@@ -6,8 +6,7 @@
 
 use cajeta_backends::cuda::ptx::{self, ParamAbi, SiteKind};
 use cajeta_bytecode::{
-    Const, FnKind, Function, Instr, KernelAttrs, MathFn, Module, Op, Operand, RegClass, Scalar,
-    SharedDecl, Type,
+    Const, FnKind, Function, Instr, MathFn, Module, Op, Operand, RegClass, Scalar, SharedDecl, Type,
 };
 use std::path::PathBuf;
 use std::process::Command;
@@ -437,20 +436,6 @@ fn refusals_are_errors_naming_the_cause() {
     let e = ptx::lower(&print, 0, "sm_90").expect_err("print");
     assert!(e.message.contains("`print`"), "{e}");
     assert_eq!(e.kernel, "t.K.k");
-
-    // @Wave(width = N): only the warp width 32 (XPU §8.2).
-    let wave = |n| {
-        k(
-            vec![
-                Instr::new(Op::KernelAttr, 0, KernelAttrs::WAVE_WIDTH, n),
-                ret,
-            ],
-            vec![],
-        )
-    };
-    let e = ptx::lower(&wave(16), 0, "sm_90").expect_err("wave 16");
-    assert!(e.message.contains("@Wave(width = 16)"), "{e}");
-    assert!(ptx::lower(&wave(32), 0, "sm_90").is_ok());
 
     let host = Module {
         functions: vec![function("t.K.h", FnKind::Host, 0, vec![], vec![ret])],

@@ -1083,8 +1083,18 @@ fn check_geometry(
             caps.max_items
         ));
     }
+    let attrs = cajeta_bytecode::KernelAttrs::of(k);
+    // `@Wave(width = N)` (XPU §8.2): a backend that cannot run the width refuses the launch.
+    if let Some(w) = attrs.wave_width {
+        if !backend.supports_wave_width(w) {
+            return Err(format!(
+                "@Wave(width = {w}) is not supported (waves are {} lanes)",
+                caps.wave_width
+            ));
+        }
+    }
     // `@Occupancy(maxThreads = N)` (XPU §3.1).
-    if let Some(max) = cajeta_bytecode::KernelAttrs::of(k).max_threads {
+    if let Some(max) = attrs.max_threads {
         if items > u64::from(max) {
             return Err(format!(
                 "block of {items} items exceeds @Occupancy(maxThreads = {max})"

@@ -452,6 +452,11 @@ impl Backend for CpuBackend {
         self.acct.snapshot()
     }
 
+    /// Any power of two from 1 to 64 (XPU §8.2).
+    fn supports_wave_width(&self, w: u32) -> bool {
+        w.is_power_of_two() && w <= wave::MAX_WAVE as u32
+    }
+
     /// The host's memory: `cpu` storage is plain host memory.
     fn memory_bytes(&self) -> i64 {
         host_memory_bytes().unwrap_or(0)

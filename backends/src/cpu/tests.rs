@@ -246,3 +246,20 @@ fn environment_values() {
     b.set_worker_cap(5);
     assert_eq!((b.worker_cap(), b.workers()), (5, 5));
 }
+
+#[test]
+fn cpu_runs_every_power_of_two_wave_width_up_to_64() {
+    use crate::Backend;
+    let b = CpuBackend::new();
+    for w in [1, 2, 4, 8, 16, 32, 64] {
+        assert!(b.supports_wave_width(w), "{w}");
+    }
+    for w in [0, 3, 12, 128] {
+        assert!(!b.supports_wave_width(w), "{w}");
+    }
+    // Capability ordinals: CoopMatrixBf16F32Acc (2) and AtomicInt64 (3) only (XPU §2.10).
+    assert_eq!(
+        (0..5).map(|c| b.supports(c)).collect::<Vec<_>>(),
+        [false, false, true, true, false]
+    );
+}

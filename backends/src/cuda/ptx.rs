@@ -182,14 +182,6 @@ pub fn lower(module: &Module, kernel: u32, arch: &str) -> Result<Lowered, LowerE
             "architecture {arch} is not supported (sm_70 or newer: independent thread scheduling)"
         )));
     }
-    // `@Wave(width = N)`: a CUDA wave is a warp (XPU §8.2).
-    if let Some(w) = cajeta_bytecode::KernelAttrs::of(kf).wave_width {
-        if w != WAVE_WIDTH {
-            return Err(err(format!(
-                "@Wave(width = {w}) is not supported (CUDA waves are {WAVE_WIDTH} lanes)"
-            )));
-        }
-    }
     let mut e = Emitter {
         m: module,
         sm,
@@ -690,8 +682,8 @@ impl Emitter<'_> {
             } else {
                 "membar.gl"
             }),
-            // Read at lowering (the wave width) or ignored (@Occupancy is checked at launch,
-            // @FastMath only permits).
+            // Checked at launch by the VM (a `@Wave` width other than 32 and a block above
+            // `@Occupancy` are refused there); `@FastMath` only permits.
             Op::KernelAttr => {}
             Op::FmaF32 => self.ins(format!("fma.rn.f32 {a}, {a}, {b}, {c}")),
             Op::FmaF64 => self.ins(format!("fma.rn.f64 {a}, {a}, {b}, {c}")),
