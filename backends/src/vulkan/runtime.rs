@@ -697,6 +697,48 @@ impl VulkanBackend {
         }
     }
 
+    /// The first device feature `need` asks for that the device lacks, in words.
+    fn missing_feature(&self, need: &Features) -> Option<&'static str> {
+        let have = self.have;
+        [
+            (need.int8, have.int8, "8-bit storage"),
+            (need.int16, have.int16, "16-bit storage"),
+            (need.int64, have.int64, "int64"),
+            (need.float64, have.float64, "float64"),
+            (need.atomic_int64, have.atomic_int64, "64-bit atomics"),
+            (
+                need.atomic_f32_buffer,
+                have.atomic_f32_buffer,
+                "float32 buffer atomics",
+            ),
+            (
+                need.atomic_f32_shared,
+                have.atomic_f32_shared,
+                "float32 shared atomics",
+            ),
+            (
+                need.subgroup_arithmetic,
+                have.subgroup_arithmetic,
+                "subgroup arithmetic",
+            ),
+            (need.subgroup_basic, have.subgroup_basic, "subgroups"),
+            (
+                need.subgroup_shuffle,
+                have.subgroup_shuffle,
+                "subgroup shuffles",
+            ),
+            (
+                need.subgroup_ballot,
+                have.subgroup_ballot,
+                "subgroup ballots",
+            ),
+            (need.subgroup_vote, have.subgroup_vote, "subgroup votes"),
+        ]
+        .into_iter()
+        .find(|&(needed, present, _)| needed && !present)
+        .map(|(_, _, what)| what)
+    }
+
     /// The pipeline of `k` for a block shape.
     fn pipeline(&self, k: &mut Kernel, block: [u32; 3]) -> Result<vk::Pipeline, String> {
         if let Some(p) = k.pipelines.get(&block) {
@@ -809,50 +851,11 @@ impl VulkanBackend {
         };
         let k = self.kernel(st, module, kernel).map_err(&refuse)?;
         let mut kg = k.lock().unwrap_or_else(|e| e.into_inner());
-        let need = kg.lowered.features;
-        let have = self.have;
-        for (needed, present, what) in [
-            (need.int8, have.int8, "8-bit storage"),
-            (need.int16, have.int16, "16-bit storage"),
-            (need.int64, have.int64, "int64"),
-            (need.float64, have.float64, "float64"),
-            (need.atomic_int64, have.atomic_int64, "64-bit atomics"),
-            (
-                need.atomic_f32_buffer,
-                have.atomic_f32_buffer,
-                "float32 buffer atomics",
-            ),
-            (
-                need.atomic_f32_shared,
-                have.atomic_f32_shared,
-                "float32 shared atomics",
-            ),
-            (
-                need.subgroup_arithmetic,
-                have.subgroup_arithmetic,
-                "subgroup arithmetic",
-            ),
-            (need.subgroup_basic, have.subgroup_basic, "subgroups"),
-            (
-                need.subgroup_shuffle,
-                have.subgroup_shuffle,
-                "subgroup shuffles",
-            ),
-            (
-                need.subgroup_ballot,
-                have.subgroup_ballot,
-                "subgroup ballots",
-            ),
-            (need.subgroup_vote, have.subgroup_vote, "subgroup votes"),
-        ] {
-            if needed && !present {
-                return Err(refuse(format!("the device lacks {what}")));
-            }
+        if let Some(what) = self.missing_feature(&kg.lowered.features) {
+            return Err(refuse(format!("the device lacks {what}")));
         }
         if let Some(w) = kg.lowered.wave_width {
-            let ok = w == self.caps.wave_width
-                || self.wave_sizes.is_some_and(|(lo, hi)| lo <= w && w <= hi);
-            if !ok {
+            if !self.supports_wave_width(w) {
                 let sizes = match self.wave_sizes {
                     Some((lo, hi)) => format!("subgroup sizes {lo} to {hi}"),
                     None => format!("subgroup size {}", self.caps.wave_width),
@@ -1356,5 +1359,31 @@ impl Backend for VulkanBackend {
 
     fn mem_stats(&self) -> MemStats {
         *self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The default subgroup size, or any size subgroup size control can require (XPU §8.2).
+    fn supports_wave_width(&self, w: u32) -> bool {
+        w == self.caps.wave_width || self.wave_sizes.is_some_and(|(lo, hi)| lo <= w && w <= hi)
+    }
+
+    /// The total size of the device-local memory heaps.
+    fn memory_bytes(&self) -> i64 {
+        let p = &self.dev.mem_props;
+        let n = (p.memory_heap_count as usize).min(p.memory_heaps.len());
+        let bytes: u64 = p.memory_heaps[..n]
+            .iter()
+            .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+            .map(|h| h.size)
+            .sum();
+        i64::try_from(bytes).unwrap_or(i64::MAX)
+    }
+
+    /// Whether the kernel lowers to SPIR-V, the device has every feature it needs and its
+    /// `@Wave` width is supported.
+    fn kernel_available(&self, module: &Arc<Module>, kernel: u32) -> bool {
+        spirv::lower(module, kernel).is_ok_and(|l| {
+            self.missing_feature(&l.features).is_none()
+                && l.wave_width.is_none_or(|w| self.supports_wave_width(w))
+        })
     }
 }
