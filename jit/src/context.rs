@@ -395,10 +395,10 @@ mod tests {
 
     #[test]
     fn status_codes_round_trip() {
-        for v in 0..8 {
+        for v in 0..=8 {
             assert_eq!(Status::from_u32(v).map(|s| s as u32), Some(v));
         }
-        assert_eq!(Status::from_u32(8), None);
+        assert_eq!(Status::from_u32(9), None);
     }
 
     #[test]

@@ -793,7 +793,11 @@ impl<'a, 'b> Tr<'a, 'b> {
             Scalar::I32 => narrow(self, I32),
             Scalar::U8 | Scalar::Bool => self.b.ins().band_imm_s(v, 0xff),
             Scalar::U16 => self.b.ins().band_imm_s(v, 0xffff),
-            Scalar::U32 | Scalar::Char => self.b.ins().band_imm_s(v, 0xffff_ffff),
+            // A 32-bit move zero-extends on x86-64: no 64-bit mask constant to load.
+            Scalar::U32 | Scalar::Char => {
+                let t = self.b.ins().ireduce(I32, v);
+                self.b.ins().uextend(I64, t)
+            }
             _ => v,
         }
     }
@@ -1274,7 +1278,10 @@ impl<'a, 'b> Tr<'a, 'b> {
                 self.b.ins().uextend(I64, t)
             }
             Op::F32Bits => self.canon(Scalar::I32, x),
-            Op::BitsF32 => self.b.ins().band_imm_s(x, 0xffff_ffff),
+            Op::BitsF32 => {
+                let t = self.b.ins().ireduce(I32, x);
+                self.b.ins().uextend(I64, t)
+            }
             _ => x,
         };
         self.set_cell(i.a, r);

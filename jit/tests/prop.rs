@@ -178,6 +178,14 @@ fn exec(f: &Function, consts: &[Const], ins: Instr, r: &mut [u64]) -> Result<(),
         Op::F64ToF32 => c32(f64v(r[b]) as f32),
         Op::FmaF32 => c32(f32v(r[a]).mul_add(f32v(r[b]), f32v(r[c]))),
         Op::FmaF64 => c64(f64v(r[a]).mul_add(f64v(r[b]), f64v(r[c]))),
+        // Bits and the Cajeta bit casts, on the canonical cells.
+        Op::PopcU32 => u64::from((r[b] as u32).count_ones()),
+        Op::BrevU32 => u64::from((r[b] as u32).reverse_bits()),
+        Op::RotlU32 => u64::from((r[b] as u32).rotate_left(r[c] as u32 % 32)),
+        Op::RotrU32 => u64::from((r[b] as u32).rotate_right(r[c] as u32 % 32)),
+        Op::F32Bits => r[b] as u32 as i32 as i64 as u64,
+        Op::BitsF32 => u64::from(r[b] as u32),
+        Op::F64Bits | Op::BitsF64 => r[b],
         _ if m.starts_with("cvt.") => {
             // Float → integer; `f32 as T` equals `(f32 as f64) as T` exactly.
             let mut parts = m.split('.').skip(1);
