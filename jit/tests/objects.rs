@@ -386,10 +386,18 @@ fn xpu_instructions_run_through_the_hook_on_the_window() {
     assert_eq!(vm.xpu_calls.len(), 1);
     let (ins, window) = &vm.xpu_calls[0];
     assert_eq!(*ins, [Op::StreamCurrent as u32, 1, 0, 0]);
-    assert_eq!(window[0], 1.25f64.to_bits(), "registers are in the window for the hook");
+    assert_eq!(
+        window[0],
+        1.25f64.to_bits(),
+        "registers are in the window for the hook"
+    );
     assert_eq!(window[2], 2.5f64.to_bits());
     assert_eq!(vm.statics[0], XPU_RESULT, "the hook's result is read back");
-    assert_eq!(vm.statics[1], 2.5f64.to_bits(), "other registers survive the hook");
+    assert_eq!(
+        vm.statics[1],
+        2.5f64.to_bits(),
+        "other registers survive the hook"
+    );
 }
 
 #[test]
