@@ -51,6 +51,9 @@ pub mod code {
     pub const NO_ENTRY: &str = "CAJETA_ERROR_NO_ENTRY";
     pub const DUPLICATE_CASE: &str = "CAJETA_ERROR_DUPLICATE_CASE";
     pub const NAMEDARG: &str = "LANG-NAMEDARG";
+    pub const VECTOR_ELEMENT_TYPE: &str = "CAJETA_ERROR_VECTOR_ELEMENT_TYPE";
+    pub const VECTOR_LENGTH: &str = "CAJETA_ERROR_VECTOR_LENGTH";
+    pub const VECTOR_CONSTRUCT: &str = "CAJETA_ERROR_VECTOR_CONSTRUCT";
     pub const XPU_K01: &str = "XPU-K01";
     pub const XPU_K02: &str = "XPU-K02";
     pub const XPU_K03: &str = "XPU-K03";

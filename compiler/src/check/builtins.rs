@@ -143,6 +143,7 @@ pub fn ty_name(p: &Program, t: &Ty) -> String {
         Ty::Stream => "KernelStream".into(),
         Ty::Shared(s) => format!("Shared<{}>", s.name()),
         Ty::Enum(e) => e.name().into(),
+        Ty::Vector(s, n) => format!("Vector<{},{n}>", s.name()),
         Ty::Null => "null".into(),
         Ty::Void => "void".into(),
         Ty::Error => "<error>".into(),

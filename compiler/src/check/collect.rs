@@ -131,6 +131,9 @@ pub struct Program {
     pub envs: Vec<UnitEnv>,
     /// Warnings found while collecting (unknown annotations).
     pub warnings: Vec<Diag>,
+    /// Hidden statics returning lanes `1…N−1` of a host function's vector result, by
+    /// (element type, lane): see `vector.rs`.
+    pub vret: HashMap<(Scalar, u8), u32>,
     by_qual: HashMap<String, u32>,
 }
 
@@ -188,6 +191,13 @@ impl Program {
             TypeKind::Prim(p) => prim_type(*p, t.span),
             TypeKind::Array(inner) => {
                 let e = self.resolve_type(unit, inner)?;
+                if matches!(e, Ty::Vector(..)) {
+                    return Err(Diag::error(
+                        code::NOT_IMPLEMENTED,
+                        t.span,
+                        "arrays of Vectors are not implemented (use vload/vstore on a scalar array)",
+                    ));
+                }
                 if matches!(e, Ty::Array(_)) {
                     return Err(Diag::error(
                         code::NOT_IMPLEMENTED,
@@ -305,6 +315,32 @@ impl Program {
                         ),
                     )),
                 }
+            }
+            LibClass::Vector => {
+                let [TypeArg::Type(e), TypeArg::Const(n)] = args else {
+                    return Err(Diag::error(
+                        code::TYPE_MISMATCH,
+                        span,
+                        "Vector takes an element type and a lane count: Vector<T,N>",
+                    ));
+                };
+                let s = match self.resolve_type(unit, e)? {
+                    // Numeric lanes, or boolean ones: a mask (`Vector<boolean,N>`).
+                    Ty::Prim(s) if s.is_numeric() || s == Scalar::Bool => s,
+                    other => {
+                        return Err(Diag::error(
+                            code::VECTOR_ELEMENT_TYPE,
+                            e.span,
+                            format!(
+                                "'{}' is not a Vector element type (a numeric type)",
+                                builtins::ty_name(self, &other)
+                            ),
+                        ))
+                    }
+                };
+                let n = super::vector::lane_count(n)
+                    .map_err(|m| Diag::error(code::VECTOR_LENGTH, n.span, m))?;
+                Ok(Ty::Vector(s, n))
             }
             other => Err(Diag::error(
                 code::NOT_IMPLEMENTED,
@@ -448,6 +484,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         entry: None,
         envs: vec![],
         warnings: vec![],
+        vret: HashMap::new(),
         by_qual: HashMap::new(),
     };
     for unit in units {
@@ -571,6 +608,13 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                         code::XPU_K03,
                         f.ty.span,
                         "Shared<T> exists only inside a @Kernel body, not as a field",
+                    ));
+                }
+                if matches!(ty, Ty::Vector(..)) {
+                    errors.push(Diag::error(
+                        code::NOT_IMPLEMENTED,
+                        f.ty.span,
+                        "Vector fields are not implemented (locals, parameters and results are)",
                     ));
                 }
                 for (name, init) in &f.vars {
@@ -917,6 +961,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         p.classes[ci].methods = methods;
         p.classes[ci].ctors = ctors;
     }
+    vector_result_statics(&mut p);
     // The default entry: the unique static main(), main(String[]) or run().
     let mut candidates = vec![];
     for c in &p.classes {
@@ -936,6 +981,43 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
     } else {
         errors.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
         Err(errors)
+    }
+}
+
+/// Adds the hidden statics through which host functions return lanes `1…N−1` of a vector
+/// result (lane 0 is the `ret` value): one per (element type, lane), shared by every such
+/// function, since the caller reads them right after the call returns.
+fn vector_result_statics(p: &mut Program) {
+    let mut needed: Vec<(Scalar, u8, u32)> = vec![];
+    for c in &p.classes {
+        for m in &c.methods {
+            if let (Ty::Vector(s, n), FnKind::Host) = (&m.ret, m.kind) {
+                for k in 1..*n {
+                    needed.push((*s, k, m.func));
+                }
+            }
+        }
+    }
+    for (s, k, func) in needed {
+        if p.vret.contains_key(&(s, k)) {
+            continue;
+        }
+        // Owned by the first class (statics need one; the name cannot clash with a field).
+        let class = p
+            .classes
+            .iter()
+            .position(|c| c.methods.iter().any(|m| m.func == func))
+            .unwrap_or(0) as u32;
+        let qual = format!("$vret.{}.{k}", s.name());
+        p.vret.insert((s, k), p.statics.len() as u32);
+        p.statics.push(StaticInfo {
+            name: qual.clone(),
+            qual,
+            ty: Ty::Prim(s),
+            class,
+            is_final: false,
+            access: Access::Private,
+        });
     }
 }
 
@@ -989,7 +1071,7 @@ fn device_signature_errors(
             format!(
                 "{what} must return void{}",
                 if kind == FnKind::Device {
-                    " or a primitive"
+                    " or a primitive (Vector results of device functions are not implemented)"
                 } else {
                     ""
                 }
@@ -1005,7 +1087,7 @@ fn device_signature_errors(
     }
     for (prm, (name, ty)) in md.params.iter().zip(params) {
         let ok = match ty {
-            Ty::Prim(_) | Ty::Buffer(_) | Ty::Error => true,
+            Ty::Prim(_) | Ty::Buffer(_) | Ty::Vector(..) | Ty::Error => true,
             Ty::Class(c) => is_pod(p, *c),
             _ => false,
         };

@@ -24,9 +24,26 @@ pub fn typed_op(name: &str, s: Scalar) -> Option<Op> {
 pub(super) enum Place {
     Local(usize),
     Static(u32),
-    Field { obj: Reg, field: u16, ty: Ty },
-    Elem { arr: Reg, idx: Reg, elem: Ty },
-    Dev { base: Reg, idx: Reg, elem: Scalar },
+    Field {
+        obj: Reg,
+        field: u16,
+        ty: Ty,
+    },
+    Elem {
+        arr: Reg,
+        idx: Reg,
+        elem: Ty,
+    },
+    Dev {
+        base: Reg,
+        idx: Reg,
+        elem: Scalar,
+    },
+    /// A lane of a vector local: its register.
+    Lane {
+        reg: Reg,
+        elem: Scalar,
+    },
 }
 
 impl FnBuilder<'_> {
@@ -244,6 +261,17 @@ impl FnBuilder<'_> {
                 elem, dims, init, ..
             } => self.new_array(elem, dims, init.as_ref(), e.span),
             ExprKind::Index { target, index } => self.index(target, index, e.span),
+            ExprKind::Call {
+                target: Some(t),
+                name,
+                type_args,
+                args,
+            } if matches!(name.name.as_str(), "vload" | "vstore")
+                && self.class_path(t).is_none() =>
+            {
+                self.vector_mem(t, name, type_args, args, e.span)
+                    .unwrap_or_else(Val::error)
+            }
             ExprKind::Call {
                 target,
                 name,
@@ -466,6 +494,7 @@ impl FnBuilder<'_> {
         }
         let obj = self.expr(target);
         match obj.ty.clone() {
+            Ty::Vector(..) => self.vector_field(obj, name),
             Ty::Class(c) => {
                 let cls = &self.p.classes[c as usize];
                 let Some(fi) = cls.fields.iter().position(|f| f.name == name.name) else {
@@ -567,7 +596,10 @@ impl FnBuilder<'_> {
         let own = v.own;
         let r = self.coerce(v, &l.ty, span)?;
         self.locals[li].static_owner = own != Own::No;
-        if let Some(f) = l.flag {
+        if let Ty::Vector(_, n) = l.ty {
+            // Every lane; the value is always a block distinct from the local's.
+            self.vec_copy(l.reg, r, n as usize);
+        } else if let Some(f) = l.flag {
             // Drop the old object after the right side is evaluated, before the store.
             if !init {
                 self.emit_drop(l.reg, f, &l.ty);
@@ -600,6 +632,9 @@ impl FnBuilder<'_> {
             return self.inc_dec(operand, op == UnOp::PreInc, true, span);
         }
         let v = self.expr(operand);
+        if let Ty::Vector(..) = v.ty {
+            return self.vector_unary(op, v, span);
+        }
         match (op, v.ty.clone()) {
             (_, Ty::Error) => Val::error(),
             (UnOp::Not, Ty::Prim(Scalar::Bool)) => self.not_val(v, span),
@@ -736,6 +771,9 @@ impl FnBuilder<'_> {
                 "a void call has no value",
             );
             return Val::error();
+        }
+        if matches!(l.ty, Ty::Vector(..)) || matches!(r.ty, Ty::Vector(..)) {
+            return self.vector_binary(op, l, r, span);
         }
         if op == BinOp::Add && (l.ty == Ty::Str || r.ty == Ty::Str) {
             return self.concat(l, r, span);
@@ -1221,6 +1259,9 @@ impl FnBuilder<'_> {
     // ----- assignment -----
 
     pub(super) fn place(&mut self, target: &Expr) -> Option<Place> {
+        if let Some(lane) = self.vector_place(target) {
+            return lane;
+        }
         match &target.kind {
             ExprKind::Paren(inner) => self.place(inner),
             ExprKind::Name(id) => {
@@ -1376,7 +1417,7 @@ impl FnBuilder<'_> {
             Place::Static(si) => self.p.statics[*si as usize].ty.clone(),
             Place::Field { ty, .. } => ty.clone(),
             Place::Elem { elem, .. } => elem.clone(),
-            Place::Dev { elem, .. } => Ty::Prim(*elem),
+            Place::Dev { elem, .. } | Place::Lane { elem, .. } => Ty::Prim(*elem),
         }
     }
 
@@ -1408,6 +1449,7 @@ impl FnBuilder<'_> {
                 let d = self.elem_get(*arr, *idx, elem);
                 Val::reg(ty, d)
             }
+            Place::Lane { reg, .. } => Val::reg(ty, *reg),
             Place::Dev { base, idx, elem } => {
                 self.set_pos(span);
                 let d = self.def(
@@ -1547,6 +1589,13 @@ impl FnBuilder<'_> {
                 self.store_field(obj, field, r, own);
                 Val::reg(ty, r)
             }
+            Place::Lane { reg, .. } => {
+                let Some(r) = self.coerce(v, &ty, value.span) else {
+                    return Val::error();
+                };
+                self.move_into(reg, r);
+                Val::reg(ty, reg)
+            }
             Place::Dev { base, idx, elem } => {
                 let Some(r) = self.coerce(v, &ty, value.span) else {
                     return Val::error();
@@ -1596,6 +1645,7 @@ impl FnBuilder<'_> {
     fn index(&mut self, target: &Expr, index: &Expr, span: Span) -> Val {
         let a = self.expr(target);
         let elem = match &a.ty {
+            Ty::Vector(..) => return self.vector_index(a, index),
             Ty::Array(e) => (**e).clone(),
             Ty::Error => return Val::error(),
             Ty::Buffer(s) | Ty::Shared(s) if self.device => {
@@ -1698,6 +1748,10 @@ impl FnBuilder<'_> {
         args: &[Arg],
         span: Span,
     ) -> Val {
+        // A Vector is a value (LANGUAGE §6.1: heap/stack just produce it), also on the device.
+        if let Ok(Ty::Vector(s, n)) = self.p.resolve_type(self.unit, t) {
+            return self.vector_new(s, n, args, span);
+        }
         if !self.host_only("creating an object", span) {
             return Val::error();
         }
@@ -1937,7 +1991,8 @@ impl FnBuilder<'_> {
             let Some(r) = self.coerce(v, pty, args.get(ai).map_or(span, |a| a.value.span)) else {
                 return Val::error();
             };
-            regs.push(r);
+            // A vector argument is its lanes (consecutive registers).
+            regs.extend((0..pty.lanes() as u16).map(|k| r + k));
         }
         let mut flag_srcs = vec![];
         for (pi, (_, pty)) in sig.params.iter().enumerate() {
@@ -1980,6 +2035,9 @@ impl FnBuilder<'_> {
             };
         }
         let d = self.def(Op::Call, ret.reg(), base, sig.func as u16);
+        if let Ty::Vector(..) = ret {
+            return self.vector_call_result(&ret, d);
+        }
         if ret.is_owned_kind() {
             let f = self.temp(Type::BOOL);
             self.emit(Op::TakeOwn, f, 0, 0);
@@ -2123,13 +2181,16 @@ impl FnBuilder<'_> {
         self.emit_call(&sig, None, vals, args, span)
     }
 
-    fn method_on_value(
+    pub(super) fn method_on_value(
         &mut self,
         recv: Val,
         name: &crate::ast::Ident,
         args: &[Arg],
         span: Span,
     ) -> Val {
+        if let Ty::Vector(..) = recv.ty {
+            return self.vector_method(recv, name, args, span);
+        }
         if let Some(v) = self.xpu_method(&recv, name, args, span) {
             return v;
         }

@@ -330,7 +330,11 @@ impl<'a> FnBuilder<'a> {
                     }
                     continue;
                 }
-                let r = self.new_reg(ty.reg());
+                // A vector parameter is its lanes, consecutive (see `vector.rs`).
+                let r = match ty {
+                    Ty::Vector(s, n) => self.vec_block(*s, *n as usize),
+                    _ => self.new_reg(ty.reg()),
+                };
                 let span = decl_params.get(i).map(|p| p.name.span).unwrap_or_default();
                 let is_final = decl_params.get(i).is_some_and(|p| p.is_final);
                 let li = self.add_local(name, ty.clone(), r, is_final, span);
@@ -1091,6 +1095,11 @@ impl<'a> FnBuilder<'a> {
                 Some(r)
             }
             (Ty::Enum(_), Ty::Prim(Scalar::I32)) => self.materialize(&v),
+            (Ty::Vector(..), _) | (_, Ty::Vector(..)) => {
+                let from = v.ty.clone();
+                self.vector_mismatch(&from, target, span, "cannot convert");
+                None
+            }
             _ => {
                 let (a, b) = (self.ty_name(&v.ty), self.ty_name(target));
                 self.error(

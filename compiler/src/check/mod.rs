@@ -13,6 +13,7 @@ mod inline;
 mod stmt;
 mod t2;
 pub mod ty;
+mod vector;
 mod xpu;
 mod xpu_t2;
 

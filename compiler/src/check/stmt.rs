@@ -190,7 +190,10 @@ impl FnBuilder<'_> {
         }
         for var in &d.vars {
             self.set_pos(var.name.span);
-            let reg = self.new_reg(ty.reg());
+            let reg = match ty {
+                Ty::Vector(s, n) => self.vec_block(s, n as usize),
+                _ => self.new_reg(ty.reg()),
+            };
             let Some(li) =
                 self.add_local(&var.name.name, ty.clone(), reg, d.is_final, var.name.span)
             else {
@@ -729,6 +732,7 @@ impl FnBuilder<'_> {
                     self.emit(Op::RetOwn, r, flag, 0);
                 } else {
                     self.emit_return_drops();
+                    self.vector_result_lanes(&ret, r);
                     self.emit(Op::Ret, r, 0, 0);
                 }
             }

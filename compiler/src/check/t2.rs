@@ -141,13 +141,16 @@ impl FnBuilder<'_> {
             );
             return Val::error();
         }
-        let d = self.temp(t.reg());
+        let d = match t {
+            Ty::Vector(s, n) => self.vec_block(s, n as usize),
+            _ => self.temp(t.reg()),
+        };
         let jf = self.emit_bc(Op::JmpIfNot, c.unwrap_or(0), 0);
         let header = jf as u32;
         self.da = when_true;
         let v = self.expr(then);
         if let Some(r) = self.coerce(v, &t, then.span) {
-            self.move_into(d, r);
+            self.move_lanes(d, r, &t);
         }
         let da_then = self.da.clone();
         let jend = self.emit_bc(Op::Jmp, 0, 0);
@@ -156,7 +159,7 @@ impl FnBuilder<'_> {
         self.da = when_false;
         let v = self.expr(els);
         if let Some(r) = self.coerce(v, &t, els.span) {
-            self.move_into(d, r);
+            self.move_lanes(d, r, &t);
         }
         let merge = self.pc();
         self.patch(jend, merge);

@@ -58,6 +58,9 @@ pub enum Ty {
     Shared(Scalar),
     /// A library enum constant's type.
     Enum(EnumTy),
+    /// `Vector<T,N>` (XPU §2.11): `N` consecutive registers of `T` (a mask when `T` is
+    /// boolean).
+    Vector(Scalar, u8),
     /// The type of `null`.
     Null,
     /// The result of a `void` call.
@@ -111,6 +114,14 @@ impl Ty {
         )
     }
 
+    /// Registers a value of this type occupies: `N` for a vector, else 1.
+    pub fn lanes(&self) -> usize {
+        match self {
+            Ty::Vector(_, n) => *n as usize,
+            _ => 1,
+        }
+    }
+
     /// The register type that holds a value of this type. Enums are their ordinal (`int32`).
     pub fn reg(&self) -> Type {
         match self {
@@ -127,6 +138,8 @@ impl Ty {
             Ty::Stream => Type::Stream,
             Ty::Shared(s) => Type::Shared(*s),
             Ty::Enum(_) => Type::Scalar(Scalar::I32),
+            // Each lane register; a vector occupies `lanes()` of them.
+            Ty::Vector(s, _) => Type::Scalar(*s),
             Ty::Null | Ty::Void | Ty::Error => Type::Scalar(Scalar::I32),
         }
     }

@@ -41,7 +41,11 @@ pub mod geom {
 pub fn param_types(fb: &FnBuilder<'_>, sig: &MethodSig) -> Vec<Type> {
     let mut out = vec![];
     if sig.kind == FnKind::Host {
-        out.extend(sig.params.iter().map(|(_, t)| t.reg()));
+        out.extend(
+            sig.params
+                .iter()
+                .flat_map(|(_, t)| std::iter::repeat_n(t.reg(), t.lanes())),
+        );
         out.extend(std::iter::repeat_n(Type::BOOL, sig.flag_count()));
     } else {
         for (_, t) in &sig.params {
@@ -49,7 +53,7 @@ pub fn param_types(fb: &FnBuilder<'_>, sig: &MethodSig) -> Vec<Type> {
                 Ty::Class(c) => {
                     out.extend(fb.p.classes[*c as usize].fields.iter().map(|f| f.ty.reg()))
                 }
-                t => out.push(t.reg()),
+                t => out.extend(std::iter::repeat_n(t.reg(), t.lanes())),
             }
         }
     }
@@ -1104,7 +1108,8 @@ impl FnBuilder<'_> {
                     let Some(r) = self.coerce(v, pty, aspan) else {
                         return Val::error();
                     };
-                    arg_regs.push(r);
+                    // A vector argument is its lanes (consecutive registers).
+                    arg_regs.extend((0..pty.lanes() as u16).map(|k| r + k));
                 }
             }
             // Record launch borrows of bare buffer names (XPU-K02).
