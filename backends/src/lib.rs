@@ -88,6 +88,17 @@ impl StreamId {
     pub const DEFAULT: StreamId = StreamId(0);
 }
 
+/// A backend's handle for one recording of an `Event` (XPU §2.3): the point in a stream's
+/// work that `Event.recordOn` marked. Released with [`Backend::event_release`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct EventId(pub u64);
+
+impl EventId {
+    /// A recording that is signalled already and holds nothing (what backends whose work is
+    /// complete when its call returns record).
+    pub const SIGNALLED: EventId = EventId(0);
+}
+
 /// What a backend can do (DESIGN §5).
 #[derive(Clone, Debug)]
 pub struct Capabilities {
@@ -234,6 +245,45 @@ pub trait Backend: Send + Sync {
 
     /// Memory statistics.
     fn mem_stats(&self) -> MemStats;
+
+    /// Records an event on `stream` (`Event.recordOn`): it is signalled once all work
+    /// submitted to `stream` before this call completes (XPU §2.3).
+    ///
+    /// The default suits backends whose work is complete when its call returns (`cpu`): the
+    /// event is signalled at once.
+    fn event_record(&self, stream: StreamId) -> EventId {
+        let _ = stream;
+        EventId::SIGNALLED
+    }
+
+    /// Blocks until `event` is signalled (`Event.waitHost`, a synchronisation point).
+    ///
+    /// # Errors
+    /// A pending kernel fault of the work the event covers (asynchronous backends, XPU §7.3).
+    fn event_wait(&self, event: EventId) -> Result<(), KernelFault> {
+        let _ = event;
+        Ok(())
+    }
+
+    /// Whether `event` is signalled (`Event.query`); never waits for the work, never reports
+    /// a fault.
+    fn event_query(&self, event: EventId) -> bool {
+        let _ = event;
+        true
+    }
+
+    /// Makes later work on `stream` wait until `event` is signalled (`stream.waitFor`). The
+    /// default does nothing, which is correct for backends that complete work before
+    /// returning or run every stream in one queue in submission order.
+    fn stream_wait_event(&self, stream: StreamId, event: EventId) {
+        let _ = (stream, event);
+    }
+
+    /// Releases the recording (`Event.destroy`, a drop, or a new `recordOn`); work that
+    /// waits for it is not affected.
+    fn event_release(&self, event: EventId) {
+        let _ = event;
+    }
 
     /// Whether a kernel may run with wave width `w` (`@Wave(width = w)`, XPU §8.2); by
     /// default only the backend's own width. The VM refuses the launch otherwise.

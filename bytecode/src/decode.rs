@@ -471,6 +471,7 @@ impl<'a> Reader<'a> {
             type_tag::OBJECT => Ok(Type::Object(self.class_index(cx)?)),
             type_tag::BUFFER => Ok(Type::Buffer(self.scalar()?)),
             type_tag::STREAM => Ok(Type::Stream),
+            type_tag::EVENT => Ok(Type::Event),
             type_tag::SHARED => Ok(Type::Shared(self.scalar()?)),
             t => Err(err("CJB-E-TYPE", at, format!("invalid type tag {t:#04x}"))),
         }

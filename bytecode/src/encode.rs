@@ -62,6 +62,8 @@ pub(crate) mod type_tag {
     pub const STREAM: u8 = 0x14;
     /// `Shared<T>`, followed by a scalar byte.
     pub const SHARED: u8 = 0x15;
+    /// `Event` (T2).
+    pub const EVENT: u8 = 0x16;
 }
 
 /// Constant-pool entry tags.
@@ -227,6 +229,7 @@ impl Writer {
                 self.u8(s as u8);
             }
             Type::Stream => self.u8(type_tag::STREAM),
+            Type::Event => self.u8(type_tag::EVENT),
             Type::Shared(s) => {
                 self.u8(type_tag::SHARED);
                 self.u8(s as u8);

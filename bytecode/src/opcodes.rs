@@ -113,6 +113,7 @@ const T_F32: RegClass = is(Scalar::F32);
 const T_F64: RegClass = is(Scalar::F64);
 const T_STR: RegClass = RegClass::Is(Type::Str);
 const T_STREAM: RegClass = RegClass::Is(Type::Stream);
+const T_EVENT: RegClass = RegClass::Is(Type::Event);
 
 /// Unary float functions selected by the `c` operand of `math1.*`.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -682,6 +683,12 @@ macro_rules! for_each_opcode {
         DeviceSupports     "device.supports"    [Dst(T_BOOL), Src(T_I32), N] "r[a] := Device.supports(Capability ordinal r[b]) (a device touch; false for an unknown ordinal)";
         DeviceKernelOk     "device.kernelok"    [Dst(T_BOOL), Src(T_STR), N] "r[a] := Device.kernelAvailable(r[b]): a kernel of the module named r[b] (simple, Class.k or qualified name) that the active backend can run (a device touch); E-NULL";
         DeviceSetWorkers   "device.setworkers"  [Src(T_I32), N, N] "Device.setCpuWorkerCap(r[a]): cap on cpu worker threads, 0 or negative = one per core (no effect on other backends; not a device touch)";
+        EventCreate        "event.create"       [Dst(T_EVENT), N, N] "r[a] := a new, never-recorded event (Event.create(); a device touch)";
+        EventRecord        "event.record"       [Src(T_EVENT), Src(T_STREAM), N] "r[a].recordOn(r[b]): r[a] is signalled once the work submitted to stream r[b] so far completes (replaces an earlier recording); XPU-E-FREED (destroyed event or stream), E-NULL";
+        EventWaitHost      "event.waithost"     [Src(T_EVENT), N, N] "r[a].waitHost(): block until r[a] is signalled (never recorded: at once); reports a pending kernel fault; XPU-E-FREED, E-NULL";
+        EventQuery         "event.query"        [Dst(T_BOOL), Src(T_EVENT), N] "r[a] := r[b].query(): true iff r[b] is signalled (never recorded: true); XPU-E-FREED, E-NULL";
+        EventDestroy       "event.destroy"      [Src(T_EVENT), N, N] "r[a].destroy(): release the event (idempotent; a dropped event: nothing); E-NULL";
+        StreamWaitFor      "stream.waitfor"     [Src(T_STREAM), Src(T_EVENT), N] "r[a].waitFor(r[b]): later work on stream r[a] waits until event r[b] is signalled (never recorded: nothing to wait for); XPU-E-FREED (destroyed stream or event), E-NULL";
         }
     };
 }
@@ -751,6 +758,7 @@ impl Op {
         let m = self.mnemonic();
         (m.starts_with("buf.") && self != Op::BufLength)
             || m.starts_with("stream.")
+            || m.starts_with("event.")
             || m.starts_with("device.")
             || m.starts_with("tostr.")
             || matches!(

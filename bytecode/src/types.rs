@@ -170,6 +170,8 @@ pub enum Type {
     Buffer(Scalar),
     /// A `KernelStream` handle.
     Stream,
+    /// An `Event` handle (XPU §2.3, T2).
+    Event,
     /// A `Shared<T>` array of the current workgroup (device code only): a handle naming one of
     /// the kernel's shared declarations.
     Shared(Scalar),
@@ -224,6 +226,7 @@ impl std::fmt::Display for Type {
             Type::Object(c) => write!(f, "class#{c}"),
             Type::Buffer(s) => write!(f, "KernelBuffer<{s}>"),
             Type::Stream => f.write_str("KernelStream"),
+            Type::Event => f.write_str("Event"),
             Type::Shared(s) => write!(f, "Shared<{s}>"),
         }
     }

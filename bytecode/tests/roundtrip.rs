@@ -60,6 +60,7 @@ fn every_type_form_round_trips() {
     types.extend([
         Type::Str,
         Type::Stream,
+        Type::Event,
         Type::Array(Elem::Str),
         Type::Object(0),
         Type::Object(299),
@@ -337,7 +338,7 @@ fn rejects_bad_types() {
         .windows(2)
         .position(|w| w == [0x13, Scalar::F64 as u8])
         .unwrap();
-    for (offset, value) in [(0, 0x0c), (0, 0x16), (0, 0xff), (1, 0x0c), (1, 0x10)] {
+    for (offset, value) in [(0, 0x0c), (0, 0x17), (0, 0xff), (1, 0x0c), (1, 0x10)] {
         let mut bad = bytes.clone();
         bad[at + offset] = value;
         assert_eq!(code_of(&bad), "CJB-E-TYPE", "byte {value:#x} at +{offset}");

@@ -235,6 +235,43 @@ fn v_optype_each_register_class() {
 }
 
 #[test]
+fn event_operands_are_typed() {
+    let ev = Type::Event;
+    let st = Type::Stream;
+    verify(&body(
+        vec![ev, st, BOOL],
+        vec![
+            i(Op::EventCreate, 0, 0, 0),
+            i(Op::EventRecord, 0, 1, 0),
+            i(Op::StreamWaitFor, 1, 0, 0),
+            i(Op::EventQuery, 2, 0, 0),
+            i(Op::EventWaitHost, 0, 0, 0),
+            i(Op::EventDestroy, 0, 0, 0),
+        ],
+    ))
+    .unwrap();
+    // Stream and event swapped.
+    rejects(
+        &body(vec![ev, st], vec![i(Op::EventRecord, 1, 0, 0)]),
+        "V-OPTYPE",
+    );
+    rejects(
+        &body(vec![ev, st], vec![i(Op::StreamWaitFor, 0, 1, 0)]),
+        "V-OPTYPE",
+    );
+    // query() is a boolean; an event is not a stream.
+    rejects(
+        &body(vec![ev, I32], vec![i(Op::EventQuery, 1, 0, 0)]),
+        "V-OPTYPE",
+    );
+    rejects(
+        &body(vec![st], vec![i(Op::EventCreate, 0, 0, 0)]),
+        "V-OPTYPE",
+    );
+    assert!(Op::EventCreate.is_host_only() && Op::StreamWaitFor.is_host_only());
+}
+
+#[test]
 fn v_jump() {
     rejects(&body(vec![], vec![Instr::with_bc(Op::Jmp, 0, 2)]), "V-JUMP");
     rejects(

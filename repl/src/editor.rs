@@ -25,6 +25,7 @@ const GLOBALS: &[&str] = &[
     "String",
     "KernelBuffer",
     "KernelStream",
+    "Event",
     "KernelThread",
     "Workgroup",
     "Barrier",
@@ -62,6 +63,10 @@ const LIBRARY_MEMBERS: &[(&str, &[&str])] = &[
     (
         "KernelStream",
         &["current", "create", "sync", "destroy", "waitFor"],
+    ),
+    (
+        "Event",
+        &["create", "recordOn", "waitHost", "query", "destroy"],
     ),
     (
         "System",
@@ -154,6 +159,7 @@ impl Names {
             let list: Vec<String> = match s.ty {
                 Type::Buffer(_) => lib_members("KernelBuffer"),
                 Type::Stream => lib_members("KernelStream"),
+                Type::Event => lib_members("Event"),
                 Type::Array(_) => vec!["count".into()],
                 Type::Str => vec!["count".into(), "size".into(), "equals".into()],
                 Type::Object(c) => module

@@ -48,6 +48,7 @@ pub fn value_text(vm: &Vm, v: &Value, ty: &str) -> String {
             Object::Array(_, n) => format!("<array, count {n}>"),
             Object::Instance(c, _) => format!("<{c}>"),
             Object::Stream(..) => "<KernelStream>".into(),
+            Object::Event(..) => "<Event>".into(),
         },
         _ => v.to_text(),
     }
@@ -151,6 +152,14 @@ pub fn echo_line(vm: &Vm, v: &Value, ty: &str) -> String {
                 (true, _) => "default stream",
                 (false, true) => "destroyed stream",
                 (false, false) => "stream",
+            };
+            format!(": {ty} = {what}")
+        }
+        Object::Event(recorded, destroyed) => {
+            let what = match (recorded, destroyed) {
+                (_, true) => "destroyed event",
+                (true, false) => "recorded event",
+                (false, false) => "event",
             };
             format!(": {ty} = {what}")
         }

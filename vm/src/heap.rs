@@ -20,10 +20,10 @@
 //!
 //! # Device objects
 //!
-//! [`KernelBuffer`]s and [`KernelStream`]s are objects like arrays (released by `drop`, or
-//! with the failed call that allocated them), but they also hold backend resources, released
-//! deterministically by their Rust `Drop`: an owning buffer releases its [`Storage`], a
-//! created stream is destroyed. A buffer's storage lives in a small shared record
+//! [`KernelBuffer`]s, [`KernelStream`]s and [`Event`]s are objects like arrays (released by
+//! `drop`, or with the failed call that allocated them), but they also hold backend
+//! resources, released deterministically by their Rust `Drop`: an owning buffer releases its
+//! [`Storage`], a created stream is destroyed, an event releases its recording. A buffer's storage lives in a small shared record
 //! (`Rc<Storage>`) that its views point to as well; releasing the storage (`free()`, a drop,
 //! `allocate()`) marks the record released, so every view sees it at once (XPU §2.1: views
 //! die with their parent's storage). The backend itself keeps storage used by in-flight work
@@ -33,7 +33,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use cajeta_backends::{Backend, MemoryKind, StorageId, StreamId};
+use cajeta_backends::{Backend, EventId, MemoryKind, StorageId, StreamId};
 use cajeta_bytecode::{Elem, Scalar};
 use cajeta_jit::{ObjectView, ObjectViews};
 
@@ -58,6 +58,8 @@ pub enum Obj {
     Buffer(KernelBuffer),
     /// A `KernelStream` (the default stream or a created one).
     Stream(KernelStream),
+    /// An `Event` (XPU §2.3, T2).
+    Event(Event),
 }
 
 /// Backend storage of one allocation, shared by the owning buffer and its views.
@@ -234,12 +236,56 @@ impl std::fmt::Debug for KernelStream {
     }
 }
 
+/// An `Event` object (XPU §2.3): its backend recording, if `recordOn` ran.
+pub struct Event {
+    /// The backend that records it.
+    pub backend: Arc<dyn Backend>,
+    /// The latest recording (`None`: never recorded, which counts as signalled).
+    pub recorded: Option<EventId>,
+    /// Set by `destroy()`; later uses are `XPU-E-FREED`.
+    pub destroyed: bool,
+}
+
+impl Event {
+    /// Replaces the recording by `id` (the previous one is released).
+    pub fn record(&mut self, id: EventId) {
+        if let Some(old) = self.recorded.replace(id) {
+            self.backend.event_release(old);
+        }
+    }
+
+    /// `destroy()`: releases the recording (idempotent).
+    pub fn destroy(&mut self) {
+        self.destroyed = true;
+        if let Some(old) = self.recorded.take() {
+            self.backend.event_release(old);
+        }
+    }
+}
+
+impl Drop for Event {
+    /// Dropping an event destroys it (XPU §2.3).
+    fn drop(&mut self) {
+        self.destroy();
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("recorded", &self.recorded)
+            .field("destroyed", &self.destroyed)
+            .finish()
+    }
+}
+
 impl Obj {
     /// True for the objects ownership governs (released by `drop`): arrays, instances,
-    /// buffers and created streams. Strings are collected; the default stream is permanent.
+    /// buffers, created streams and events. Strings are collected; the default stream is
+    /// permanent.
     fn is_owned_kind(&self) -> bool {
         match self {
-            Obj::Array(_) | Obj::Instance(_) | Obj::Buffer(_) => true,
+            Obj::Array(_) | Obj::Instance(_) | Obj::Buffer(_) | Obj::Event(_) => true,
             Obj::Stream(s) => !s.is_default(),
             Obj::Free | Obj::Str(_) => false,
         }
@@ -525,7 +571,7 @@ fn obj_bytes(obj: &Obj) -> u64 {
             data => data.as_bytes().len() as u64,
         },
         Obj::Instance(i) => 8 * i.fields.len() as u64,
-        Obj::Free | Obj::Buffer(_) | Obj::Stream(_) => 0,
+        Obj::Free | Obj::Buffer(_) | Obj::Stream(_) | Obj::Event(_) => 0,
     }
 }
 

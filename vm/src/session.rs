@@ -43,6 +43,8 @@ pub enum Object {
     Instance(String, Vec<(String, Value)>),
     /// A `KernelStream`: default stream, destroyed.
     Stream(bool, bool),
+    /// An `Event`: recorded, destroyed.
+    Event(bool, bool),
 }
 
 impl Vm {
@@ -104,6 +106,7 @@ impl Vm {
                 freed: b.live_storage().is_none(),
             }),
             Some(Obj::Stream(s)) => Object::Stream(s.is_default(), s.destroyed),
+            Some(Obj::Event(e)) => Object::Event(e.recorded.is_some(), e.destroyed),
             Some(Obj::Instance(inst)) => {
                 let class = self.module.classes.get(inst.class as usize);
                 let name = class.map_or_else(|| "?".to_string(), |c| c.name.clone());

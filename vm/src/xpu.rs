@@ -35,7 +35,7 @@ use cajeta_bytecode::{Elem, Function, Scalar, Type};
 
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError, TraceFrame};
-use crate::heap::{AllocError, BufState, KernelBuffer, KernelStream, Obj, Storage};
+use crate::heap::{AllocError, BufState, Event, KernelBuffer, KernelStream, Obj, Storage};
 use crate::interp::{XInstr, XOp};
 
 /// The names `--backend`, `CAJETA_XPU_BACKEND` and `Device.force` accept.
@@ -203,6 +203,12 @@ fn exec_instr(vm: &mut Vm, base: usize, x: XInstr) -> Result<(), XErr> {
         XOp::StreamCreate => vm.stream_create(base, a),
         XOp::StreamSync => vm.stream_sync(base, a),
         XOp::StreamDestroy => vm.stream_destroy(base, a),
+        XOp::StreamWaitFor => vm.stream_wait_for(base, a, b),
+        XOp::EventCreate => vm.event_create(base, a),
+        XOp::EventRecord => vm.event_record(base, a, b),
+        XOp::EventWaitHost => vm.event_wait_host(base, a),
+        XOp::EventQuery => vm.event_query(base, a, b),
+        XOp::EventDestroy => vm.event_destroy(base, a),
         XOp::DeviceForce => vm.device_force(base, a),
         XOp::DeviceBackend => vm.device_backend(base, a),
         XOp::DeviceQuery => vm.device_query(base, a, b),
@@ -676,6 +682,105 @@ impl Vm {
                 ))
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// The event `h` with its backend and recording, if usable (`E-NULL`; `XPU-E-FREED` when
+    /// destroyed or dropped).
+    fn live_event(
+        &self,
+        h: u64,
+        method: &str,
+    ) -> Result<(Arc<dyn Backend>, Option<cajeta_backends::EventId>), XErr> {
+        match self.heap.get(h) {
+            Some(Obj::Event(e)) if !e.destroyed => Ok((Arc::clone(&e.backend), e.recorded)),
+            _ if h == 0 => Err(err(
+                ErrorCode::Null,
+                format!("null reference: {method}() on null event"),
+            )),
+            _ => Err(freed(&format!("{method}()"), "a destroyed event")),
+        }
+    }
+
+    /// `event.create`: a new, never-recorded event (a device touch; released by `destroy()`
+    /// or its drop).
+    fn event_create(&mut self, base: usize, a: u16) -> Result<(), XErr> {
+        let backend = self.device()?;
+        let h = self.add_object(Obj::Event(Event {
+            backend,
+            recorded: None,
+            destroyed: false,
+        }))?;
+        self.set_reg(base, a, h);
+        Ok(())
+    }
+
+    /// `event.record`: `e.recordOn(s)` marks the work submitted to `s` so far; a new
+    /// recording replaces the previous one.
+    fn event_record(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
+        let h = self.reg(base, usize::from(a));
+        let (backend, _) = self.live_event(h, "recordOn")?;
+        let stream = self.live_stream(self.reg(base, usize::from(b)), "recordOn")?;
+        let id = backend.event_record(stream);
+        if let Some(Obj::Event(e)) = self.heap.get_mut(h) {
+            e.record(id);
+        } else {
+            backend.event_release(id);
+        }
+        Ok(())
+    }
+
+    /// `event.waithost`: blocks until the event is signalled (never recorded: at once) and
+    /// reports a pending kernel fault of the work it covers.
+    fn event_wait_host(&mut self, base: usize, a: u16) -> Result<(), XErr> {
+        let h = self.reg(base, usize::from(a));
+        match self.live_event(h, "waitHost")? {
+            (backend, Some(id)) => backend.event_wait(id).map_err(XErr::Kernel),
+            (_, None) => Ok(()),
+        }
+    }
+
+    /// `event.query`: whether the event is signalled (never recorded: true).
+    fn event_query(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
+        let h = self.reg(base, usize::from(b));
+        let done = match self.live_event(h, "query")? {
+            (backend, Some(id)) => backend.event_query(id),
+            (_, None) => true,
+        };
+        self.set_reg(base, a, u64::from(done));
+        Ok(())
+    }
+
+    /// `event.destroy`: idempotent; nothing on a dropped event.
+    fn event_destroy(&mut self, base: usize, a: u16) -> Result<(), XErr> {
+        let h = self.reg(base, usize::from(a));
+        match self.heap.get_mut(h) {
+            Some(Obj::Event(e)) => e.destroy(),
+            _ if h == 0 => {
+                return Err(err(
+                    ErrorCode::Null,
+                    "null reference: destroy() on null event",
+                ))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `stream.waitfor`: later work on the stream waits for the event (never recorded:
+    /// nothing to wait for).
+    fn stream_wait_for(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
+        let stream = self.live_stream(self.reg(base, usize::from(a)), "waitFor")?;
+        let eh = self.reg(base, usize::from(b));
+        if eh == 0 {
+            return Err(err(
+                ErrorCode::Null,
+                "null reference: waitFor(null) on a stream",
+            ));
+        }
+        if let (backend, Some(id)) = self.live_event(eh, "waitFor")? {
+            backend.stream_wait_event(stream, id);
         }
         Ok(())
     }

@@ -19,8 +19,8 @@
 use super::abi::{self, BoundStorage, Limits, PackError};
 use super::ptx::{self, Lowered, FAULT_RECORD_BYTES, WAVE_WIDTH};
 use crate::{
-    Backend, Capabilities, Dims, KernelArg, KernelFault, LaunchError, MemStats, MemoryKind,
-    StorageId, StreamId, XpuError,
+    Backend, Capabilities, Dims, EventId, KernelArg, KernelFault, LaunchError, MemStats,
+    MemoryKind, StorageId, StreamId, XpuError,
 };
 use cajeta_bytecode::Module;
 use cudarc::driver::{result, sys};
@@ -247,6 +247,17 @@ struct Stream {
 // destroyed only by `stream_destroy` or `Drop` after removal from the map.
 unsafe impl Send for Stream {}
 
+/// A recorded `Event` (XPU §2.3): a CUDA event recorded on stream `stream`.
+#[derive(Copy, Clone)]
+struct Recording {
+    raw: sys::CUevent,
+    stream: u64,
+}
+
+// SAFETY: event handles may be used from any thread with the context current; the event is
+// destroyed only by `event_release` or `Drop` after removal from the map.
+unsafe impl Send for Recording {}
+
 /// The kernel cache keyed by (module address, kernel index); the entry holds the module so the
 /// address stays unique.
 type ModuleCache = HashMap<(usize, u32), (Arc<Module>, Arc<Kernel>)>;
@@ -263,6 +274,9 @@ pub struct CudaBackend {
     next_storage: AtomicU64,
     streams: Mutex<HashMap<u64, Stream>>,
     next_stream: AtomicU64,
+    /// Recorded events by [`EventId`] (never 0, which is [`EventId::SIGNALLED`]).
+    events: Mutex<HashMap<u64, Recording>>,
+    next_event: AtomicU64,
     /// (module address, kernel) → loaded kernel; holds the module so the address stays unique.
     by_module: Mutex<ModuleCache>,
     /// PTX text hash → loaded kernel (identical kernels of different modules share one).
@@ -374,6 +388,8 @@ impl CudaBackend {
             next_storage: AtomicU64::new(1),
             streams: Mutex::new(streams),
             next_stream: AtomicU64::new(1),
+            events: Mutex::new(HashMap::new()),
+            next_event: AtomicU64::new(1),
             by_module: Mutex::new(HashMap::new()),
             by_text: Mutex::new(HashMap::new()),
             records: Mutex::new(vec![]),
@@ -480,6 +496,10 @@ impl CudaBackend {
 impl Drop for CudaBackend {
     fn drop(&mut self) {
         let _ = self.ctx.enter();
+        for (_, ev) in lock(&self.events).drain() {
+            // SAFETY: the event was removed from the map; destroyed once.
+            let _ = unsafe { result::event::destroy(ev.raw) };
+        }
         let mut streams = std::mem::take(&mut *lock(&self.streams));
         for st in streams.values_mut() {
             let _ = self.drain(st);
@@ -720,5 +740,111 @@ impl Backend for CudaBackend {
 
     fn mem_stats(&self) -> MemStats {
         *lock(&self.acct.0)
+    }
+
+    /// A CUDA event recorded on the stream. If the driver refuses one, the stream is waited
+    /// for on the host instead and the recording is signalled at once (a valid schedule).
+    fn event_record(&self, stream: StreamId) -> EventId {
+        if self.ctx.enter().is_err() {
+            return EventId::SIGNALLED;
+        }
+        let streams = lock(&self.streams);
+        // A destroyed stream waited for its work: nothing is left to mark.
+        let Some(st) = streams.get(&stream.0) else {
+            return EventId::SIGNALLED;
+        };
+        let Ok(raw) = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING) else {
+            // SAFETY: `st.raw` is a live stream of this context.
+            let _ = unsafe { result::stream::synchronize(st.raw) };
+            return EventId::SIGNALLED;
+        };
+        // SAFETY: `raw` was just created; `st.raw` is a live stream of this context.
+        if unsafe { result::event::record(raw, st.raw) }.is_err() {
+            // SAFETY: as above; `raw` is not used again.
+            unsafe {
+                let _ = result::event::destroy(raw);
+                let _ = result::stream::synchronize(st.raw);
+            }
+            return EventId::SIGNALLED;
+        }
+        let id = self.next_event.fetch_add(1, Ordering::Relaxed);
+        lock(&self.events).insert(
+            id,
+            Recording {
+                raw,
+                stream: stream.0,
+            },
+        );
+        EventId(id)
+    }
+
+    /// Waits for the event, then reports the first fault of its stream's launches (the
+    /// stream is drained: its fault records are read once its work is done).
+    fn event_wait(&self, event: EventId) -> Result<(), KernelFault> {
+        let Some(ev) = lock(&self.events).get(&event.0).copied() else {
+            return Ok(());
+        };
+        let _ = self.ctx.enter();
+        // SAFETY: the event stays live while the VM's `Event` object holds `event`.
+        let _ = unsafe { result::event::synchronize(ev.raw) };
+        let mut streams = lock(&self.streams);
+        // A destroyed stream's launches moved to the default stream.
+        let id = if streams.contains_key(&ev.stream) {
+            ev.stream
+        } else {
+            0
+        };
+        match streams.get_mut(&id).and_then(|st| self.drain(st)) {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+
+    /// `cuEventQuery`; a driver error counts as signalled (the fault is reported at the next
+    /// synchronisation).
+    fn event_query(&self, event: EventId) -> bool {
+        let Some(ev) = lock(&self.events).get(&event.0).copied() else {
+            return true;
+        };
+        let _ = self.ctx.enter();
+        // SAFETY: the event is live (see `event_wait`).
+        match unsafe { result::event::query(ev.raw) } {
+            Ok(()) => true,
+            Err(e) => e.0 != sys::cudaError_enum::CUDA_ERROR_NOT_READY,
+        }
+    }
+
+    /// `cuStreamWaitEvent`; should the driver refuse, the host waits for the event instead.
+    fn stream_wait_event(&self, stream: StreamId, event: EventId) {
+        let Some(ev) = lock(&self.events).get(&event.0).copied() else {
+            return;
+        };
+        let _ = self.ctx.enter();
+        let streams = lock(&self.streams);
+        let Some(st) = streams.get(&stream.0) else {
+            return;
+        };
+        // SAFETY: both handles are live: the stream is in the map, the event held by the VM.
+        let queued = unsafe {
+            result::stream::wait_event(
+                st.raw,
+                ev.raw,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        };
+        if queued.is_err() {
+            // SAFETY: as above.
+            let _ = unsafe { result::event::synchronize(ev.raw) };
+        }
+    }
+
+    /// `cuEventDestroy` (the driver releases a pending event once it completes).
+    fn event_release(&self, event: EventId) {
+        let Some(ev) = lock(&self.events).remove(&event.0) else {
+            return;
+        };
+        let _ = self.ctx.enter();
+        // SAFETY: removed from the map, so destroyed exactly once.
+        let _ = unsafe { result::event::destroy(ev.raw) };
     }
 }

@@ -32,8 +32,8 @@ use cajeta_bytecode::{Module, Scalar};
 
 use super::spirv::{self, Features, Lowered, Mem, ParamSlot, FAULT_WORDS};
 use crate::{
-    Backend, Capabilities, Dims, KernelArg, KernelFault, LaunchError, MemStats, MemoryKind,
-    StorageId, StreamId, XpuError,
+    Backend, Capabilities, Dims, EventId, KernelArg, KernelFault, LaunchError, MemStats,
+    MemoryKind, StorageId, StreamId, XpuError,
 };
 
 /// Launch slots (fault records) per batch.
@@ -153,6 +153,9 @@ struct State {
     by_module: HashMap<(usize, u32), (Arc<Module>, u64)>,
     batch: Batch,
     pending: Option<KernelFault>,
+    /// Batches submitted and completed so far; a recorded event names the batch (counted
+    /// from 1) whose completion signals it.
+    completed: u64,
 }
 
 /// The Vulkan backend (see the module documentation).
@@ -474,6 +477,7 @@ impl VulkanBackend {
                     pool_next: 0,
                 },
                 pending: None,
+                completed: 0,
             }),
         })
     }
@@ -546,6 +550,7 @@ impl VulkanBackend {
             }
         }
         st.batch.recording = false;
+        st.completed += 1;
         st.batch.pool_next = 0;
         st.batch.used.clear();
         st.batch.keep.clear();
@@ -1359,6 +1364,40 @@ impl Backend for VulkanBackend {
 
     fn mem_stats(&self) -> MemStats {
         *self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The open batch's number, or signalled when nothing is open (every stream shares the
+    /// queue, so the open batch holds all work submitted so far).
+    fn event_record(&self, _stream: StreamId) -> EventId {
+        let st = self.lock();
+        if st.batch.recording {
+            EventId(st.completed + 1)
+        } else {
+            EventId::SIGNALLED
+        }
+    }
+
+    /// Submits the event's batch if it is still open (a flush waits for it), then reports
+    /// the pending fault, as `sync()` does.
+    fn event_wait(&self, event: EventId) -> Result<(), KernelFault> {
+        let mut st = self.lock();
+        if event.0 > st.completed {
+            self.flush(&mut st);
+        }
+        match st.pending.take() {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+
+    /// Batches only run when submitted: an event whose batch is still open is completed now
+    /// (so a polling loop ends); its fault stays pending for the next synchronisation.
+    fn event_query(&self, event: EventId) -> bool {
+        let mut st = self.lock();
+        if event.0 > st.completed {
+            self.flush(&mut st);
+        }
+        true
     }
 
     /// The default subgroup size, or any size subgroup size control can require (XPU §8.2).

@@ -141,6 +141,7 @@ pub fn ty_name(p: &Program, t: &Ty) -> String {
         Ty::Class(c) => p.classes[*c as usize].qual.clone(),
         Ty::Buffer(s) => format!("KernelBuffer<{}>", s.name()),
         Ty::Stream => "KernelStream".into(),
+        Ty::Event => "Event".into(),
         Ty::Shared(s) => format!("Shared<{}>", s.name()),
         Ty::Enum(e) => e.name().into(),
         Ty::Vector(s, n) => format!("Vector<{},{n}>", s.name()),

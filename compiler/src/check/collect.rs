@@ -273,6 +273,7 @@ impl Program {
         match lib {
             LibClass::String => no_args(Ty::Str),
             LibClass::KernelStream => no_args(Ty::Stream),
+            LibClass::Event => no_args(Ty::Event),
             LibClass::MemoryKind => no_args(Ty::Enum(super::ty::EnumTy::MemoryKind)),
             LibClass::MemoryOrder => no_args(Ty::Enum(super::ty::EnumTy::MemoryOrder)),
             LibClass::Capability => no_args(Ty::Enum(super::ty::EnumTy::Capability)),
@@ -653,7 +654,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                             });
                         }
                     } else {
-                        if matches!(ty, Ty::Shared(_) | Ty::Stream) {
+                        if matches!(ty, Ty::Shared(_) | Ty::Stream | Ty::Event) {
                             errors.push(Diag::error(
                                 code::NOT_IMPLEMENTED,
                                 f.ty.span,

@@ -175,7 +175,13 @@ impl FnBuilder<'_> {
                 return;
             }
             (
-                Ty::Buffer(_) | Ty::Stream | Ty::Str | Ty::Array(_) | Ty::Class(_) | Ty::Enum(_),
+                Ty::Buffer(_)
+                | Ty::Stream
+                | Ty::Event
+                | Ty::Str
+                | Ty::Array(_)
+                | Ty::Class(_)
+                | Ty::Enum(_),
                 true,
             ) => {
                 let n = self.ty_name(&ty);

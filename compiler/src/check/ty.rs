@@ -54,6 +54,8 @@ pub enum Ty {
     Buffer(Scalar),
     /// `KernelStream`.
     Stream,
+    /// `Event` (XPU §2.3, T2).
+    Event,
     /// `Shared<T>` (kernel code only).
     Shared(Scalar),
     /// A library enum constant's type.
@@ -100,6 +102,7 @@ impl Ty {
                 | Ty::Class(_)
                 | Ty::Buffer(_)
                 | Ty::Stream
+                | Ty::Event
                 | Ty::Shared(_)
                 | Ty::Null
         )
@@ -110,7 +113,7 @@ impl Ty {
     pub fn is_owned_kind(&self) -> bool {
         matches!(
             self,
-            Ty::Array(_) | Ty::Class(_) | Ty::Buffer(_) | Ty::Stream
+            Ty::Array(_) | Ty::Class(_) | Ty::Buffer(_) | Ty::Stream | Ty::Event
         )
     }
 
@@ -136,6 +139,7 @@ impl Ty {
             Ty::Class(c) => Type::Object(*c),
             Ty::Buffer(s) => Type::Buffer(*s),
             Ty::Stream => Type::Stream,
+            Ty::Event => Type::Event,
             Ty::Shared(s) => Type::Shared(*s),
             Ty::Enum(_) => Type::Scalar(Scalar::I32),
             // Each lane register; a vector occupies `lanes()` of them.

@@ -179,7 +179,7 @@ impl FnBuilder<'_> {
     }
 
     /// Static calls on xpu library classes (`KernelBuffer<T>.alloc`, `KernelStream.current`,
-    /// `Device.*`, `KernelThread.*`, `Workgroup.*`, `Barrier.*`).
+    /// `Event.create`, `Device.*`, `KernelThread.*`, `Workgroup.*`, `Barrier.*`).
     pub fn xpu_static_call(
         &mut self,
         lib: LibClass,
@@ -237,6 +237,7 @@ impl FnBuilder<'_> {
                     own: Own::Yes,
                 }
             }
+            LibClass::Event => self.event_static_call(name, args, span),
             LibClass::Device => {
                 if !self.host_only("Device", span) {
                     return Some(Val::error());
@@ -439,7 +440,8 @@ impl FnBuilder<'_> {
         }
     }
 
-    /// Methods on buffers, shared arrays and streams; `None` if `recv` is none of those.
+    /// Methods on buffers, shared arrays, streams and events; `None` if `recv` is none of
+    /// those.
     pub fn xpu_method(
         &mut self,
         recv: &Val,
@@ -452,6 +454,16 @@ impl FnBuilder<'_> {
             Ty::Buffer(elem) => Some(self.buffer_method(recv, elem, n, name, args, span)),
             Ty::Shared(elem) => {
                 Some(self.atomic_method(recv, elem, n, name, args, span, "shared array"))
+            }
+            Ty::Event => Some(self.event_method(recv, name, args, span)),
+            Ty::Stream if n == "waitFor" => {
+                if !self.expect_args(args, 1, "KernelStream.waitFor", span)
+                    || !self.host_only("KernelStream", span)
+                {
+                    return Some(Val::error());
+                }
+                let s = self.materialize(recv)?;
+                Some(self.stream_wait_for(s, args, span))
             }
             Ty::Stream => {
                 if !self.expect_args(args, 0, &format!("KernelStream.{n}"), span)

@@ -369,3 +369,97 @@ impl FnBuilder<'_> {
         })
     }
 }
+
+impl FnBuilder<'_> {
+    /// `Event.create()` (XPU §2.3): an owned new event, like `KernelStream.create()`.
+    pub(super) fn event_static_call(&mut self, name: &Ident, args: &[Arg], span: Span) -> Val {
+        let n = name.name.as_str();
+        if !self.expect_args(args, 0, &format!("Event.{n}"), span) || !self.host_only("Event", span)
+        {
+            let _ = self.eval_args(args);
+            return Val::error();
+        }
+        if n != "create" {
+            self.error(
+                code::UNRESOLVED_METHOD,
+                name.span,
+                format!("Event has no static method '{n}'"),
+            );
+            return Val::error();
+        }
+        self.set_pos(span);
+        let d = self.def(Op::EventCreate, Type::Event, 0, 0);
+        Val {
+            own: super::func::Own::Yes,
+            ..Val::reg(Ty::Event, d)
+        }
+    }
+
+    /// `e.recordOn(s)`, `e.waitHost()`, `e.query()`, `e.destroy()` (XPU §2.3). `waitHost()`
+    /// as an expression statement releases launch borrows as `sync()` does (§4.2).
+    pub(super) fn event_method(
+        &mut self,
+        recv: &Val,
+        name: &Ident,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
+        let n = name.name.as_str();
+        let arity = usize::from(n == "recordOn");
+        if !self.expect_args(args, arity, &format!("Event.{n}"), span)
+            || !self.host_only("Event", span)
+        {
+            let _ = self.eval_args(args);
+            return Val::error();
+        }
+        if !matches!(n, "recordOn" | "waitHost" | "query" | "destroy") {
+            self.error(
+                code::UNRESOLVED_METHOD,
+                name.span,
+                format!("Event has no method '{n}'"),
+            );
+            return Val::error();
+        }
+        let Some(e) = self.materialize(recv) else {
+            return Val::error();
+        };
+        match n {
+            "recordOn" => {
+                let vals = self.eval_args(args);
+                let Some(s) = self.arg_to(args, &vals, 0, &Ty::Stream) else {
+                    return Val::error();
+                };
+                self.set_pos(span);
+                self.emit(Op::EventRecord, e, s, 0);
+                Self::void()
+            }
+            "query" => {
+                self.set_pos(span);
+                let d = self.def(Op::EventQuery, Type::BOOL, e, 0);
+                Val::reg(Ty::BOOL, d)
+            }
+            _ => {
+                let op = if n == "waitHost" {
+                    self.synced = true;
+                    Op::EventWaitHost
+                } else {
+                    Op::EventDestroy
+                };
+                self.set_pos(span);
+                self.emit(op, e, 0, 0);
+                Self::void()
+            }
+        }
+    }
+
+    /// `s.waitFor(e)` (XPU §2.2): later work on stream register `s` waits for the event.
+    pub(super) fn stream_wait_for(&mut self, s: u16, args: &[Arg], span: Span) -> Val {
+        let vals = self.eval_args(args);
+        let Some(e) = self.arg_to(args, &vals, 0, &Ty::Event) else {
+            return Val::error();
+        };
+        self.set_pos(span);
+        self.emit(Op::StreamWaitFor, s, e, 0);
+        Self::void()
+    }
+}

@@ -1005,6 +1005,12 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             | XOp::StreamCreate
             | XOp::StreamSync
             | XOp::StreamDestroy
+            | XOp::StreamWaitFor
+            | XOp::EventCreate
+            | XOp::EventRecord
+            | XOp::EventWaitHost
+            | XOp::EventQuery
+            | XOp::EventDestroy
             | XOp::DeviceForce
             | XOp::DeviceBackend
             | XOp::DeviceQuery
