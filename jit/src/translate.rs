@@ -179,7 +179,13 @@ impl Tr<'_, '_> {
                 // Unreachable and not a leader (code after `sys.exit`): nothing to translate.
                 continue;
             }
+            if tr.blocks[pc].is_some() {
+                tr.checked.clear();
+            }
             terminated = tr.instr(pc as u32, ins)?;
+            // A check is about the registers' values: forget it when one is written.
+            tr.checked
+                .retain(|&(a, x)| !loops::writes(&ins, a) && !loops::writes(&ins, x));
         }
         if !terminated || n == 0 {
             // V-TERM: the last instruction is a terminator.
@@ -252,6 +258,9 @@ struct Tr<'a, 'b> {
     deferred: Vec<Deferred>,
     /// Kernel state when translating a kernel for the CPU backend (see [`device`]).
     dev: Option<device::DevState>,
+    /// (array register, index register) pairs whose bounds check passed earlier in the
+    /// current bytecode block, through a hoisted view (see [`Tr::object_data`]).
+    checked: Vec<(u16, u16)>,
 }
 
 /// A hoisting loop, its preheader block and, per hoisted register (in the loop's order),
@@ -411,6 +420,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             hoisted,
             deferred: Vec::new(),
             dev: None,
+            checked: Vec::new(),
         };
         // A frame with String registers uses its window: make sure it exists (callers
         // reserve nothing for native callees).
@@ -1514,7 +1524,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             match scalar.filter(|_| self.s.inline_objects) {
                 Some(s) => {
                     let kind = ObjectView::array_kind(s);
-                    let data = self.object_data(pc, i.b, kind, Some(idx), (addr, &params, &args));
+                    let index = Some((idx, i.c));
+                    let data = self.object_data(pc, i.b, kind, index, (addr, &params, &args));
                     let at = self.element_addr(data, idx, s);
                     let ty = self.var_type(i.a);
                     let v = self.load_scalar(s, ty, at);
@@ -1538,7 +1549,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             match scalar.filter(|_| self.s.inline_objects) {
                 Some(s) => {
                     let kind = ObjectView::array_kind(s);
-                    let data = self.object_data(pc, i.a, kind, Some(idx), (addr, &params, &args));
+                    let index = Some((idx, i.b));
+                    let data = self.object_data(pc, i.a, kind, index, (addr, &params, &args));
                     let at = self.element_addr(data, idx, s);
                     match self.kind(i.c) {
                         // Floats go to memory from their own registers.
@@ -1620,11 +1632,19 @@ impl<'a, 'b> Tr<'a, 'b> {
         pc: u32,
         reg: u16,
         kind: u32,
-        index: Option<Value>,
+        index: Option<(Value, u16)>,
         slow: (usize, &[types::Type], &[Value]),
     ) -> Value {
-        let error = self.error_block(pc, slow);
         if let Some((data_var, len_var)) = self.hoisted_view(pc, reg) {
+            // The same array and index register checked earlier in this block (neither
+            // written since, no call or drop in a hoisting loop): the check holds.
+            let key = index.map(|(_, r)| (reg, r));
+            if key.is_some_and(|k| self.checked.contains(&k)) {
+                return self.b.use_var(data_var);
+            }
+            self.checked.extend(key);
+            let index = index.map(|(v, _)| v);
+            let error = self.error_block(pc, slow);
             let len = self.b.use_var(len_var);
             let bad = match index {
                 Some(index) => self
@@ -1638,6 +1658,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             self.b.switch_to_block(live);
             return self.b.use_var(data_var);
         }
+        let index = index.map(|(v, _)| v);
+        let error = self.error_block(pc, slow);
         let handle = self.get(reg);
         let (entry, in_table) = self.view_entry(handle);
         let vf = self.mem.views;

@@ -182,6 +182,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             hoisted: Vec::new(),
             deferred: Vec::new(),
             dev: None,
+            checked: Vec::new(),
         };
         // The launch frame's cells, and the views of buffer parameters never written.
         let cells: Vec<Value> = (0..f.params)
