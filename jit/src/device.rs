@@ -20,6 +20,7 @@ use cranelift_jit::JITModule;
 use cranelift_module::{Linkage, Module as _};
 
 use crate::context::{JitContext, RuntimeHooks};
+pub use crate::flatten::Origin;
 pub use crate::translate::rendezvous_sites;
 use crate::JitError;
 
@@ -176,8 +177,11 @@ pub struct CompiledKernel {
     entry: WorkgroupFn,
     /// A resumable item function (see [`STOP_RENDEZVOUS`]) rather than a workgroup loop.
     pub resumable: bool,
-    /// The kernel's register count (the register file a resumable item needs).
+    /// The kernel's register count (the register file a resumable item needs), inlined
+    /// callees' registers included.
     pub registers: usize,
+    /// With inlined calls: where each compiled pc came from (see [`CompiledKernel::origin`]).
+    origins: Option<Vec<Origin>>,
     /// Owns the code `entry` points into.
     _code: Code,
     /// Time spent compiling.
@@ -202,6 +206,19 @@ impl std::fmt::Debug for CompiledKernel {
 }
 
 impl CompiledKernel {
+    /// Where the instruction at compiled pc `pc` (a fault's or a stop's) came from: its
+    /// device frames, innermost first, and the register base of its function (subtract it
+    /// from a register named in the fault). The kernel's own instructions map to themselves.
+    pub fn origin(&self, kernel: u32, pc: u32) -> Origin {
+        match self.origins.as_ref().and_then(|o| o.get(pc as usize)) {
+            Some(o) => o.clone(),
+            None => Origin {
+                frames: vec![(kernel, pc)],
+                base: 0,
+            },
+        }
+    }
+
     /// A workgroup function: runs every item of the workgroup `ctx.group`; 0, or the status of
     /// the first faulting item (details in `ctx.fault`). A resumable item function: runs item
     /// `ctx.item` from `ctx.resume` until it returns (0), stops before a rendezvous
@@ -243,6 +260,21 @@ pub fn compile_kernel(
     let codegen = |e: cranelift_module::ModuleError| {
         JitError::new(Some(kernel), None, format!("code generation failed: {e}"))
     };
+    // `@Device` calls are inlined first: the translator then sees one function.
+    let flat = if f.code.iter().any(|i| i.op == cajeta_bytecode::Op::Call) {
+        let flat = crate::flatten::flatten(module, kernel, crate::translate::rendezvous)
+            .map_err(|why| JitError::new(Some(kernel), None, format!("not inlined: {why}")))?;
+        let mut m = module.clone();
+        m.functions[kernel as usize] = flat.func;
+        Some((m, flat.origins))
+    } else {
+        None
+    };
+    let (module, origins) = match &flat {
+        Some((m, origins)) => (m, Some(origins.clone())),
+        None => (module, None),
+    };
+    let f = &module.functions[kernel as usize];
     let mut jm = crate::new_jit_module()?;
     let mut cctx = jm.make_context();
     let mut fctx = FunctionBuilderContext::new();
@@ -292,6 +324,7 @@ pub fn compile_kernel(
         entry,
         resumable: !sites.is_empty(),
         registers: f.regs.len(),
+        origins,
         _code: Code(Mutex::new(Some(jm))),
         compile_time: start.elapsed(),
         code_size,

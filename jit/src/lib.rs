@@ -90,6 +90,7 @@
 
 mod context;
 pub mod device;
+mod flatten;
 mod helpers;
 mod loops;
 mod translate;

@@ -183,26 +183,36 @@ pub(crate) fn step(
     match status {
         0 => Stop::Done,
         STOP_RENDEZVOUS => {
+            // Always one of the kernel's own instructions (callees with rendezvous are not
+            // inlined).
             it.resume = ctx.resume;
-            it.place(l.kernel, ctx.stop_pc as u32);
+            let origin = k.origin(l.kernel, ctx.stop_pc as u32);
+            it.place_frames(&origin.frames);
             interp::run(env, it)
         }
-        _ => {
-            it.place(l.kernel, ctx.fault.pc);
-            Stop::Fault(fault_kind(status, &ctx.fault))
-        }
+        _ => Stop::Fault(located_fault(l, k, it, status, &ctx.fault)),
     }
 }
 
-/// The fault of a compiled kernel's status and record.
-fn fault_kind(status: u32, f: &DeviceFault) -> FaultKind {
+/// The fault of a compiled kernel's status and record, with `it` placed at the faulting
+/// instruction's frames (inlined device calls mapped back to the functions they came from).
+fn located_fault(
+    l: &Launch<'_>,
+    k: &CompiledKernel,
+    it: &mut Item,
+    status: u32,
+    f: &DeviceFault,
+) -> FaultKind {
+    let origin = k.origin(l.kernel, f.pc);
+    it.place_frames(&origin.frames);
+    let reg = (f.reg as u16).wrapping_sub(origin.base);
     match status {
         FAULT_BOUNDS => FaultKind::Bounds {
             index: f.index,
             handle: f.handle,
-            reg: f.reg as u16,
+            reg,
         },
-        FAULT_BAD_HANDLE => FaultKind::BadHandle { reg: f.reg as u16 },
+        FAULT_BAD_HANDLE => FaultKind::BadHandle { reg },
         s if s == Status::DivZero as u32 => FaultKind::DivZero,
         s if s == Status::Overflow as u32 => FaultKind::Overflow,
         _ => FaultKind::Internal("unknown status from a compiled kernel"),
@@ -256,9 +266,7 @@ pub(crate) fn workgroup(
         return Ok(());
     }
     let f = ctx.fault;
-    let kind = fault_kind(status, &f);
-    let t = f.item;
-    it.geo = lanes::geometry(l, wg, t, f.lane);
-    it.place(l.kernel, f.pc);
+    it.geo = lanes::geometry(l, wg, f.item, f.lane);
+    let kind = located_fault(l, k, it, status, &f);
     Err(lanes::describe(l, env, it, kind))
 }

@@ -169,6 +169,25 @@ impl Item {
         self.resume = 0;
     }
 
+    /// Places the item at the innermost of `frames` (`(function, pc)`, innermost first), the
+    /// others as its callers stopped at their calls: how a fault in compiled code with
+    /// inlined device calls is reported as the interpreter reports its own.
+    pub(crate) fn place_frames(&mut self, frames: &[(u32, u32)]) {
+        let Some((&(func, pc), callers)) = frames.split_first() else {
+            return;
+        };
+        self.frames.clear();
+        self.frames
+            .extend(callers.iter().rev().map(|&(func, call)| Frame {
+                func,
+                ret_pc: call + 1,
+                base: 0,
+            }));
+        self.func = func;
+        self.pc = pc;
+        self.base = 0;
+    }
+
     /// The item's register stack (the running kernel's registers first, when it has no
     /// callers: what a resumable compiled kernel reads and writes).
     pub(crate) fn registers(&mut self) -> &mut [u64] {
@@ -186,15 +205,6 @@ impl Item {
                 .map(|f| (f.func, f.ret_pc.saturating_sub(1))),
         );
         out
-    }
-
-    /// Places the item at instruction `pc` of kernel `kernel` with no callers: how a fault
-    /// of the compiled path is reported as the interpreter reports its own.
-    pub(crate) fn place(&mut self, kernel: u32, pc: u32) {
-        self.frames.clear();
-        self.func = kernel;
-        self.pc = pc;
-        self.base = 0;
     }
 
     /// The running function and pc (after a fault: the faulting instruction).

@@ -150,7 +150,12 @@ impl Worker {
         let mut items = Vec::new();
         items.try_reserve_exact(n).ok()?;
         for _ in 0..n {
-            items.push(Item::new(l.plan.stack_cells)?);
+            // A compiled kernel with inlined calls keeps its callees' registers after its own.
+            let cells = l
+                .compiled
+                .map_or(0, |k| k.registers)
+                .max(l.plan.stack_cells);
+            items.push(Item::new(cells)?);
         }
         Some(Worker {
             shared,

@@ -27,7 +27,8 @@
 //! execute — so a rendezvous means exactly what it means on the scheduler, with compiled code
 //! between them.
 //!
-//! Not compiled (the kernel stays on the lane scheduler): calls to `@Device` functions.
+//! `@Device` calls are inlined before translation (`crate::flatten`); a kernel whose callees
+//! contain a rendezvous is not compiled (it stays on the lane scheduler).
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AtomicRmwOp, Block, BlockArg, InstBuilder, MemFlagsData, Value};
@@ -93,7 +94,7 @@ fn compiled(op: Op) -> bool {
 }
 
 /// Whether `op` is a rendezvous: a barrier or a wave collective.
-fn rendezvous(op: Op) -> bool {
+pub(crate) fn rendezvous(op: Op) -> bool {
     let m = op.mnemonic();
     m.starts_with("barrier") || m.starts_with("wave.")
 }
