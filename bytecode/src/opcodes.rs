@@ -689,6 +689,9 @@ macro_rules! for_each_opcode {
         EventQuery         "event.query"        [Dst(T_BOOL), Src(T_EVENT), N] "r[a] := r[b].query(): true iff r[b] is signalled (never recorded: true); XPU-E-FREED, E-NULL";
         EventDestroy       "event.destroy"      [Src(T_EVENT), N, N] "r[a].destroy(): release the event (idempotent; a dropped event: nothing); E-NULL";
         StreamWaitFor      "stream.waitfor"     [Src(T_STREAM), Src(T_EVENT), N] "r[a].waitFor(r[b]): later work on stream r[a] waits until event r[b] is signalled (never recorded: nothing to wait for); XPU-E-FREED (destroyed stream or event), E-NULL";
+        ArrOwnGet          "aown.get"           [Dst(T_BOOL), Src(ARRAY), Src(T_I64)] "r[a] := the owns-flag of element r[c] of r[b], an array of references (false until set; LANGUAGE §6.2); E-NULL, E-BOUNDS";
+        ArrOwnSet          "aown.set"           [Src(ARRAY), Src(T_I64), Src(T_BOOL)] "the owns-flag of element r[b] of r[a], an array of references, := r[c] (the store itself is aset.ref); E-NULL, E-BOUNDS";
+        ArrOwnTake         "aown.take"          [Dst(REF), Src(ARRAY), N] "r[a] := the element of highest index of r[b] whose owns-flag is set, the flag cleared (the caller takes the title: array drops, LANGUAGE §6.5); null when none is, or r[b] is null or released";
         }
     };
 }
@@ -760,6 +763,7 @@ impl Op {
             || m.starts_with("stream.")
             || m.starts_with("event.")
             || m.starts_with("device.")
+            || m.starts_with("aown.")
             || m.starts_with("tostr.")
             || matches!(
                 self,

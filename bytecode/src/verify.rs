@@ -53,7 +53,13 @@
 //! - **V-ARRAY**: `aget.* a b c`: `regs[b] == Array(e)` and `regs[a]` is `e` as a type
 //!   (`aget.T` thus needs `Array(Scalar(T))`, `aget.ref` a `String` or object array);
 //!   `aset.* a b c`: likewise with the array in `a` and the value in `c`. `newarr` needs an
-//!   array destination (V-OPTYPE).
+//!   array destination (V-OPTYPE). An array of `String` elements is also the register form of
+//!   every other non-class reference element (`KernelBuffer<T>[]`, `KernelStream[]`,
+//!   `Event[]`, arrays of arrays), so its element register may be any reference type but an
+//!   object or a shared array.
+//! - **V-AOWN**: `aown.get a b c` / `aown.take a b` have `regs[b]`, `aown.set a b c` has
+//!   `regs[a]`, an array of references (`String` or object elements); `aown.take`'s `regs[a]`
+//!   is a register its element may be loaded into (as for `aget.ref`).
 //! - **V-CALL**: `call a b c`: the callee `F = functions[c]` (V-FUNC) may be called from this
 //!   function's kind (host → `Host` or `Native`; kernel or device → `Device` only);
 //!   `b + F.params <= regs.len()` and `regs[b + i] == F.regs[i]` for `i < F.params`; if
@@ -242,6 +248,19 @@ fn elem_type(e: Elem) -> Type {
     }
 }
 
+/// True if a register of type `t` may hold an element of an array of `e` (V-ARRAY): the
+/// element's own type, or for `String`-element arrays any non-class, non-shared reference (the
+/// compiler's register form of `KernelBuffer<T>[]`, `KernelStream[]`, `Event[]` and arrays of
+/// arrays; every use of such a handle checks the object's kind at run time).
+fn elem_holds(e: Elem, t: Type) -> bool {
+    t == elem_type(e)
+        || e == Elem::Str
+            && matches!(
+                t,
+                Type::Array(_) | Type::Buffer(_) | Type::Stream | Type::Event
+            )
+}
+
 /// Which operand slots of an array access hold the array and the element value.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub(crate) enum ArrayAccess {
@@ -292,6 +311,9 @@ fn has_rule(op: Op) -> bool {
                 | SharedRef
                 | Format
                 | DeviceQuery
+                | ArrOwnGet
+                | ArrOwnSet
+                | ArrOwnTake
         )
 }
 
@@ -568,6 +590,36 @@ impl FnVerifier<'_, '_> {
     }
 
     /// V-REG, then `regs[r] == want` under `rule`.
+    /// V-AOWN: the owns-flag operations act on arrays of references.
+    fn aown_rule(&self, pc: u32, i: Instr) -> Result<(), VerifyError> {
+        let arr = if i.op == Op::ArrOwnSet { i.a } else { i.b };
+        let e = match self.reg(pc, arr)? {
+            Type::Array(e @ (Elem::Str | Elem::Object(_))) => e,
+            t => {
+                return Err(self.err(
+                    "V-AOWN",
+                    pc,
+                    format!("r{arr} has type {t}, expected an array of references"),
+                ))
+            }
+        };
+        if i.op == Op::ArrOwnTake {
+            let t = self.reg(pc, i.a)?;
+            if !elem_holds(e, t) {
+                return Err(self.err(
+                    "V-AOWN",
+                    pc,
+                    format!(
+                        "element register r{} has type {t}, expected {}",
+                        i.a,
+                        elem_type(e)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn reg_is(
         &self,
         pc: u32,
@@ -718,7 +770,18 @@ impl FnVerifier<'_, '_> {
             let Type::Array(e) = self.reg(pc, arr)? else {
                 return Err(self.err("V-ARRAY", pc, format!("r{arr} is not an array")));
             };
-            return self.reg_is(pc, val, elem_type(e), "V-ARRAY", "element register");
+            let t = self.reg(pc, val)?;
+            if !elem_holds(e, t) {
+                return Err(self.err(
+                    "V-ARRAY",
+                    pc,
+                    format!(
+                        "element register r{val} has type {t}, expected {}",
+                        elem_type(e)
+                    ),
+                ));
+            }
+            return Ok(());
         }
         // V-SIDE: host-only operations never appear in device code, and the reverse.
         let device = f.kind != FnKind::Host;
@@ -732,6 +795,9 @@ impl FnVerifier<'_, '_> {
                     kind_name(f.kind)
                 ),
             ));
+        }
+        if matches!(i.op, Op::ArrOwnGet | Op::ArrOwnSet | Op::ArrOwnTake) {
+            return self.aown_rule(pc, i);
         }
         let m_ = i.op.mnemonic();
         if m_.starts_with("ld.") || m_.starts_with("st.") || m_.starts_with("atom.") {

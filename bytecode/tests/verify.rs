@@ -507,6 +507,75 @@ fn v_array() {
     verify(&body(regs2, vec![i(Op::ArrGetRef, 7, 6, 2)])).unwrap();
 }
 
+#[test]
+fn reference_element_arrays_hold_buffers_streams_events_and_arrays() {
+    // r0 String[] (the register form of every non-class reference element), r1 int64.
+    let holders = [
+        Type::Buffer(Scalar::F32),
+        Type::Stream,
+        Type::Event,
+        Type::Array(Elem::Scalar(Scalar::I32)),
+    ];
+    for t in holders {
+        let regs = vec![Type::Array(Elem::Str), I64, t];
+        verify(&body(
+            regs,
+            vec![i(Op::ArrGetRef, 2, 0, 1), i(Op::ArrSetRef, 0, 1, 2)],
+        ))
+        .unwrap();
+    }
+    // Objects keep their own arrays, shared arrays are never elements.
+    for t in [Type::Object(0), Type::Shared(Scalar::I32)] {
+        let regs = vec![Type::Array(Elem::Str), I64, t];
+        rejects(&body(regs, vec![i(Op::ArrSetRef, 0, 1, 2)]), "V-ARRAY");
+    }
+    // A buffer is not an element of an object array.
+    let regs = vec![Type::Array(Elem::Object(0)), I64, Type::Buffer(Scalar::F32)];
+    rejects(&body(regs, vec![i(Op::ArrGetRef, 2, 0, 1)]), "V-ARRAY");
+}
+
+#[test]
+fn v_aown() {
+    // r0 Point[], r1 int64, r2 boolean, r3 Point, r4 int32[], r5 String[], r6 buffer.
+    let regs = vec![
+        Type::Array(Elem::Object(0)),
+        I64,
+        Type::BOOL,
+        Type::Object(0),
+        Type::Array(Elem::Scalar(Scalar::I32)),
+        Type::Array(Elem::Str),
+        Type::Buffer(Scalar::I32),
+    ];
+    verify(&body(
+        regs.clone(),
+        vec![
+            i(Op::ArrOwnGet, 2, 0, 1),
+            i(Op::ArrOwnSet, 0, 1, 2),
+            i(Op::ArrOwnTake, 3, 0, 0),
+            i(Op::ArrOwnTake, 6, 5, 0),
+            i(Op::ArrOwnSet, 5, 1, 2),
+        ],
+    ))
+    .unwrap();
+    // Scalar arrays have no owns-flags.
+    rejects(
+        &body(regs.clone(), vec![i(Op::ArrOwnGet, 2, 4, 1)]),
+        "V-AOWN",
+    );
+    rejects(
+        &body(regs.clone(), vec![i(Op::ArrOwnSet, 4, 1, 2)]),
+        "V-AOWN",
+    );
+    // The taken element must fit its register.
+    rejects(
+        &body(regs.clone(), vec![i(Op::ArrOwnTake, 6, 0, 0)]),
+        "V-AOWN",
+    );
+    // The flag is a boolean (generic operand check).
+    rejects(&body(regs, vec![i(Op::ArrOwnGet, 1, 0, 1)]), "V-OPTYPE");
+    assert!(Op::ArrOwnGet.is_host_only() && Op::ArrOwnTake.is_host_only());
+}
+
 /// The sample module with the call `Demo.kernel → Demo.helper` (pc 0) replaced.
 fn kernel_call(call: Instr, regs: Vec<Type>) -> Module {
     // Only the call (and the kernel's exit): the sample's device-op instances use other

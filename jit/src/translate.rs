@@ -37,13 +37,23 @@ use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 use crate::context::{encode_elem, off, ObjectView, RuntimeHooks, Status, ELEM_REF};
+
+/// The element code that makes [`RuntimeHooks::array_get`] / [`RuntimeHooks::array_set`]
+/// read / write the owns-flag of a reference element (`aown.get`, `aown.set`). The VM's array
+/// hooks (`vm/src/jit.rs`) define the same value.
+const ELEM_OWN_FLAG: u32 = ELEM_REF + 1;
+
+/// The element code that makes [`RuntimeHooks::array_get`] take the owning element of
+/// highest index, clearing its flag (`aown.take`; the index argument is unused). The VM's
+/// array hooks define the same value.
+const ELEM_TAKE_OWNED: u32 = ELEM_REF + 2;
 use crate::helpers;
 use crate::loops::{self, HoistedLoop};
 
 mod device;
 use crate::JitError;
-pub use device::rendezvous_sites;
 pub(crate) use device::rendezvous;
+pub use device::rendezvous_sites;
 pub(crate) use device::translate_kernel;
 
 const I8: types::Type = types::I8;
@@ -1217,6 +1227,20 @@ impl<'a, 'b> Tr<'a, 'b> {
                 self.set(i.a, r);
             }
             Op::GetField | Op::SetField => self.field(pc, i)?,
+            // Owns-flags of reference elements: through the array hooks, as `aget.ref`.
+            Op::ArrOwnGet => self.array(pc, i, true, ELEM_OWN_FLAG)?,
+            Op::ArrOwnSet => self.array(pc, i, false, ELEM_OWN_FLAG)?,
+            Op::ArrOwnTake => {
+                let arr = self.get(i.b);
+                let e = self.i32c(ELEM_TAKE_OWNED);
+                let unused = self.b.ins().iconst(I64, 0);
+                let reg = self.i32c(u32::from(i.b));
+                let params = [I32, I64, I64, I32];
+                let args = [e, arr, unused, reg];
+                self.hook(pc, hooks.array_get as usize, &params, &args);
+                let r = self.ret_cell();
+                self.set_cell(i.a, r);
+            }
             Op::GetStatic => {
                 let st = self.statics;
                 let v = self.b.ins().load(I64, MF, st, 8 * i32::from(i.b));
@@ -1509,10 +1533,11 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// `aget.*` / `aset.*`. For arrays of scalars (with inline objects on) the access is
     /// inline through the object views; what fails the inline checks — null, a stale handle,
     /// an index out of bounds — can only be an error for a register of that array type, so it
-    /// goes to a cold block where the hook raises it. Arrays of references use the hooks.
+    /// goes to a cold block where the hook raises it. Arrays of references (and their
+    /// owns-flags, `elem` past [`ELEM_REF`]) use the hooks.
     fn array(&mut self, pc: u32, i: Instr, get: bool, elem: u32) -> Result<(), JitError> {
         let hooks = *self.s.hooks;
-        let scalar = Scalar::from_u8(elem as u8).filter(|_| elem != ELEM_REF);
+        let scalar = Scalar::from_u8(elem as u8).filter(|_| elem < ELEM_REF);
         let e = self.i32c(elem);
         if get {
             let (arr, idx) = (self.get(i.b), self.get(i.c));
@@ -2067,6 +2092,9 @@ mod tests {
                     | Op::GetStatic
                     | Op::SetStatic
                     | Op::Drop
+                    | Op::ArrOwnGet
+                    | Op::ArrOwnSet
+                    | Op::ArrOwnTake
             ) || m.starts_with("cvt.");
             assert!(generic || explicit, "`{m}` has no lowering");
         }

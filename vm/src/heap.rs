@@ -490,6 +490,10 @@ struct Slot {
     epoch: u32,
     /// The object.
     obj: Obj,
+    /// The owns-flags of an array of references' elements (LANGUAGE §6.2): bit `i % 64` of
+    /// word `i / 64` is element `i`'s. Trailing zero words are trimmed, so the highest owning
+    /// element is in the last word and an array whose elements only borrow has none.
+    owns: Vec<u64>,
 }
 
 /// Counters for tests and `--mem-stats`-style reporting.
@@ -544,6 +548,18 @@ pub struct Heap {
     limit: u64,
 }
 
+/// Why an owns-flag access (`aown.get`, `aown.set`) failed.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ElemError {
+    /// The handle is null, stale, or not an array of references.
+    BadRef,
+    /// The index is outside `0 … len − 1`.
+    Bounds {
+        /// The array's length.
+        len: usize,
+    },
+}
+
 /// Why an allocation failed.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum AllocError {
@@ -558,6 +574,13 @@ pub enum AllocError {
         /// The limit.
         limit: u64,
     },
+}
+
+/// Drops the trailing zero words of an owns-flag bitset.
+fn trim(owns: &mut Vec<u64>) {
+    while owns.last() == Some(&0) {
+        owns.pop();
+    }
 }
 
 /// The bytes `obj` holds on the host (what the memory limit counts): a string's text, an
@@ -682,10 +705,12 @@ impl Heap {
                         }
                     }
                 }
-                Some(Obj::Array(Array {
-                    elem: Elem::Object(_),
-                    data: ArrData::Ref(cells),
-                })) => work.extend(cells.iter().copied()),
+                // What the elements own, walked here (not by `release`) so that owned
+                // instances' fields are reached too.
+                Some(Obj::Array(_)) => {
+                    let idx = (h as u32).wrapping_sub(1) as usize;
+                    work.extend(self.take_owned(idx));
+                }
                 _ => {}
             }
             self.release(h);
@@ -802,6 +827,7 @@ impl Heap {
             generation: 0,
             epoch: self.epoch,
             obj,
+            owns: Vec::new(),
         });
         Ok(handle(idx, 0))
     }
@@ -850,20 +876,134 @@ impl Heap {
     /// a buffer's storage goes with it (unless it is a view), a created stream is destroyed.
     /// Null, stale handles, strings (outside ownership) and the default stream are left
     /// alone. Returns whether something was released.
+    ///
+    /// An array also releases what its elements own (LANGUAGE §6.5), last index first, an
+    /// owned array's elements before its next sibling. The compiler runs the destructors of
+    /// owned class elements first (`aown.take`), so what remains here needs no user code.
     pub fn release(&mut self, h: u64) -> bool {
         match self.get(h) {
-            Some(obj) if obj.is_owned_kind() => {
+            Some(obj) if obj.is_owned_kind() => {}
+            _ => return false,
+        }
+        let mut work = vec![];
+        let mut next = Some(h);
+        while let Some(h) = next {
+            if let Some(obj) = self.get(h).filter(|o| o.is_owned_kind()) {
+                let owns_elements = matches!(obj, Obj::Array(_));
                 let idx = (h as u32).wrapping_sub(1) as usize;
+                if owns_elements {
+                    work.extend(self.take_owned(idx));
+                }
                 self.free_slot(idx);
-                true
             }
-            _ => false,
+            next = work.pop();
+        }
+        true
+    }
+
+    /// The handles slot `idx`'s array elements own, in index order, their flags cleared.
+    fn take_owned(&mut self, idx: usize) -> Vec<u64> {
+        let slot = &mut self.slots[idx];
+        let owns = std::mem::take(&mut slot.owns);
+        let Obj::Array(Array {
+            data: ArrData::Ref(cells),
+            ..
+        }) = &slot.obj
+        else {
+            return vec![];
+        };
+        cells
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| owns.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 != 0))
+            .map(|(_, &c)| c)
+            .collect()
+    }
+
+    /// The slot of `h` if it is a live array of references, with its length.
+    fn ref_array_slot(&mut self, h: u64) -> Option<(&mut Slot, usize)> {
+        let idx = (h as u32).wrapping_sub(1) as usize;
+        let slot = self.slots.get_mut(idx)?;
+        match &slot.obj {
+            Obj::Array(Array {
+                data: ArrData::Ref(cells),
+                ..
+            }) if slot.generation == (h >> 32) as u32 => {
+                let len = cells.len();
+                Some((slot, len))
+            }
+            _ => None,
+        }
+    }
+
+    /// The owns-flag of element `i` of the array of references `h` (`aown.get`).
+    ///
+    /// # Errors
+    ///
+    /// [`ElemError::BadRef`] if `h` is not a live array of references, [`ElemError::Bounds`]
+    /// if `i` (read as unsigned) is not an index of it.
+    pub fn elem_owns(&mut self, h: u64, i: u64) -> Result<bool, ElemError> {
+        let (slot, len) = self.ref_array_slot(h).ok_or(ElemError::BadRef)?;
+        if i >= len as u64 {
+            return Err(ElemError::Bounds { len });
+        }
+        let i = i as usize;
+        Ok(slot
+            .owns
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 != 0))
+    }
+
+    /// Sets the owns-flag of element `i` of the array of references `h` (`aown.set`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Heap::elem_owns`].
+    pub fn set_elem_owns(&mut self, h: u64, i: u64, owns: bool) -> Result<(), ElemError> {
+        let (slot, len) = self.ref_array_slot(h).ok_or(ElemError::BadRef)?;
+        if i >= len as u64 {
+            return Err(ElemError::Bounds { len });
+        }
+        let (word, bit) = (i as usize / 64, i % 64);
+        if owns {
+            if slot.owns.len() <= word {
+                slot.owns.resize(word + 1, 0);
+            }
+            slot.owns[word] |= 1 << bit;
+        } else if let Some(w) = slot.owns.get_mut(word) {
+            *w &= !(1 << bit);
+            trim(&mut slot.owns);
+        }
+        Ok(())
+    }
+
+    /// The owning element of highest index of the array of references `h`, its flag cleared
+    /// (`aown.take`: the caller takes the title); null when no element owns, or `h` is not a
+    /// live array of references. Amortised O(1) per element: trailing zero words are trimmed.
+    pub fn take_owned_elem(&mut self, h: u64) -> u64 {
+        let Some((slot, _)) = self.ref_array_slot(h) else {
+            return NULL;
+        };
+        let Some(&w) = slot.owns.last() else {
+            return NULL;
+        };
+        let word = slot.owns.len() - 1;
+        let bit = 63 - w.leading_zeros() as usize;
+        slot.owns[word] &= !(1 << bit);
+        trim(&mut slot.owns);
+        match &slot.obj {
+            Obj::Array(Array {
+                data: ArrData::Ref(cells),
+                ..
+            }) => cells.get(word * 64 + bit).copied().unwrap_or(NULL),
+            _ => NULL,
         }
     }
 
     /// Frees slot `idx` (which must hold an object) and bumps its generation.
     fn free_slot(&mut self, idx: usize) {
         let slot = &mut self.slots[idx];
+        slot.owns = Vec::new();
         let obj = std::mem::replace(&mut slot.obj, Obj::Free);
         self.host_bytes -= obj_bytes(&obj);
         match obj {
@@ -880,12 +1020,19 @@ impl Heap {
     /// Releases every array, instance, buffer and created stream allocated during top-level
     /// call `epoch` that is still live (used when a runtime error unwinds that call, LANGUAGE
     /// §6.4: buffers' storage goes too, so live device bytes return to their earlier level).
+    /// What those arrays' elements own goes too, even if allocated earlier: the failed call
+    /// held its title.
     pub fn release_epoch(&mut self, epoch: u32) {
+        let mut owned = vec![];
         for idx in 0..self.slots.len() {
             let slot = &self.slots[idx];
             if slot.epoch == epoch && slot.obj.is_owned_kind() {
+                owned.extend(self.take_owned(idx));
                 self.free_slot(idx);
             }
+        }
+        for h in owned {
+            self.release(h);
         }
     }
 
@@ -1180,5 +1327,125 @@ mod tests {
         assert!(heap.get(old).is_some());
         assert!(heap.get(new).is_none());
         assert!(heap.get(s).is_some());
+    }
+
+    fn instance(heap: &mut Heap) -> u64 {
+        heap.alloc(Obj::Instance(Instance {
+            class: 0,
+            fields: Box::new([]),
+        }))
+        .unwrap()
+    }
+
+    fn object_array(heap: &mut Heap, cells: Vec<u64>) -> u64 {
+        heap.alloc(Obj::Array(Array {
+            elem: Elem::Object(0),
+            data: ArrData::Ref(cells),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn owns_flags_are_per_element_and_checked() {
+        let mut heap = Heap::new();
+        let arr = object_array(&mut heap, vec![NULL; 130]);
+        assert_eq!(heap.elem_owns(arr, 129), Ok(false));
+        heap.set_elem_owns(arr, 129, true).unwrap();
+        heap.set_elem_owns(arr, 3, true).unwrap();
+        assert_eq!(heap.elem_owns(arr, 129), Ok(true));
+        assert_eq!(heap.elem_owns(arr, 128), Ok(false));
+        heap.set_elem_owns(arr, 129, false).unwrap();
+        assert_eq!(heap.elem_owns(arr, 129), Ok(false));
+        assert_eq!(heap.elem_owns(arr, 3), Ok(true));
+        assert_eq!(
+            heap.set_elem_owns(arr, 130, true),
+            Err(ElemError::Bounds { len: 130 })
+        );
+        assert_eq!(
+            heap.elem_owns(arr, u64::MAX),
+            Err(ElemError::Bounds { len: 130 })
+        );
+        assert_eq!(heap.elem_owns(NULL, 0), Err(ElemError::BadRef));
+        let ints = heap
+            .alloc(Obj::Array(Array {
+                elem: Elem::Scalar(Scalar::I32),
+                data: ArrData::zeroed(Elem::Scalar(Scalar::I32), 4).unwrap(),
+            }))
+            .unwrap();
+        assert_eq!(heap.elem_owns(ints, 0), Err(ElemError::BadRef));
+        assert_eq!(heap.take_owned_elem(ints), NULL);
+        // A released array's handle is stale: its flags are gone with it.
+        heap.release(arr);
+        assert_eq!(heap.elem_owns(arr, 3), Err(ElemError::BadRef));
+    }
+
+    #[test]
+    fn take_returns_owning_elements_last_index_first() {
+        let mut heap = Heap::new();
+        let (a, b, c) = (
+            instance(&mut heap),
+            instance(&mut heap),
+            instance(&mut heap),
+        );
+        let mut cells = vec![NULL; 70];
+        (cells[0], cells[5], cells[69]) = (a, b, c);
+        let arr = object_array(&mut heap, cells);
+        for i in [0, 69] {
+            heap.set_elem_owns(arr, i, true).unwrap();
+        }
+        // Element 5 borrows.
+        assert_eq!(heap.take_owned_elem(arr), c);
+        assert_eq!(heap.elem_owns(arr, 69), Ok(false));
+        assert_eq!(heap.take_owned_elem(arr), a);
+        assert_eq!(heap.take_owned_elem(arr), NULL);
+        assert_eq!(heap.take_owned_elem(NULL), NULL);
+    }
+
+    #[test]
+    fn releasing_an_array_releases_what_its_elements_own() {
+        let mut heap = Heap::new();
+        let (owned, lent, deep) = (
+            instance(&mut heap),
+            instance(&mut heap),
+            instance(&mut heap),
+        );
+        let inner = object_array(&mut heap, vec![deep]);
+        heap.set_elem_owns(inner, 0, true).unwrap();
+        let outer = heap
+            .alloc(Obj::Array(Array {
+                elem: Elem::Str,
+                data: ArrData::Ref(vec![inner]),
+            }))
+            .unwrap();
+        heap.set_elem_owns(outer, 0, true).unwrap();
+        let arr = object_array(&mut heap, vec![owned, lent, outer]);
+        heap.set_elem_owns(arr, 0, true).unwrap();
+        heap.set_elem_owns(arr, 2, true).unwrap();
+        let live = heap.stats().live_objects;
+        assert!(heap.release(arr));
+        assert!(heap.get(owned).is_none() && heap.get(outer).is_none());
+        assert!(heap.get(inner).is_none() && heap.get(deep).is_none());
+        assert!(heap.get(lent).is_some());
+        assert_eq!(heap.stats().live_objects, live - 5);
+        // A reused slot starts without flags.
+        let fresh = object_array(&mut heap, vec![NULL]);
+        assert_eq!(heap.elem_owns(fresh, 0), Ok(false));
+    }
+
+    #[test]
+    fn release_tree_and_failed_calls_follow_owning_elements() {
+        let mut heap = Heap::new();
+        let before = instance(&mut heap);
+        let e = heap.next_epoch();
+        let arr = object_array(&mut heap, vec![before]);
+        heap.set_elem_owns(arr, 0, true).unwrap();
+        heap.release_epoch(e);
+        assert!(heap.get(arr).is_none() && heap.get(before).is_none());
+        let (owned, lent) = (instance(&mut heap), instance(&mut heap));
+        let arr = object_array(&mut heap, vec![owned, lent]);
+        heap.set_elem_owns(arr, 0, true).unwrap();
+        heap.release_tree(arr, &[]);
+        assert!(heap.get(owned).is_none());
+        assert!(heap.get(lent).is_some());
     }
 }

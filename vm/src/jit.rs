@@ -713,7 +713,35 @@ fn set_element(data: &mut ArrData, elem: u32, i: u64, x: u64) -> Option<Result<(
     }
 }
 
+/// The array hooks' element code for the owns-flag of a reference element (`aown.get`,
+/// `aown.set`); `cajeta_jit`'s translator defines the same value.
+const ELEM_OWN_FLAG: u32 = ELEM_REF + 1;
+
+/// The array-get hook's element code for `aown.take` (the index is unused); `cajeta_jit`'s
+/// translator defines the same value.
+const ELEM_TAKE_OWNED: u32 = ELEM_REF + 2;
+
+/// `aown.get` / `aown.set` (`set`: the flag to store) in the array hooks, as the interpreter.
+fn owns_flag(vm: &mut Vm, arr: u64, index: u64, set: Option<bool>, reg: u32) -> Result<u64, Fault> {
+    let r = match set {
+        None => vm.heap.elem_owns(arr, index).map(u64::from),
+        Some(owns) => vm.heap.set_elem_owns(arr, index, owns).map(|()| 0),
+    };
+    r.map_err(|e| interp::elem_fault(e, reg as u16, arr, index))
+}
+
 hook!(h_array_get(elem: u32, arr: u64, index: u64, reg: u32) |c, vm| {
+    match elem {
+        ELEM_OWN_FLAG => {
+            let r = owns_flag(vm, arr, index, None, reg);
+            return done(vm, c, r);
+        }
+        ELEM_TAKE_OWNED => {
+            let h = vm.heap.take_owned_elem(arr);
+            return done(vm, c, Ok(h));
+        }
+        _ => {}
+    }
     let got = match vm.heap.get(arr) {
         Some(Obj::Array(a)) => element(&a.data, elem, index),
         _ => None,
@@ -727,6 +755,12 @@ hook!(h_array_get(elem: u32, arr: u64, index: u64, reg: u32) |c, vm| {
 });
 
 hook!(h_array_set(elem: u32, arr: u64, index: u64, value: u64, reg: u32) |c, vm| {
+    if elem == ELEM_OWN_FLAG {
+        return match owns_flag(vm, arr, index, Some(value != 0), reg) {
+            Ok(_) => 0,
+            Err(f) => fail(vm, f),
+        };
+    }
     let got = match vm.heap.get_mut(arr) {
         Some(Obj::Array(a)) => set_element(&mut a.data, elem, index, value),
         _ => None,

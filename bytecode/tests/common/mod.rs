@@ -158,6 +158,8 @@ pub fn valid_instr(op: Op, regs: &mut Regs, pc: u32) -> Option<Instr> {
             a = regs.of(Type::Array(Elem::Str));
             c = regs.of(Type::Str);
         }
+        Op::ArrOwnGet | Op::ArrOwnTake => b = regs.of(Type::Array(Elem::Str)),
+        Op::ArrOwnSet => a = regs.of(Type::Array(Elem::Str)),
         _ => {
             let mn = op.mnemonic();
             if mn.starts_with("aget.") {

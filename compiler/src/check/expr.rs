@@ -1605,15 +1605,17 @@ impl FnBuilder<'_> {
                 Val::reg(ty, r)
             }
             Place::Elem { arr, idx, elem } => {
+                let own = v.own;
                 let Some(r) = self.coerce(v, &ty, value.span) else {
                     return Val::error();
                 };
-                let op = match elem {
-                    Ty::Prim(s) => typed_op("aset", s).expect("aset"),
-                    _ => Op::ArrSetRef,
-                };
                 self.set_pos(span);
-                self.emit(op, arr, idx, r);
+                match elem {
+                    Ty::Prim(s) => {
+                        self.emit(typed_op("aset", s).expect("aset"), arr, idx, r);
+                    }
+                    _ => self.store_elem(arr, idx, r, own, &elem),
+                }
                 Val::reg(ty, r)
             }
         }

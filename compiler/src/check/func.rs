@@ -816,7 +816,16 @@ impl<'a> FnBuilder<'a> {
 
     /// Drops the object in `r` if the owns-flag `f` is set (LANGUAGE §6.5): an instance of a
     /// class with a destructor or owning fields first runs the class's drop function.
+    /// An array whose elements need user code at their drop (destructors) first drops its
+    /// owning elements, last index first ([`FnBuilder::emit_array_drop`]).
     pub fn emit_drop(&mut self, r: Reg, f: Reg, ty: &Ty) {
+        if let Ty::Array(elem) = ty {
+            if self.needs_drop_code(elem) {
+                let elem = (**elem).clone();
+                self.emit_array_drop(r, f, &elem);
+                return;
+            }
+        }
         let drop_fn = match ty {
             Ty::Class(c) => self.p.classes[*c as usize].drop_fn.map(|d| (d, *c)),
             _ => None,
@@ -833,6 +842,82 @@ impl<'a> FnBuilder<'a> {
         let merge = self.pc();
         self.patch(skip, merge);
         self.region(RegionKind::If, skip as u32, 0, merge);
+    }
+
+    /// True if dropping a `ty` runs user code: an instance of a class with a drop function
+    /// (destructor or owning fields), or an array of such (whose owning elements run it).
+    fn needs_drop_code(&self, ty: &Ty) -> bool {
+        match ty {
+            Ty::Class(c) => self.p.classes[*c as usize].drop_fn.is_some(),
+            Ty::Array(e) => self.needs_drop_code(e),
+            _ => false,
+        }
+    }
+
+    /// Drops the array in `r` (elements `elem`) if the owns-flag `f` is set, first dropping
+    /// each element it owns, last index first (LANGUAGE §6.5):
+    ///
+    /// ```text
+    ///         jmpifnot f, end
+    /// head:   aown.take e, r        ; highest owning element, its flag cleared (null: none)
+    ///         eq.ref    n, e, null
+    ///         jmpif     n, out
+    ///         <drop e>              ; destructor, then what its fields own
+    /// cont:   jmp head
+    /// out:    drop r, f             ; the array itself (and any owning elements left)
+    /// end:
+    /// ```
+    fn emit_array_drop(&mut self, r: Reg, f: Reg, elem: &Ty) {
+        let skip = self.emit_bc(Op::JmpIfNot, f, 0);
+        let head = self.pc();
+        let e = self.temp(elem.reg());
+        self.emit(Op::ArrOwnTake, e, r, 0);
+        let null = self.temp(elem.reg());
+        self.emit(Op::LoadNull, null, 0, 0);
+        let none = self.temp(Type::BOOL);
+        self.emit(Op::EqRef, none, e, null);
+        let exit = self.emit_bc(Op::JmpIf, none, 0);
+        let owns = self.load_bool(true);
+        self.emit_drop(e, owns, elem);
+        let cont = self.pc();
+        self.emit_bc(Op::Jmp, 0, head);
+        let out = self.pc();
+        self.patch(exit, out);
+        self.region(RegionKind::Loop, head, cont, out);
+        self.emit(Op::Drop, r, f, 0);
+        let end = self.pc();
+        self.patch(skip, end);
+        self.region(RegionKind::If, skip as u32, 0, end);
+    }
+
+    /// `arr[idx] = r` with ownership (LANGUAGE §6.2–6.3): an element of an owned kind has an
+    /// owns-flag kept with the array (`aown.get`/`aown.set`); the object it owned before is
+    /// dropped after the value is computed, before the store, as for fields.
+    pub fn store_elem(&mut self, arr: Reg, idx: Reg, r: Reg, own: Own, elem: &Ty) {
+        if !elem.is_owned_kind() {
+            self.emit(Op::ArrSetRef, arr, idx, r);
+            return;
+        }
+        let (old, old_flag) = (self.temp(elem.reg()), self.temp(Type::BOOL));
+        self.emit(Op::ArrGetRef, old, arr, idx);
+        self.emit(Op::ArrOwnGet, old_flag, arr, idx);
+        self.emit_drop(old, old_flag, elem);
+        self.init_elem(arr, idx, r, own, elem);
+    }
+
+    /// Stores `r` into element `idx` of `arr`, which owns nothing yet (a fresh array: the
+    /// items of an array literal), giving the element `own`'s mode.
+    pub fn init_elem(&mut self, arr: Reg, idx: Reg, r: Reg, own: Own, elem: &Ty) {
+        self.emit(Op::ArrSetRef, arr, idx, r);
+        if !elem.is_owned_kind() {
+            return;
+        }
+        let flag = match own {
+            Own::No => self.load_bool(false),
+            Own::Yes => self.load_bool(true),
+            Own::Dyn(d) => d,
+        };
+        self.emit(Op::ArrOwnSet, arr, idx, flag);
     }
 
     /// `obj.field = r` with ownership: a field of an owned kind has a hidden owns-flag; the

@@ -37,7 +37,7 @@ mod slow;
 pub(crate) use frame::Frame;
 use frame::Word;
 pub(crate) use lower::{lower, XInstr, XOp};
-pub(crate) use slow::{clock, Access, Fault};
+pub(crate) use slow::{clock, elem_fault, Access, Fault};
 
 use std::sync::atomic::Ordering;
 
@@ -824,6 +824,21 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             XOp::ArrSetF64 => aset!(F64, x => f64b(x)),
             XOp::ArrGetRef => aget!(Ref, x => x),
             XOp::ArrSetRef => aset!(Ref, x => x),
+            // Owns-flags of reference elements (LANGUAGE §6.2, §6.5).
+            XOp::ArrOwnGet => {
+                let (h, i) = (rd!(ins.b()), rd!(ins.c()));
+                match vm.heap.elem_owns(h, i) {
+                    Ok(owns) => wr!(ins.a(), owns as u64),
+                    Err(e) => fault!(elem_fault(e, ins.b(), h, i)),
+                }
+            }
+            XOp::ArrOwnSet => {
+                let (h, i) = (rd!(ins.a()), rd!(ins.b()));
+                if let Err(e) = vm.heap.set_elem_owns(h, i, rd!(ins.c()) != 0) {
+                    fault!(elem_fault(e, ins.a(), h, i));
+                }
+            }
+            XOp::ArrOwnTake => wr!(ins.a(), vm.heap.take_owned_elem(rd!(ins.b()))),
 
             // Objects and statics.
             XOp::NewObj => alloc_op!(vm.new_instance(ins.bc())),

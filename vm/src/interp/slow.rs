@@ -12,7 +12,7 @@ use super::lower::XInstr;
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError, TraceFrame};
 use crate::format;
-use crate::heap::{AllocError, ArrData, Array, Instance, Obj, NULL};
+use crate::heap::{AllocError, ArrData, Array, ElemError, Instance, Obj, NULL};
 
 /// What went wrong, with just enough data to write the message later.
 #[derive(Copy, Clone, Debug)]
@@ -82,6 +82,23 @@ pub(crate) enum Access {
     Count,
     /// A field read or write (field index).
     Field(u16),
+}
+
+/// The fault of a failed owns-flag access (`aown.get`/`aown.set`) to element `index` of the
+/// array `handle`, held in register `reg`.
+#[cold]
+pub(crate) fn elem_fault(e: ElemError, reg: u16, handle: u64, index: u64) -> Fault {
+    match e {
+        ElemError::BadRef => Fault::BadRef {
+            reg,
+            handle,
+            access: Access::Index,
+        },
+        ElemError::Bounds { len } => Fault::Bounds {
+            index: index as i64,
+            len,
+        },
+    }
 }
 
 impl Vm {
