@@ -262,6 +262,15 @@ pub(crate) mod off {
 /// [`RuntimeHooks::array_set`] (scalar elements use their [`Scalar`] code, 0..=11).
 pub const ELEM_REF: u32 = 12;
 
+/// The element code that makes [`RuntimeHooks::array_get`] / [`RuntimeHooks::array_set`]
+/// read / write the owns-flag of a reference element (`aown.get`, `aown.set`) rather than the
+/// element.
+pub const ELEM_OWN_FLAG: u32 = ELEM_REF + 1;
+
+/// The element code that makes [`RuntimeHooks::array_get`] take the owning element of highest
+/// index, clearing its flag (`aown.take`; the index argument is unused).
+pub const ELEM_TAKE_OWNED: u32 = ELEM_REF + 2;
+
 /// Encodes an array element type for [`RuntimeHooks::new_array`]: a [`Scalar`] as its code
 /// (0..=11), `String` as 12, class `k` as `2^32 + k`.
 pub fn encode_elem(e: Elem) -> u64 {

@@ -36,17 +36,9 @@ use cranelift_codegen::ir::{
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
-use crate::context::{encode_elem, off, ObjectView, RuntimeHooks, Status, ELEM_REF};
-
-/// The element code that makes [`RuntimeHooks::array_get`] / [`RuntimeHooks::array_set`]
-/// read / write the owns-flag of a reference element (`aown.get`, `aown.set`). The VM's array
-/// hooks (`vm/src/jit.rs`) define the same value.
-const ELEM_OWN_FLAG: u32 = ELEM_REF + 1;
-
-/// The element code that makes [`RuntimeHooks::array_get`] take the owning element of
-/// highest index, clearing its flag (`aown.take`; the index argument is unused). The VM's
-/// array hooks define the same value.
-const ELEM_TAKE_OWNED: u32 = ELEM_REF + 2;
+use crate::context::{
+    encode_elem, off, ObjectView, RuntimeHooks, Status, ELEM_OWN_FLAG, ELEM_REF, ELEM_TAKE_OWNED,
+};
 use crate::helpers;
 use crate::loops::{self, HoistedLoop};
 

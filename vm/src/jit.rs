@@ -42,7 +42,8 @@ use std::sync::Arc;
 
 use cajeta_bytecode::{FnKind, Function, Op, Scalar};
 use cajeta_jit::{
-    decode_elem, guard, Jit, JitContext, JitFn, JitOptions, RuntimeHooks, Status, ELEM_REF,
+    decode_elem, guard, Jit, JitContext, JitFn, JitOptions, RuntimeHooks, Status, ELEM_OWN_FLAG,
+    ELEM_REF, ELEM_TAKE_OWNED,
 };
 
 use crate::api::Vm;
@@ -712,14 +713,6 @@ fn set_element(data: &mut ArrData, elem: u32, i: u64, x: u64) -> Option<Result<(
         },
     }
 }
-
-/// The array hooks' element code for the owns-flag of a reference element (`aown.get`,
-/// `aown.set`); `cajeta_jit`'s translator defines the same value.
-const ELEM_OWN_FLAG: u32 = ELEM_REF + 1;
-
-/// The array-get hook's element code for `aown.take` (the index is unused); `cajeta_jit`'s
-/// translator defines the same value.
-const ELEM_TAKE_OWNED: u32 = ELEM_REF + 2;
 
 /// `aown.get` / `aown.set` (`set`: the flag to store) in the array hooks, as the interpreter.
 fn owns_flag(vm: &mut Vm, arr: u64, index: u64, set: Option<bool>, reg: u32) -> Result<u64, Fault> {

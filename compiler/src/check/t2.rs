@@ -264,11 +264,18 @@ impl FnBuilder<'_> {
         };
         for (i, e) in items.iter().enumerate() {
             let v = self.expr_for(e, &elem);
+            // An element of an owned kind takes the title of a fresh value (`heap C()`), as an
+            // element assignment does.
+            let own = v.own;
             let Some(r) = self.coerce(v, &elem, e.span) else {
                 continue;
             };
             let idx = self.load_bits(Type::I64, i as u64);
-            self.emit(set, arr, idx, r);
+            if matches!(elem, Ty::Prim(_)) {
+                self.emit(set, arr, idx, r);
+            } else {
+                self.init_elem(arr, idx, r, own, &elem);
+            }
         }
         Val {
             ty,
