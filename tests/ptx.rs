@@ -11,8 +11,11 @@
 //! kernels listed in [`SNAPSHOTS`]; `CAJETA_BLESS=1` rewrites them, a mismatch prints a line diff.
 
 use cajeta_backends::cuda::ptx;
-use cajeta_bytecode::{FnKind, Module};
-use std::path::{Path, PathBuf};
+use cajeta_bytecode::FnKind;
+
+mod kernel_sources;
+use kernel_sources::{compile, expects_compile_error, find_tool, missing_features, programs, root};
+use std::path::Path;
 use std::process::Command;
 
 /// `(program, kernel's qualified name, snapshot file)`.
@@ -39,81 +42,6 @@ const SNAPSHOTS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Every `.cajeta` file below `dir` (sorted); a missing directory has none.
-fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for p in paths {
-        if p.is_dir() {
-            programs(&p, out);
-        } else if p.extension().is_some_and(|x| x == "cajeta") {
-            out.push(p);
-        }
-    }
-}
-
-/// True if the program's `.error` names a compile-time code (not a runtime `E-…`/`XPU-E-…`).
-fn expects_compile_error(src: &Path) -> bool {
-    std::fs::read_to_string(src.with_extension("error")).is_ok_and(|t| {
-        let code = t.lines().next().unwrap_or("").trim();
-        !code
-            .split('|')
-            .all(|c| c.starts_with("E-") || c.starts_with("XPU-E-"))
-    })
-}
-
-/// The capabilities a program's `// requires:` header names beyond `t2` and backends (features
-/// not implemented yet, for which a compile error is expected).
-fn missing_features(src: &str) -> Vec<String> {
-    src.lines()
-        .take_while(|l| l.trim_start().starts_with("//"))
-        .filter_map(|l| {
-            l.trim_start()
-                .trim_start_matches('/')
-                .trim()
-                .strip_prefix("requires:")
-        })
-        .flat_map(|caps| caps.split(',').map(|c| c.trim().to_string()))
-        .filter(|c| !c.is_empty() && c != "t2" && !c.starts_with("backend-"))
-        .collect()
-}
-
-fn compile(src: &Path) -> Result<Module, String> {
-    let c = cajeta_compiler::driver::compile_files(&[src.to_path_buf()])?;
-    match c.module {
-        Some(m) => Ok(m),
-        None => Err(c
-            .errors
-            .iter()
-            .map(|d| cajeta_compiler::driver::render(&c.sources, d))
-            .collect::<Vec<_>>()
-            .join("\n")),
-    }
-}
-
-/// The `ptxas` to use, or why there is none.
-fn find_ptxas() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("CAJETA_PTXAS") {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("CAJETA_PTXAS={} does not exist", p.display()))
-        };
-    }
-    match Command::new("ptxas").arg("--version").output() {
-        Ok(o) if o.status.success() => Ok(PathBuf::from("ptxas")),
-        _ => Err("no ptxas on PATH and CAJETA_PTXAS is not set".into()),
-    }
-}
-
 /// Assembles `text` for `gpu`; the error is ptxas's output.
 fn assemble(ptxas: &Path, dir: &Path, name: &str, text: &str, gpu: &str) -> Result<(), String> {
     let file = dir.join(format!("{name}.{gpu}.ptx"));
@@ -137,7 +65,7 @@ fn assemble(ptxas: &Path, dir: &Path, name: &str, text: &str, gpu: &str) -> Resu
 
 #[test]
 fn every_kernel_lowers_and_assembles() {
-    let ptxas = match find_ptxas() {
+    let ptxas = match find_tool("CAJETA_PTXAS", "ptxas") {
         Ok(p) => Some(p),
         Err(why) if std::env::var_os("CI").is_some() => {
             panic!("ptxas is required under CI: {why}")

@@ -9,84 +9,12 @@
 //! only lowers, except under CI (`CI` set), where it fails: CI installs it (`.ci/run`).
 
 use cajeta_backends::vulkan::spirv;
-use cajeta_bytecode::{FnKind, Module};
-use std::path::{Path, PathBuf};
+use cajeta_bytecode::FnKind;
+
+mod kernel_sources;
+use kernel_sources::{compile, expects_compile_error, find_tool, missing_features, programs, root};
+use std::path::Path;
 use std::process::Command;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Every `.cajeta` file below `dir` (sorted); a missing directory has none.
-fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for p in paths {
-        if p.is_dir() {
-            programs(&p, out);
-        } else if p.extension().is_some_and(|x| x == "cajeta") {
-            out.push(p);
-        }
-    }
-}
-
-/// True if the program's `.error` names a compile-time code (not a runtime `E-…`/`XPU-E-…`).
-fn expects_compile_error(src: &Path) -> bool {
-    std::fs::read_to_string(src.with_extension("error")).is_ok_and(|t| {
-        let code = t.lines().next().unwrap_or("").trim();
-        !code
-            .split('|')
-            .all(|c| c.starts_with("E-") || c.starts_with("XPU-E-"))
-    })
-}
-
-/// The capabilities a program's `// requires:` header names beyond `t2` and backends
-/// (compiler features not implemented yet).
-fn missing_features(src: &str) -> Vec<String> {
-    src.lines()
-        .take_while(|l| l.trim_start().starts_with("//"))
-        .filter_map(|l| {
-            l.trim_start()
-                .trim_start_matches('/')
-                .trim()
-                .strip_prefix("requires:")
-        })
-        .flat_map(|caps| caps.split(',').map(|c| c.trim().to_string()))
-        .filter(|c| !c.is_empty() && c != "t2" && !c.starts_with("backend-"))
-        .collect()
-}
-
-fn compile(src: &Path) -> Result<Module, String> {
-    let c = cajeta_compiler::driver::compile_files(&[src.to_path_buf()])?;
-    match c.module {
-        Some(m) => Ok(m),
-        None => Err(c
-            .errors
-            .iter()
-            .map(|d| cajeta_compiler::driver::render(&c.sources, d))
-            .collect::<Vec<_>>()
-            .join("\n")),
-    }
-}
-
-/// The `spirv-val` to use, or why there is none.
-fn find_spirv_val() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("CAJETA_SPIRV_VAL") {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("CAJETA_SPIRV_VAL={} does not exist", p.display()))
-        };
-    }
-    match Command::new("spirv-val").arg("--version").output() {
-        Ok(o) if o.status.success() => Ok(PathBuf::from("spirv-val")),
-        _ => Err("no spirv-val on PATH and CAJETA_SPIRV_VAL is not set".into()),
-    }
-}
 
 /// Validates `words`; the error is spirv-val's output.
 fn validate(val: &Path, file: &Path, words: &[u32]) -> Result<(), String> {
@@ -110,7 +38,7 @@ fn validate(val: &Path, file: &Path, words: &[u32]) -> Result<(), String> {
 
 #[test]
 fn every_kernel_lowers_and_validates() {
-    let val = match find_spirv_val() {
+    let val = match find_tool("CAJETA_SPIRV_VAL", "spirv-val") {
         Ok(p) => Some(p),
         Err(why) if std::env::var_os("CI").is_some() => {
             panic!("spirv-val is required under CI: {why}")
@@ -385,7 +313,7 @@ fn lower_validate_and_compare(name: &str, text: &str) {
         .position(|f| f.kind == FnKind::Kernel)
         .expect("a kernel");
     let words = spirv::emit_spirv(&module, k as u32).unwrap_or_else(|e| panic!("{e}"));
-    match find_spirv_val() {
+    match find_tool("CAJETA_SPIRV_VAL", "spirv-val") {
         Ok(val) => {
             if let Err(e) = validate(&val, &tmp.join("k.spv"), &words) {
                 panic!("{name}: spirv-val:\n{e}");
