@@ -354,6 +354,8 @@ fn scalar_value(s: Scalar, bits: u64) -> String {
     match s {
         Scalar::F64 => format!("{:?}", f64::from_bits(bits)),
         Scalar::F32 => format!("{:?}", f32::from_bits(bits as u32)),
+        Scalar::F16 => format!("{:?}", crate::half::f16_to_f32(bits as u16)),
+        Scalar::BF16 => format!("{:?}", crate::half::bf16_to_f32(bits as u16)),
         Scalar::Bool => match bits {
             0 => "false".into(),
             1 => "true".into(),

@@ -47,7 +47,7 @@ pub(crate) mod section {
     ];
 }
 
-/// Type tags. Scalars use their own discriminant (`0..=11`) as the tag, so the common case is
+/// Type tags. Scalars use their own discriminant (`0..=13`) as the tag, so the common case is
 /// one byte.
 pub(crate) mod type_tag {
     /// `String`.

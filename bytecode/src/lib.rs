@@ -10,6 +10,7 @@
 pub mod decode;
 pub mod dis;
 pub mod encode;
+pub mod half;
 pub mod module;
 pub mod opcodes;
 pub mod types;

@@ -111,6 +111,8 @@ const T_I64: RegClass = is(Scalar::I64);
 const T_U64: RegClass = is(Scalar::U64);
 const T_F32: RegClass = is(Scalar::F32);
 const T_F64: RegClass = is(Scalar::F64);
+const T_F16: RegClass = is(Scalar::F16);
+const T_BF16: RegClass = is(Scalar::BF16);
 const T_STR: RegClass = RegClass::Is(Type::Str);
 const T_STREAM: RegClass = RegClass::Is(Type::Stream);
 const T_EVENT: RegClass = RegClass::Is(Type::Event);
@@ -692,6 +694,12 @@ macro_rules! for_each_opcode {
         ArrOwnGet          "aown.get"           [Dst(T_BOOL), Src(ARRAY), Src(T_I64)] "r[a] := the owns-flag of element r[c] of r[b], an array of references (false until set; LANGUAGE §6.2); E-NULL, E-BOUNDS";
         ArrOwnSet          "aown.set"           [Src(ARRAY), Src(T_I64), Src(T_BOOL)] "the owns-flag of element r[b] of r[a], an array of references, := r[c] (the store itself is aset.ref); E-NULL, E-BOUNDS";
         ArrOwnTake         "aown.take"          [Dst(REF), Src(ARRAY), N] "r[a] := the element of highest index of r[b] whose owns-flag is set, the flag cleared (the caller takes the title: array drops, LANGUAGE §6.5); null when none is, or r[b] is null or released";
+        F16ToF32           "cvt.f32.f16"        [Dst(T_F32), Src(T_F16), N] "r[a] := float16 r[b] widened (exact; T2)";
+        F32ToF16           "cvt.f16.f32"        [Dst(T_F16), Src(T_F32), N] "r[a] := r[b] rounded to float16, nearest-even, overflow to inf (T2)";
+        BF16ToF32          "cvt.f32.bf16"       [Dst(T_F32), Src(T_BF16), N] "r[a] := bfloat16 r[b] widened (exact; T2)";
+        F32ToBF16          "cvt.bf16.f32"       [Dst(T_BF16), Src(T_F32), N] "r[a] := r[b] rounded to bfloat16, nearest-even, overflow to inf (T2)";
+        F64ToF16           "cvt.f16.f64"        [Dst(T_F16), Src(T_F64), N] "r[a] := r[b] rounded once to float16, nearest-even, overflow to inf (T2)";
+        F64ToBF16          "cvt.bf16.f64"       [Dst(T_BF16), Src(T_F64), N] "r[a] := r[b] rounded once to bfloat16, nearest-even, overflow to inf (T2)";
         }
     };
 }

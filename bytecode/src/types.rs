@@ -7,7 +7,9 @@
 //! register is an untyped 8-byte cell. Integers are kept *canonical*: the value sign-extended
 //! (signed types) or zero-extended (unsigned types) to 64 bits, so that one 64-bit comparison or
 //! bitwise op serves every width. `boolean` is 0 or 1. `char` is the code point, zero-extended.
-//! `float32` is its IEEE bits in the low 32 bits (high bits zero); `float64` its 64 IEEE bits.
+//! `float32` is its IEEE bits in the low 32 bits (high bits zero); `float64` its 64 IEEE bits;
+//! `float16` and `bfloat16` their 16 bits in the low 16 bits (high bits zero, T2; arithmetic on
+//! them is done in float32, see [`crate::half`]).
 //! References (strings, arrays, objects, buffers, streams) are VM handles; 0 is `null`.
 
 /// A primitive (scalar) type: what fits in one register cell by value.
@@ -38,11 +40,15 @@ pub enum Scalar {
     F32 = 10,
     /// `float64`.
     F64 = 11,
+    /// `float16` (IEEE binary16, T2).
+    F16 = 12,
+    /// `bfloat16` (the upper 16 bits of a binary32, T2).
+    BF16 = 13,
 }
 
 impl Scalar {
     /// All scalars, in encoding order.
-    pub const ALL: [Scalar; 12] = [
+    pub const ALL: [Scalar; 14] = [
         Scalar::Bool,
         Scalar::Char,
         Scalar::I8,
@@ -55,6 +61,8 @@ impl Scalar {
         Scalar::U64,
         Scalar::F32,
         Scalar::F64,
+        Scalar::F16,
+        Scalar::BF16,
     ];
 
     /// Decodes the encoding byte.
@@ -77,6 +85,8 @@ impl Scalar {
             Scalar::U64 => "uint64",
             Scalar::F32 => "float32",
             Scalar::F64 => "float64",
+            Scalar::F16 => "float16",
+            Scalar::BF16 => "bfloat16",
         }
     }
 
@@ -95,6 +105,8 @@ impl Scalar {
             Scalar::U64 => "u64",
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
+            Scalar::F16 => "f16",
+            Scalar::BF16 => "bf16",
         }
     }
 
@@ -113,9 +125,14 @@ impl Scalar {
         )
     }
 
-    /// True for `float32` and `float64`.
+    /// True for the four float types (`float16`, `bfloat16`, `float32`, `float64`).
     pub fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F64)
+        matches!(self, Scalar::F32 | Scalar::F64 | Scalar::F16 | Scalar::BF16)
+    }
+
+    /// True for `float16` and `bfloat16`: storage formats whose arithmetic is done in float32.
+    pub fn is_half(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::BF16)
     }
 
     /// True for integer and float types.
@@ -132,7 +149,7 @@ impl Scalar {
     pub fn bits(self) -> u32 {
         match self {
             Scalar::Bool | Scalar::I8 | Scalar::U8 => 8,
-            Scalar::I16 | Scalar::U16 => 16,
+            Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::BF16 => 16,
             Scalar::Char | Scalar::I32 | Scalar::U32 | Scalar::F32 => 32,
             Scalar::I64 | Scalar::U64 | Scalar::F64 => 64,
         }

@@ -230,6 +230,7 @@ pub fn is_canonical(s: Scalar, bits: u64) -> bool {
     match s {
         Scalar::Bool => bits <= 1,
         Scalar::Char | Scalar::U32 | Scalar::F32 => bits <= u64::from(u32::MAX),
+        Scalar::F16 | Scalar::BF16 => bits <= u64::from(u16::MAX),
         Scalar::U8 => bits <= u64::from(u8::MAX),
         Scalar::U16 => bits <= u64::from(u16::MAX),
         Scalar::I8 => bits == bits as i8 as u64,

@@ -338,7 +338,7 @@ fn rejects_bad_types() {
         .windows(2)
         .position(|w| w == [0x13, Scalar::F64 as u8])
         .unwrap();
-    for (offset, value) in [(0, 0x0c), (0, 0x17), (0, 0xff), (1, 0x0c), (1, 0x10)] {
+    for (offset, value) in [(0, 0x0e), (0, 0x17), (0, 0xff), (1, 0x0e), (1, 0x10)] {
         let mut bad = bytes.clone();
         bad[at + offset] = value;
         assert_eq!(code_of(&bad), "CJB-E-TYPE", "byte {value:#x} at +{offset}");

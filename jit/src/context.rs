@@ -259,8 +259,9 @@ pub(crate) mod off {
 }
 
 /// The element kind code of `aget.ref`/`aset.ref` in [`RuntimeHooks::array_get`] and
-/// [`RuntimeHooks::array_set`] (scalar elements use their [`Scalar`] code, 0..=11).
-pub const ELEM_REF: u32 = 12;
+/// [`RuntimeHooks::array_set`] (scalar elements use their [`Scalar`] code, 0..=13; codes up to
+/// 31 are left to future scalars).
+pub const ELEM_REF: u32 = 32;
 
 /// The element code that makes [`RuntimeHooks::array_get`] / [`RuntimeHooks::array_set`]
 /// read / write the owns-flag of a reference element (`aown.get`, `aown.set`) rather than the
@@ -272,11 +273,11 @@ pub const ELEM_OWN_FLAG: u32 = ELEM_REF + 1;
 pub const ELEM_TAKE_OWNED: u32 = ELEM_REF + 2;
 
 /// Encodes an array element type for [`RuntimeHooks::new_array`]: a [`Scalar`] as its code
-/// (0..=11), `String` as 12, class `k` as `2^32 + k`.
+/// (0..=13), `String` as [`ELEM_REF`], class `k` as `2^32 + k`.
 pub fn encode_elem(e: Elem) -> u64 {
     match e {
         Elem::Scalar(s) => s as u64,
-        Elem::Str => 12,
+        Elem::Str => u64::from(ELEM_REF),
         Elem::Object(k) => (1 << 32) | u64::from(k),
     }
 }
@@ -284,9 +285,9 @@ pub fn encode_elem(e: Elem) -> u64 {
 /// Decodes [`encode_elem`]'s form.
 pub fn decode_elem(code: u64) -> Option<Elem> {
     match code {
-        12 => Some(Elem::Str),
+        c if c == u64::from(ELEM_REF) => Some(Elem::Str),
         c if c >> 32 == 1 => Some(Elem::Object(c as u32)),
-        c if c < 12 => Scalar::from_u8(c as u8).map(Elem::Scalar),
+        c if c < u64::from(ELEM_REF) => Scalar::from_u8(c as u8).map(Elem::Scalar),
         _ => None,
     }
 }
@@ -398,7 +399,8 @@ mod tests {
         for e in all {
             assert_eq!(decode_elem(encode_elem(e)), Some(e), "{e}");
         }
-        assert_eq!(decode_elem(13), None);
+        assert_eq!(decode_elem(14), None);
+        assert_eq!(decode_elem(u64::from(ELEM_OWN_FLAG)), None);
         assert_eq!(decode_elem(2 << 32), None);
     }
 

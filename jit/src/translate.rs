@@ -110,7 +110,18 @@ fn kind_of(t: Type) -> Kind {
 /// code is bound by transfers and launches, not by dispatch), and device-only operations,
 /// which never occur in host code.
 pub(crate) fn unsupported(op: Op) -> bool {
+    // The float16/bfloat16 conversions (T2) are not lowered yet: functions using them stay
+    // interpreted.
     op.is_device_only()
+        || matches!(
+            op,
+            Op::F16ToF32
+                | Op::F32ToF16
+                | Op::BF16ToF32
+                | Op::F32ToBF16
+                | Op::F64ToF16
+                | Op::F64ToBF16
+        )
 }
 
 /// Whether `f` is small and calls itself: its compiled body then gets one level of its
@@ -1825,7 +1836,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             Scalar::Bool | Scalar::U8 => b.ins().uload8(I64, mf, addr, 0),
             Scalar::I8 => b.ins().sload8(I64, mf, addr, 0),
             Scalar::I16 => b.ins().sload16(I64, mf, addr, 0),
-            Scalar::U16 => b.ins().uload16(I64, mf, addr, 0),
+            Scalar::U16 | Scalar::F16 | Scalar::BF16 => b.ins().uload16(I64, mf, addr, 0),
             Scalar::I32 => b.ins().sload32(mf, addr, 0),
             Scalar::Char | Scalar::U32 | Scalar::F32 => b.ins().uload32(mf, addr, 0),
         }
@@ -2027,7 +2038,7 @@ pub(crate) fn entry_wrapper(mut b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result
 fn scalar_width(s: Scalar) -> u32 {
     match s {
         Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
-        Scalar::I16 | Scalar::U16 => 2,
+        Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::BF16 => 2,
         Scalar::Char | Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
         Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
     }

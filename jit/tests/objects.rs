@@ -91,6 +91,7 @@ fn get_op(e: Scalar) -> Op {
         Scalar::U64 => Op::ArrGetU64,
         Scalar::F32 => Op::ArrGetF32,
         Scalar::F64 => Op::ArrGetF64,
+        Scalar::F16 | Scalar::BF16 => unreachable!("no float16/bfloat16 arrays yet"),
     }
 }
 
@@ -108,12 +109,14 @@ fn set_op(e: Scalar) -> Op {
         Scalar::U64 => Op::ArrSetU64,
         Scalar::F32 => Op::ArrSetF32,
         Scalar::F64 => Op::ArrSetF64,
+        Scalar::F16 | Scalar::BF16 => unreachable!("no float16/bfloat16 arrays yet"),
     }
 }
 
 #[test]
 fn array_elements_of_every_type_round_trip() {
-    for e in Scalar::ALL {
+    // float16/bfloat16 arrays do not exist yet.
+    for e in Scalar::ALL.into_iter().filter(|e| !e.is_half()) {
         let value = match e {
             Scalar::Bool => 1,
             Scalar::I8 => (-5i64) as u64,

@@ -58,7 +58,7 @@ fn wrap(s: Scalar, v: i128) -> u64 {
         Scalar::I64 => v as i64 as u64,
         Scalar::U64 => v as u64,
         Scalar::Bool => (v & 1) as u64,
-        Scalar::F32 | Scalar::F64 => unreachable!("not an integer"),
+        Scalar::F32 | Scalar::F64 | Scalar::F16 | Scalar::BF16 => unreachable!("not an integer"),
     }
 }
 
@@ -344,6 +344,14 @@ fn pure_ops() -> Vec<Op> {
                             | Operand::Src(RegClass::IntLike)
                     )
                 })
+                // The float16/bfloat16 conversions are not compiled (see `generate`).
+                && !op.operands().iter().any(|o| {
+                    matches!(
+                        o,
+                        Operand::Dst(RegClass::Is(Type::Scalar(s)))
+                            | Operand::Src(RegClass::Is(Type::Scalar(s))) if s.is_half()
+                    )
+                })
         })
         .collect()
 }
@@ -585,7 +593,13 @@ fn flatten(items: &[Item], g: &Gen<'_>, code: &mut Vec<Instr>) {
 fn generate(rng: &mut Rng, ops: &[Op]) -> (Function, Vec<Const>, Vec<u64>) {
     // One register of every scalar type, then random extra ones, then the reserved loop
     // registers (two counters, a zero and a flag).
-    let mut regs: Vec<Type> = Scalar::ALL.iter().map(|&s| Type::Scalar(s)).collect();
+    // float16/bfloat16 are left out: their conversions are not compiled (the functions stay
+    // interpreted), so there is nothing of theirs to compare.
+    let mut regs: Vec<Type> = Scalar::ALL
+        .iter()
+        .filter(|s| !s.is_half())
+        .map(|&s| Type::Scalar(s))
+        .collect();
     for _ in 0..rng.below(10) {
         regs.push(Type::Scalar(Scalar::ALL[rng.below(12)]));
     }

@@ -476,6 +476,9 @@ impl Vm {
                 Scalar::U64 => Value::U64(cell),
                 Scalar::F32 => Value::F32(f32::from_bits(cell as u32)),
                 Scalar::F64 => Value::F64(f64::from_bits(cell)),
+                // float16/bfloat16 surface as their exact float32 widening.
+                Scalar::F16 => Value::F32(cajeta_bytecode::half::f16_to_f32(cell as u16)),
+                Scalar::BF16 => Value::F32(cajeta_bytecode::half::bf16_to_f32(cell as u16)),
             },
             Type::Str => Value::Str(self.heap.str(cell).map(str::to_string)),
             _ => Value::Ref(cell),

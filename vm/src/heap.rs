@@ -406,6 +406,9 @@ impl ArrData {
                 Scalar::U64 => ArrData::U64(zeroed_vec(n)?),
                 Scalar::F32 => ArrData::F32(zeroed_vec(n)?),
                 Scalar::F64 => ArrData::F64(zeroed_vec(n)?),
+                // Arrays of float16/bfloat16 are not implemented yet (the compiler rejects
+                // them): report them as not allocatable rather than guess a layout.
+                Scalar::F16 | Scalar::BF16 => return None,
             },
             Elem::Str | Elem::Object(_) => ArrData::Ref(zeroed_vec(n)?),
         })

@@ -21,7 +21,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use cajeta_bytecode::{Const, Instr, Module, Op};
+use cajeta_bytecode::{half, Const, Instr, Module, Op};
 
 use super::memory::{alloc_filled, MemRef};
 use super::plan::Plan;
@@ -802,6 +802,12 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
             Op::F64ToU64 => un!(x => f64b(x) as u64),
             Op::F32ToF64 => un!(x => bf64(f64::from(f32b(x)))),
             Op::F64ToF32 => un!(x => bf32(f64b(x) as f32)),
+            Op::F16ToF32 => un!(x => bf32(half::f16_to_f32(x as u16))),
+            Op::BF16ToF32 => un!(x => bf32(half::bf16_to_f32(x as u16))),
+            Op::F32ToF16 => un!(x => u64::from(half::f32_to_f16(f32b(x)))),
+            Op::F32ToBF16 => un!(x => u64::from(half::f32_to_bf16(f32b(x)))),
+            Op::F64ToF16 => un!(x => u64::from(half::f64_to_f16(f64b(x)))),
+            Op::F64ToBF16 => un!(x => u64::from(half::f64_to_bf16(f64b(x)))),
 
             // Math.
             Op::Math1F32 => un!(x => bf32(math1_f32(ins.c, f32b(x)))),

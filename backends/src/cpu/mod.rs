@@ -198,7 +198,7 @@ fn canonical(s: Scalar, bits: u64) -> u64 {
         Scalar::I8 => bits as i8 as i64 as u64,
         Scalar::U8 => bits & 0xff,
         Scalar::I16 => bits as i16 as i64 as u64,
-        Scalar::U16 => bits & 0xffff,
+        Scalar::U16 | Scalar::F16 | Scalar::BF16 => bits & 0xffff,
         Scalar::I32 => bits as i32 as i64 as u64,
         Scalar::Char | Scalar::U32 | Scalar::F32 => bits & 0xffff_ffff,
         Scalar::I64 | Scalar::U64 | Scalar::F64 => bits,

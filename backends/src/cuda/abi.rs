@@ -74,7 +74,7 @@ pub fn scalar_cell(s: Scalar, bits: u64) -> u64 {
         Scalar::I8 => u64::from(bits as i8 as i32 as u32),
         Scalar::U8 => bits & 0xff,
         Scalar::I16 => u64::from(bits as i16 as i32 as u32),
-        Scalar::U16 => bits & 0xffff,
+        Scalar::U16 | Scalar::F16 | Scalar::BF16 => bits & 0xffff,
         Scalar::Char | Scalar::I32 | Scalar::U32 | Scalar::F32 => bits & 0xffff_ffff,
         Scalar::I64 | Scalar::U64 | Scalar::F64 => bits,
     }

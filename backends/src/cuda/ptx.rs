@@ -264,6 +264,17 @@ pub fn lower(module: &Module, kernel: u32, arch: &str) -> Result<Lowered, LowerE
     })
 }
 
+/// PTX rounding the float32 bits in `%hw` (value `%hf`) to bfloat16 bits in `dst`: to
+/// nearest-even, a NaN kept quiet with its top payload bits (as `cajeta_bytecode::half`). Uses
+/// the scratch `%hu` and `%hp` of the enclosing block.
+fn bf16_round(dst: &str) -> String {
+    format!(
+        "shr.u32 %hu, %hw, 16; and.b32 %hu, %hu, 1; add.u32 %hu, %hu, 32767; \
+         add.u32 %hu, %hw, %hu; shr.u32 {dst}, %hu, 16; setp.nan.f32 %hp, %hf, %hf; \
+         @%hp shr.u32 %hu, %hw, 16; @%hp or.b32 {dst}, %hu, 64;"
+    )
+}
+
 /// The `.param` type of a scalar parameter.
 fn param_type(s: Scalar) -> &'static str {
     match s {
@@ -368,6 +379,13 @@ impl Emitter<'_> {
         self.body.push('\t');
         self.body.push_str(s.as_ref());
         self.body.push_str(";\n");
+    }
+
+    /// A `{ … }` scope of instructions with its own temporaries (no trailing `;`).
+    fn block(&mut self, s: impl AsRef<str>) {
+        self.body.push('\t');
+        self.body.push_str(s.as_ref());
+        self.body.push('\n');
     }
 
     fn label(&mut self, l: &str) {
@@ -724,6 +742,36 @@ impl Emitter<'_> {
             }
             Op::F32ToF64 => self.ins(format!("cvt.f64.f32 {a}, {b}")),
             Op::F64ToF32 => self.ins(format!("cvt.rn.f32.f64 {a}, {b}")),
+            // float16/bfloat16 registers are `.b32` cells holding the 16 bits (T2); the
+            // conversions go through a scoped `.b16` / `.b32` temporary.
+            Op::F16ToF32 => self.block(format!(
+                "{{ .reg .b16 %hh; cvt.u16.u32 %hh, {b}; cvt.f32.f16 {a}, %hh; }}"
+            )),
+            Op::F32ToF16 | Op::F64ToF16 => {
+                let from = if ins.op == Op::F32ToF16 { "f32" } else { "f64" };
+                self.block(format!(
+                    "{{ .reg .b16 %hh; cvt.rn.f16.{from} %hh, {b}; cvt.u32.u16 {a}, %hh; }}"
+                ))
+            }
+            Op::BF16ToF32 => self.block(format!(
+                "{{ .reg .b32 %hw; shl.b32 %hw, {b}, 16; mov.b32 {a}, %hw; }}"
+            )),
+            Op::F32ToBF16 => self.block(format!(
+                "{{ .reg .b32 %hw, %hu; .reg .f32 %hf; .reg .pred %hp; \
+                 mov.b32 %hw, {b}; mov.f32 %hf, {b}; {} }}",
+                bf16_round(&a)
+            )),
+            Op::F64ToBF16 => {
+                // One rounding: float64 -> float32 rounded to odd (toward zero, then the sticky
+                // bit into the last place), then float32 -> bfloat16 to nearest-even; the 16
+                // extra bits make the two roundings equal one.
+                self.block(format!(
+                    "{{ .reg .b32 %hw, %hu; .reg .f32 %hf; .reg .f64 %hd; .reg .pred %hp; \
+                     cvt.rz.f32.f64 %hf, {b}; cvt.f64.f32 %hd, %hf; setp.neu.f64 %hp, %hd, {b}; \
+                     mov.b32 %hw, %hf; @%hp or.b32 %hw, %hw, 1; {} }}",
+                    bf16_round(&a)
+                ))
+            }
             op if op.mnemonic().starts_with("cvt.") => {
                 // cvt.<int>.<float>: toward zero, saturating, NaN -> 0 (PTX cvt.rzi does all).
                 let mut parts = op.mnemonic().split('.').skip(1);

@@ -374,7 +374,7 @@ impl<'m> Cx<'m> {
             Scalar::F32 if self.f32_bits => self.t_u32,
             Scalar::F32 => self.t_f32,
             Scalar::F64 => self.f64t(),
-            Scalar::Bool | Scalar::Char => {
+            Scalar::Bool | Scalar::Char | Scalar::F16 | Scalar::BF16 => {
                 return Err(format!("no device memory of element type {s}"));
             }
         };

@@ -198,6 +198,9 @@ impl Program {
                         "arrays of Vectors are not implemented (use vload/vstore on a scalar array)",
                     ));
                 }
+                if let Some(s) = e.scalar().filter(|s| s.is_half()) {
+                    return Err(half_storage(s, t.span, "arrays"));
+                }
                 if matches!(e, Ty::Array(_)) {
                     return Err(Diag::error(
                         code::NOT_IMPLEMENTED,
@@ -210,11 +213,7 @@ impl Program {
             TypeKind::Named { name, args } => {
                 let text = name.joined();
                 if name.parts.len() == 1 && text == "bfloat16" {
-                    return Err(Diag::error(
-                        code::NOT_IMPLEMENTED,
-                        t.span,
-                        "bfloat16 is not implemented yet (T2)",
-                    ));
+                    return Ok(Ty::Prim(Scalar::BF16));
                 }
                 let class = if name.parts.len() == 1 {
                     self.lookup_class(unit, &text)
@@ -286,6 +285,7 @@ impl Program {
                     ));
                 };
                 match self.resolve_type(unit, e)? {
+                    Ty::Prim(s) if s.is_half() => Err(half_storage(s, e.span, "Shared arrays")),
                     Ty::Prim(s) if s.is_numeric() => Ok(Ty::Shared(s)),
                     other => Err(Diag::error(
                         code::TYPE_MISMATCH,
@@ -306,6 +306,7 @@ impl Program {
                     ));
                 };
                 match self.resolve_type(unit, e)? {
+                    Ty::Prim(s) if s.is_half() => Err(half_storage(s, e.span, "KernelBuffers")),
                     Ty::Prim(s) if s.is_numeric() => Ok(Ty::Buffer(s)),
                     other => Err(Diag::error(
                         code::TYPE_MISMATCH,
@@ -326,6 +327,7 @@ impl Program {
                     ));
                 };
                 let s = match self.resolve_type(unit, e)? {
+                    Ty::Prim(s) if s.is_half() => return Err(half_storage(s, e.span, "Vectors")),
                     // Numeric lanes, or boolean ones: a mask (`Vector<boolean,N>`).
                     Ty::Prim(s) if s.is_numeric() || s == Scalar::Bool => s,
                     other => {
@@ -357,6 +359,16 @@ impl Program {
     }
 }
 
+/// `float16`/`bfloat16` scalars are implemented; containers of them (2-byte element storage)
+/// are not yet.
+fn half_storage(s: Scalar, span: Span, what: &str) -> Diag {
+    Diag::error(
+        code::NOT_IMPLEMENTED,
+        span,
+        format!("{what} of {} are not implemented yet (T2)", s.name()),
+    )
+}
+
 fn prim_type(p: PrimType, span: Span) -> Result<Ty, Diag> {
     Ok(Ty::Prim(match p {
         PrimType::Bool => Scalar::Bool,
@@ -371,13 +383,7 @@ fn prim_type(p: PrimType, span: Span) -> Result<Ty, Diag> {
         PrimType::U64 => Scalar::U64,
         PrimType::F32 => Scalar::F32,
         PrimType::F64 => Scalar::F64,
-        PrimType::F16 => {
-            return Err(Diag::error(
-                code::NOT_IMPLEMENTED,
-                span,
-                "float16 is not implemented yet (T2)",
-            ))
-        }
+        PrimType::F16 => Scalar::F16,
         PrimType::Unsupported(name) => {
             return Err(Diag::error(
                 code::NOT_IMPLEMENTED,

@@ -638,6 +638,13 @@ impl FnBuilder<'_> {
         match (op, v.ty.clone()) {
             (_, Ty::Error) => Val::error(),
             (UnOp::Not, Ty::Prim(Scalar::Bool)) => self.not_val(v, span),
+            (UnOp::Plus, Ty::Prim(s)) if s.is_half() && v.num().is_none() => {
+                // Unary plus on float16/bfloat16 gives float32 (§3.4).
+                let Some(r) = self.materialize(&v) else {
+                    return Val::error();
+                };
+                Val::reg(Ty::Prim(Scalar::F32), self.convert(r, s, Scalar::F32))
+            }
             (UnOp::Plus, Ty::Prim(s)) if s.is_numeric() => Val {
                 untyped: false,
                 ..v
@@ -662,6 +669,12 @@ impl FnBuilder<'_> {
                     return Val::error();
                 };
                 self.set_pos(span);
+                // Unary minus on float16/bfloat16 gives float32 (§3.4).
+                let (r, s) = if s.is_half() {
+                    (self.convert(r, s, Scalar::F32), Scalar::F32)
+                } else {
+                    (r, s)
+                };
                 let d = self.def(typed_op("neg", s).expect("neg"), Type::Scalar(s), r, 0);
                 Val::reg(Ty::Prim(s), d)
             }
@@ -1151,7 +1164,13 @@ impl FnBuilder<'_> {
             (Ty::Enum(e), Loc::Enum(o)) => Some(self.load_str(e.constants()[*o as usize])),
             (Ty::Prim(s), _) => {
                 let r = self.materialize(v)?;
-                let d = self.def(typed_op("tostr", *s).expect("tostr"), Type::Str, r, 0);
+                // float16/bfloat16 print as their exact float32 widening (§3.6).
+                let (r, s) = if s.is_half() {
+                    (self.convert(r, *s, Scalar::F32), Scalar::F32)
+                } else {
+                    (r, *s)
+                };
+                let d = self.def(typed_op("tostr", s).expect("tostr"), Type::Str, r, 0);
                 Some(d)
             }
             (Ty::Error, _) => None,

@@ -1198,10 +1198,30 @@ impl<'a> FnBuilder<'a> {
     }
 
     /// Emits the conversion of register `r` from scalar `from` to scalar `to` (cast rules).
+    /// float16/bfloat16 go through float32 (widening is exact); narrowing to them rounds once
+    /// from float32 or float64, integers going through float64.
     pub fn convert(&mut self, r: Reg, from: Scalar, to: Scalar) -> Reg {
         if from == to {
             return r;
         }
+        if from.is_half() {
+            let w = self.convert_step(r, from, Scalar::F32);
+            return self.convert(w, Scalar::F32, to);
+        }
+        if to.is_half() {
+            let via = if from == Scalar::F32 {
+                Scalar::F32
+            } else {
+                Scalar::F64
+            };
+            let w = self.convert(r, from, via);
+            return self.convert_step(w, via, to);
+        }
+        self.convert_step(r, from, to)
+    }
+
+    /// One conversion instruction from `from` to `to`.
+    fn convert_step(&mut self, r: Reg, from: Scalar, to: Scalar) -> Reg {
         let dst = self.temp(Type::Scalar(to));
         let op = conv_op(from, to);
         let pc = self.emit(op, dst, r, 0);
@@ -1215,10 +1235,21 @@ impl<'a> FnBuilder<'a> {
     }
 }
 
-/// The opcode converting scalar `from` to scalar `to` (both numeric or char; not equal).
+/// The opcode converting scalar `from` to scalar `to` (both numeric or char; not equal). For
+/// float16/bfloat16 it is the single step to or from float32 (or from float64): [`FnBuilder::convert`]
+/// chains the steps.
 pub fn conv_op(from: Scalar, to: Scalar) -> Op {
     use Scalar::*;
     let int_like = |s: Scalar| s.is_int() || s == Char;
+    match (from, to) {
+        (F16, _) => return Op::F16ToF32,
+        (BF16, _) => return Op::BF16ToF32,
+        (F32, F16) => return Op::F32ToF16,
+        (F32, BF16) => return Op::F32ToBF16,
+        (_, F16) => return Op::F64ToF16,
+        (_, BF16) => return Op::F64ToBF16,
+        _ => {}
+    }
     if int_like(from) && int_like(to) {
         return match to {
             I8 => Op::WrapI8,

@@ -1,7 +1,7 @@
 //! Semantic types of the checker and the numeric rules of LANGUAGE §3–§4: literal typing,
 //! untyped constants, binary numeric promotion, and what converts to what.
 
-use cajeta_bytecode::{Elem, Scalar, Type};
+use cajeta_bytecode::{half, Elem, Scalar, Type};
 
 /// A library enum (LANGUAGE §2: only the library's enums exist).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -211,7 +211,7 @@ pub fn int_fits(v: i128, t: Scalar) -> bool {
         Scalar::U32 => u32::try_from(v).is_ok(),
         Scalar::I64 => i64::try_from(v).is_ok(),
         Scalar::U64 => u64::try_from(v).is_ok(),
-        Scalar::F32 | Scalar::F64 => true,
+        Scalar::F32 | Scalar::F64 | Scalar::F16 | Scalar::BF16 => true,
         Scalar::Bool | Scalar::Char => false,
     }
 }
@@ -241,9 +241,13 @@ pub fn const_cell(n: Num, t: Scalar) -> u64 {
     match (n, t) {
         (Num::Int(v), Scalar::F32) => (v as f32).to_bits() as u64,
         (Num::Int(v), Scalar::F64) => (v as f64).to_bits(),
+        (Num::Int(v), Scalar::F16) => u64::from(half::f64_to_f16(v as f64)),
+        (Num::Int(v), Scalar::BF16) => u64::from(half::f64_to_bf16(v as f64)),
         (Num::Int(v), _) => int_cell(v, t),
         (Num::Float(f), Scalar::F32) => (f as f32).to_bits() as u64,
         (Num::Float(f), Scalar::F64) => f.to_bits(),
+        (Num::Float(f), Scalar::F16) => u64::from(half::f64_to_f16(f)),
+        (Num::Float(f), Scalar::BF16) => u64::from(half::f64_to_bf16(f)),
         (Num::Float(f), _) => {
             let v: i128 = match t {
                 Scalar::I8 => f as i8 as i128,
@@ -266,6 +270,8 @@ pub fn cell_num(bits: u64, t: Scalar) -> Num {
     match t {
         Scalar::F32 => Num::Float(f32::from_bits(bits as u32) as f64),
         Scalar::F64 => Num::Float(f64::from_bits(bits)),
+        Scalar::F16 => Num::Float(f64::from(half::f16_to_f32(bits as u16))),
+        Scalar::BF16 => Num::Float(f64::from(half::bf16_to_f32(bits as u16))),
         s if s.is_signed() => Num::Int(bits as i64 as i128),
         _ => Num::Int(bits as i128),
     }
@@ -279,6 +285,9 @@ pub fn const_conversion_is_lossy(n: Num, t: Scalar) -> bool {
         Num::Float(f) => match t {
             Scalar::F64 => false,
             Scalar::F32 => (f as f32) as f64 != f && !f.is_nan(),
+            Scalar::F16 | Scalar::BF16 => {
+                cell_num(const_cell(n, t), t) != Num::Float(f) && !f.is_nan()
+            }
             _ => true,
         },
     }
@@ -291,6 +300,10 @@ pub fn conversion_is_lossy(from: Scalar, to: Scalar) -> bool {
     }
     if from.is_int() && to.is_float() {
         return false;
+    }
+    if from.is_half() {
+        // Widening to float32/float64 is exact; float16 <-> bfloat16 is not.
+        return !matches!(to, Scalar::F32 | Scalar::F64);
     }
     if from.is_float() {
         return !(from == Scalar::F32 && to == Scalar::F64);

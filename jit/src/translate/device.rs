@@ -471,7 +471,9 @@ impl<'a, 'b> Tr<'a, 'b> {
                     Scalar::Bool | Scalar::U8 => self.b.ins().uload8(I64, MF, addr, 0),
                     Scalar::I8 => self.b.ins().sload8(I64, MF, addr, 0),
                     Scalar::I16 => self.b.ins().sload16(I64, MF, addr, 0),
-                    Scalar::U16 => self.b.ins().uload16(I64, MF, addr, 0),
+                    Scalar::U16 | Scalar::F16 | Scalar::BF16 => {
+                        self.b.ins().uload16(I64, MF, addr, 0)
+                    }
                     Scalar::I32 => self.b.ins().sload32(MF, addr, 0),
                     Scalar::Char | Scalar::U32 => self.b.ins().uload32(MF, addr, 0),
                 };

@@ -190,6 +190,8 @@ fn scalar_text(s: Scalar, x: u64) -> String {
         Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64 => x.to_string(),
         Scalar::F32 => format!("{}", f32::from_bits(x as u32)),
         Scalar::F64 => format!("{}", f64::from_bits(x)),
+        Scalar::F16 => format!("{}", cajeta_bytecode::half::f16_to_f32(x as u16)),
+        Scalar::BF16 => format!("{}", cajeta_bytecode::half::bf16_to_f32(x as u16)),
     }
 }
 
@@ -297,7 +299,7 @@ fn canonical(elem: u32, x: u64) -> u64 {
         Scalar::I8 => x as i8 as i64 as u64,
         Scalar::U8 => x as u8 as u64,
         Scalar::I16 => x as i16 as i64 as u64,
-        Scalar::U16 => x as u16 as u64,
+        Scalar::U16 | Scalar::F16 | Scalar::BF16 => x as u16 as u64,
         Scalar::I32 => x as i32 as i64 as u64,
         Scalar::U32 | Scalar::Char | Scalar::F32 => x as u32 as u64,
         Scalar::I64 | Scalar::U64 | Scalar::F64 => x,

@@ -41,7 +41,7 @@ pub(crate) use slow::{clock, elem_fault, Access, Fault};
 
 use std::sync::atomic::Ordering;
 
-use cajeta_bytecode::Scalar;
+use cajeta_bytecode::{half, Scalar};
 
 use crate::api::{FnInfo, Vm};
 use crate::error::RuntimeError;
@@ -709,6 +709,12 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             XOp::F64ToU64 => un!(x => f64b(x) as u64),
             XOp::F32ToF64 => un!(x => bf64(f32b(x) as f64)),
             XOp::F64ToF32 => un!(x => bf32(f64b(x) as f32)),
+            XOp::F16ToF32 => un!(x => bf32(half::f16_to_f32(x as u16))),
+            XOp::BF16ToF32 => un!(x => bf32(half::bf16_to_f32(x as u16))),
+            XOp::F32ToF16 => un!(x => u64::from(half::f32_to_f16(f32b(x)))),
+            XOp::F32ToBF16 => un!(x => u64::from(half::f32_to_bf16(f32b(x)))),
+            XOp::F64ToF16 => un!(x => u64::from(half::f64_to_f16(f64b(x)))),
+            XOp::F64ToBF16 => un!(x => u64::from(half::f64_to_bf16(f64b(x)))),
 
             // Math.
             XOp::Math1F32 => un!(x => bf32(math1_f32(ins.c(), f32b(x)))),

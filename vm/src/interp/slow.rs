@@ -5,7 +5,7 @@
 //! stays small enough for good code generation. Errors leave through one `#[cold]` function,
 //! [`Vm::fault`], which turns a [`Fault`] into a [`RuntimeError`] with names and positions.
 
-use cajeta_bytecode::{Elem, Scalar, Type};
+use cajeta_bytecode::{half, Elem, Scalar, Type};
 
 use super::lower::XInstr;
 
@@ -370,6 +370,8 @@ impl Vm {
             Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 => (x as i64).to_string(),
             Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64 => x.to_string(),
             Scalar::F32 => format::fmt_g(f32::from_bits(x as u32) as f64),
+            Scalar::F16 => format::fmt_g(f64::from(half::f16_to_f32(x as u16))),
+            Scalar::BF16 => format::fmt_g(f64::from(half::bf16_to_f32(x as u16))),
             Scalar::F64 => format::fmt_g(f64::from_bits(x)),
         };
         self.new_string(text)
