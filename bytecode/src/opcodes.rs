@@ -700,6 +700,10 @@ macro_rules! for_each_opcode {
         F32ToBF16          "cvt.bf16.f32"       [Dst(T_BF16), Src(T_F32), N] "r[a] := r[b] rounded to bfloat16, nearest-even, overflow to inf (T2)";
         F64ToF16           "cvt.f16.f64"        [Dst(T_F16), Src(T_F64), N] "r[a] := r[b] rounded once to float16, nearest-even, overflow to inf (T2)";
         F64ToBF16          "cvt.bf16.f64"       [Dst(T_BF16), Src(T_F64), N] "r[a] := r[b] rounded once to bfloat16, nearest-even, overflow to inf (T2)";
+        ArrGetF16          "aget.f16"           [Dst(T_F16), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]] (float16 bits; T2); E-NULL, E-BOUNDS";
+        ArrSetF16          "aset.f16"           [Src(ARRAY), Src(T_I64), Src(T_F16)] "r[a][r[b]] := r[c] (float16 bits; T2); E-NULL, E-BOUNDS";
+        ArrGetBF16         "aget.bf16"          [Dst(T_BF16), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]] (bfloat16 bits; T2); E-NULL, E-BOUNDS";
+        ArrSetBF16         "aset.bf16"          [Src(ARRAY), Src(T_I64), Src(T_BF16)] "r[a][r[b]] := r[c] (bfloat16 bits; T2); E-NULL, E-BOUNDS";
         }
     };
 }

@@ -276,13 +276,11 @@ pub(crate) fn array_access(op: Op) -> Option<ArrayAccess> {
     use Op::*;
     match op {
         ArrGetBool | ArrGetChar | ArrGetI8 | ArrGetU8 | ArrGetI16 | ArrGetU16 | ArrGetI32
-        | ArrGetU32 | ArrGetI64 | ArrGetU64 | ArrGetF32 | ArrGetF64 | ArrGetRef => {
-            Some(ArrayAccess::Get)
-        }
+        | ArrGetU32 | ArrGetI64 | ArrGetU64 | ArrGetF32 | ArrGetF64 | ArrGetF16 | ArrGetBF16
+        | ArrGetRef => Some(ArrayAccess::Get),
         ArrSetBool | ArrSetChar | ArrSetI8 | ArrSetU8 | ArrSetI16 | ArrSetU16 | ArrSetI32
-        | ArrSetU32 | ArrSetI64 | ArrSetU64 | ArrSetF32 | ArrSetF64 | ArrSetRef => {
-            Some(ArrayAccess::Set)
-        }
+        | ArrSetU32 | ArrSetI64 | ArrSetU64 | ArrSetF32 | ArrSetF64 | ArrSetF16 | ArrSetBF16
+        | ArrSetRef => Some(ArrayAccess::Set),
         _ => None,
     }
 }

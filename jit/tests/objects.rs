@@ -91,7 +91,8 @@ fn get_op(e: Scalar) -> Op {
         Scalar::U64 => Op::ArrGetU64,
         Scalar::F32 => Op::ArrGetF32,
         Scalar::F64 => Op::ArrGetF64,
-        Scalar::F16 | Scalar::BF16 => unreachable!("no float16/bfloat16 arrays yet"),
+        Scalar::F16 => Op::ArrGetF16,
+        Scalar::BF16 => Op::ArrGetBF16,
     }
 }
 
@@ -109,14 +110,14 @@ fn set_op(e: Scalar) -> Op {
         Scalar::U64 => Op::ArrSetU64,
         Scalar::F32 => Op::ArrSetF32,
         Scalar::F64 => Op::ArrSetF64,
-        Scalar::F16 | Scalar::BF16 => unreachable!("no float16/bfloat16 arrays yet"),
+        Scalar::F16 => Op::ArrSetF16,
+        Scalar::BF16 => Op::ArrSetBF16,
     }
 }
 
 #[test]
 fn array_elements_of_every_type_round_trip() {
-    // float16/bfloat16 arrays do not exist yet.
-    for e in Scalar::ALL.into_iter().filter(|e| !e.is_half()) {
+    for e in Scalar::ALL {
         let value = match e {
             Scalar::Bool => 1,
             Scalar::I8 => (-5i64) as u64,
@@ -125,6 +126,9 @@ fn array_elements_of_every_type_round_trip() {
             Scalar::I64 => (-1i64 << 40) as u64,
             Scalar::F32 => (-2.5f32).to_bits() as u64,
             Scalar::F64 => (-2.5f64).to_bits(),
+            // -2.5 as float16 / bfloat16 bits.
+            Scalar::F16 => 0xc100,
+            Scalar::BF16 => 0xc020,
             _ => 200,
         };
         let m = module(vec![array_fn(e)]);

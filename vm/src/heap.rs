@@ -317,6 +317,10 @@ pub enum ArrData {
     I16(Vec<i16>),
     /// `uint16[]`.
     U16(Vec<u16>),
+    /// `float16[]`: the IEEE binary16 bits (T2).
+    F16(Vec<u16>),
+    /// `bfloat16[]`: the bits (T2).
+    BF16(Vec<u16>),
     /// `int32[]`.
     I32(Vec<i32>),
     /// `uint32[]`.
@@ -341,7 +345,7 @@ impl ArrData {
             ArrData::Char(v) | ArrData::U32(v) => v.len(),
             ArrData::I8(v) => v.len(),
             ArrData::I16(v) => v.len(),
-            ArrData::U16(v) => v.len(),
+            ArrData::U16(v) | ArrData::F16(v) | ArrData::BF16(v) => v.len(),
             ArrData::I32(v) => v.len(),
             ArrData::I64(v) => v.len(),
             ArrData::U64(v) | ArrData::Ref(v) => v.len(),
@@ -362,7 +366,7 @@ impl ArrData {
             ArrData::Char(v) | ArrData::U32(v) => bytes_of(v),
             ArrData::I8(v) => bytes_of(v),
             ArrData::I16(v) => bytes_of(v),
-            ArrData::U16(v) => bytes_of(v),
+            ArrData::U16(v) | ArrData::F16(v) | ArrData::BF16(v) => bytes_of(v),
             ArrData::I32(v) => bytes_of(v),
             ArrData::I64(v) => bytes_of(v),
             ArrData::U64(v) => bytes_of(v),
@@ -380,7 +384,7 @@ impl ArrData {
             ArrData::Char(v) | ArrData::U32(v) => bytes_of_mut(v),
             ArrData::I8(v) => bytes_of_mut(v),
             ArrData::I16(v) => bytes_of_mut(v),
-            ArrData::U16(v) => bytes_of_mut(v),
+            ArrData::U16(v) | ArrData::F16(v) | ArrData::BF16(v) => bytes_of_mut(v),
             ArrData::I32(v) => bytes_of_mut(v),
             ArrData::I64(v) => bytes_of_mut(v),
             ArrData::U64(v) => bytes_of_mut(v),
@@ -406,9 +410,8 @@ impl ArrData {
                 Scalar::U64 => ArrData::U64(zeroed_vec(n)?),
                 Scalar::F32 => ArrData::F32(zeroed_vec(n)?),
                 Scalar::F64 => ArrData::F64(zeroed_vec(n)?),
-                // Arrays of float16/bfloat16 are not implemented yet (the compiler rejects
-                // them): report them as not allocatable rather than guess a layout.
-                Scalar::F16 | Scalar::BF16 => return None,
+                Scalar::F16 => ArrData::F16(zeroed_vec(n)?),
+                Scalar::BF16 => ArrData::BF16(zeroed_vec(n)?),
             },
             Elem::Str | Elem::Object(_) => ArrData::Ref(zeroed_vec(n)?),
         })
@@ -1143,7 +1146,7 @@ fn view_of(obj: &mut Obj, generation: u32) -> ObjectView {
                 ArrData::Char(v) | ArrData::U32(v) => array(v, s, generation),
                 ArrData::I8(v) => array(v, s, generation),
                 ArrData::I16(v) => array(v, s, generation),
-                ArrData::U16(v) => array(v, s, generation),
+                ArrData::U16(v) | ArrData::F16(v) | ArrData::BF16(v) => array(v, s, generation),
                 ArrData::I32(v) => array(v, s, generation),
                 ArrData::I64(v) => array(v, s, generation),
                 ArrData::U64(v) => array(v, s, generation),

@@ -667,7 +667,9 @@ fn element(data: &ArrData, elem: u32, i: u64) -> Option<Result<u64, usize>> {
             (Scalar::I8, ArrData::I8(v)) => get!(v, x => x as i64 as u64),
             (Scalar::U8, ArrData::U8(v)) => get!(v, x => x as u64),
             (Scalar::I16, ArrData::I16(v)) => get!(v, x => x as i64 as u64),
-            (Scalar::U16, ArrData::U16(v)) => get!(v, x => x as u64),
+            (Scalar::U16, ArrData::U16(v))
+            | (Scalar::F16, ArrData::F16(v))
+            | (Scalar::BF16, ArrData::BF16(v)) => get!(v, x => x as u64),
             (Scalar::I32, ArrData::I32(v)) => get!(v, x => x as i64 as u64),
             (Scalar::U32, ArrData::U32(v)) => get!(v, x => x as u64),
             (Scalar::I64, ArrData::I64(v)) => get!(v, x => x as u64),
@@ -702,7 +704,9 @@ fn set_element(data: &mut ArrData, elem: u32, i: u64, x: u64) -> Option<Result<(
             (Scalar::I8, ArrData::I8(v)) => set!(v, x as i8),
             (Scalar::U8, ArrData::U8(v)) => set!(v, x as u8),
             (Scalar::I16, ArrData::I16(v)) => set!(v, x as i16),
-            (Scalar::U16, ArrData::U16(v)) => set!(v, x as u16),
+            (Scalar::U16, ArrData::U16(v))
+            | (Scalar::F16, ArrData::F16(v))
+            | (Scalar::BF16, ArrData::BF16(v)) => set!(v, x as u16),
             (Scalar::I32, ArrData::I32(v)) => set!(v, x as i32),
             (Scalar::U32, ArrData::U32(v)) => set!(v, x as u32),
             (Scalar::I64, ArrData::I64(v)) => set!(v, x as i64),

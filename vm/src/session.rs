@@ -177,6 +177,8 @@ impl Vm {
                 ArrData::U8(v) => Value::U8(v[i]),
                 ArrData::I16(v) => Value::I16(v[i]),
                 ArrData::U16(v) => Value::U16(v[i]),
+                ArrData::F16(v) => Value::F32(cajeta_bytecode::half::f16_to_f32(v[i])),
+                ArrData::BF16(v) => Value::F32(cajeta_bytecode::half::bf16_to_f32(v[i])),
                 ArrData::I32(v) => Value::I32(v[i]),
                 ArrData::U32(v) => Value::U32(v[i]),
                 ArrData::I64(v) => Value::I64(v[i]),

@@ -198,9 +198,6 @@ impl Program {
                         "arrays of Vectors are not implemented (use vload/vstore on a scalar array)",
                     ));
                 }
-                if let Some(s) = e.scalar().filter(|s| s.is_half()) {
-                    return Err(half_storage(s, t.span, "arrays"));
-                }
                 if matches!(e, Ty::Array(_)) {
                     return Err(Diag::error(
                         code::NOT_IMPLEMENTED,
