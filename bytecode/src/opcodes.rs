@@ -704,6 +704,10 @@ macro_rules! for_each_opcode {
         ArrSetF16          "aset.f16"           [Src(ARRAY), Src(T_I64), Src(T_F16)] "r[a][r[b]] := r[c] (float16 bits; T2); E-NULL, E-BOUNDS";
         ArrGetBF16         "aget.bf16"          [Dst(T_BF16), Src(ARRAY), Src(T_I64)] "r[a] := r[b][r[c]] (bfloat16 bits; T2); E-NULL, E-BOUNDS";
         ArrSetBF16         "aset.bf16"          [Src(ARRAY), Src(T_I64), Src(T_BF16)] "r[a][r[b]] := r[c] (bfloat16 bits; T2); E-NULL, E-BOUNDS";
+        DevGetF16          "ld.f16"             [Dst(T_F16), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b], float16 bits (device only; T2); XPU-E-BOUNDS";
+        DevSetF16          "st.f16"             [Src(DEVMEM), Src(T_I64), Src(T_F16)] "element r[b] of buffer or shared array r[a] := r[c], float16 bits (device only; T2); XPU-E-BOUNDS";
+        DevGetBF16         "ld.bf16"            [Dst(T_BF16), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b], bfloat16 bits (device only; T2); XPU-E-BOUNDS";
+        DevSetBF16         "st.bf16"            [Src(DEVMEM), Src(T_I64), Src(T_BF16)] "element r[b] of buffer or shared array r[a] := r[c], bfloat16 bits (device only; T2); XPU-E-BOUNDS";
         }
     };
 }

@@ -823,7 +823,7 @@ impl Emitter<'_> {
                     Scalar::I8 => "s8",
                     Scalar::U8 => "u8",
                     Scalar::I16 => "s16",
-                    Scalar::U16 => "u16",
+                    Scalar::U16 | Scalar::F16 | Scalar::BF16 => "u16",
                     Scalar::I32 => "s32",
                     Scalar::U32 => "u32",
                     Scalar::I64 | Scalar::U64 => "u64",

@@ -362,7 +362,8 @@ impl<'m> Cx<'m> {
                 self.features.int8 = true;
                 self.b.type_int(8, 0)
             }
-            Scalar::I16 | Scalar::U16 => {
+            // float16/bfloat16 elements are their 16 bits (registers: the bits in a u32).
+            Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::BF16 => {
                 self.cap(Capability::Int16);
                 self.cap(Capability::StorageBuffer16BitAccess);
                 self.b.extension("SPV_KHR_16bit_storage");
@@ -374,7 +375,7 @@ impl<'m> Cx<'m> {
             Scalar::F32 if self.f32_bits => self.t_u32,
             Scalar::F32 => self.t_f32,
             Scalar::F64 => self.f64t(),
-            Scalar::Bool | Scalar::Char | Scalar::F16 | Scalar::BF16 => {
+            Scalar::Bool | Scalar::Char => {
                 return Err(format!("no device memory of element type {s}"));
             }
         };
@@ -1818,6 +1819,34 @@ impl<'a, 'm> FnCx<'a, 'm> {
             | Op::F64ToU32
             | Op::F64ToI64
             | Op::F64ToU64 => self.f_to_i(a, b)?,
+            Op::F16ToF32 => {
+                let x = self.load(b)?;
+                let v = self.f16_to_f32(x)?;
+                self.store(a, v)?;
+            }
+            Op::BF16ToF32 => {
+                let x = self.load(b)?;
+                let (u, f) = (self.cx.t_u32, self.cx.t_f32);
+                let k16 = self.cx.k32(16);
+                let w = self.b().shift_left_logical(u, None, x, k16).map_err(be)?;
+                let v = self.b().bitcast(f, None, w).map_err(be)?;
+                self.store(a, v)?;
+            }
+            Op::F32ToF16 => {
+                let x = self.load(b)?;
+                let v = self.f32_to_f16(x)?;
+                self.store(a, v)?;
+            }
+            Op::F32ToBF16 => {
+                let x = self.load(b)?;
+                let v = self.f32_to_bf16(x)?;
+                self.store(a, v)?;
+            }
+            Op::F64ToF16 | Op::F64ToBF16 => {
+                // One rounding from float64 needs a round-to-odd float32 step, which SPIR-V
+                // conversions cannot be asked for.
+                return Err(format!("cannot lower `{}`", i.op.mnemonic()));
+            }
             Op::F32ToF64 | Op::F64ToF32 => {
                 let s = self.reg_scalar(a)?;
                 let t = self.cx.reg_ty(s);
@@ -1914,7 +1943,9 @@ impl<'a, 'm> FnCx<'a, 'm> {
             | Op::DevGetI64
             | Op::DevGetU64
             | Op::DevGetF32
-            | Op::DevGetF64 => self.mem_access(pc, Access::Load, a, b, c)?,
+            | Op::DevGetF64
+            | Op::DevGetF16
+            | Op::DevGetBF16 => self.mem_access(pc, Access::Load, a, b, c)?,
             Op::DevSetI8
             | Op::DevSetU8
             | Op::DevSetI16
@@ -1924,7 +1955,9 @@ impl<'a, 'm> FnCx<'a, 'm> {
             | Op::DevSetI64
             | Op::DevSetU64
             | Op::DevSetF32
-            | Op::DevSetF64 => self.mem_access(pc, Access::Store, c, a, b)?,
+            | Op::DevSetF64
+            | Op::DevSetF16
+            | Op::DevSetBF16 => self.mem_access(pc, Access::Store, c, a, b)?,
             Op::AtomicAddI32
             | Op::AtomicAddU32
             | Op::AtomicAddI64
@@ -2529,6 +2562,115 @@ impl<'a, 'm> FnCx<'a, 'm> {
 
     /// A load, store or atomic add on element `r[idx]` of memory register `mreg`; `val` is
     /// the destination (load), the source (store) or both (atomic).
+    /// float16 bits (in a u32) to float32, exactly, with integer operations (no Float16
+    /// capability, no dependence on the driver's denormal handling).
+    fn f16_to_f32(&mut self, h: Word) -> R<Word> {
+        let (u, f, tb) = (self.cx.t_u32, self.cx.t_f32, self.cx.t_bool);
+        let (k10, k13, k16) = (self.cx.k32(10), self.cx.k32(13), self.cx.k32(16));
+        let (k1f, k3ff, k8000) = (self.cx.k32(0x1f), self.cx.k32(0x3ff), self.cx.k32(0x8000));
+        let (z, k112, k23) = (self.cx.k32(0), self.cx.k32(112), self.cx.k32(23));
+        let kinf = self.cx.k32(0x7f80_0000);
+        let two_m24 = self.cx.konst(f, u64::from(2f32.powi(-24).to_bits()));
+        let b = self.b();
+        let sh = b.shift_right_logical(u, None, h, k10).map_err(be)?;
+        let e = b.bitwise_and(u, None, sh, k1f).map_err(be)?;
+        let m = b.bitwise_and(u, None, h, k3ff).map_err(be)?;
+        let s = b.bitwise_and(u, None, h, k8000).map_err(be)?;
+        let sign = b.shift_left_logical(u, None, s, k16).map_err(be)?;
+        let m13 = b.shift_left_logical(u, None, m, k13).map_err(be)?;
+        // Normal: rebias the exponent (127 - 15 = 112).
+        let eb = b.i_add(u, None, e, k112).map_err(be)?;
+        let e23 = b.shift_left_logical(u, None, eb, k23).map_err(be)?;
+        let normal = b.bitwise_or(u, None, e23, m13).map_err(be)?;
+        // Infinity / NaN: all-ones exponent, the fraction kept.
+        let special = b.bitwise_or(u, None, kinf, m13).map_err(be)?;
+        // Zero / subnormal: m * 2^-24, exact in float32.
+        let mf = b.convert_u_to_f(f, None, m).map_err(be)?;
+        let sub = b.f_mul(f, None, mf, two_m24).map_err(be)?;
+        let subb = b.bitcast(u, None, sub).map_err(be)?;
+        let is_sub = b.i_equal(tb, None, e, z).map_err(be)?;
+        let is_special = b.i_equal(tb, None, e, k1f).map_err(be)?;
+        let t = b.select(u, None, is_special, special, normal).map_err(be)?;
+        let t = b.select(u, None, is_sub, subb, t).map_err(be)?;
+        let bits = b.bitwise_or(u, None, t, sign).map_err(be)?;
+        b.bitcast(f, None, bits).map_err(be)
+    }
+
+    /// float32 to float16 bits (in a u32), to nearest-even, as `cajeta_bytecode::half`:
+    /// overflow to infinity, subnormals by one correctly rounded float32 add, NaN quiet with
+    /// its top payload bits.
+    fn f32_to_f16(&mut self, x: Word) -> R<Word> {
+        let (u, f, tb) = (self.cx.t_u32, self.cx.t_f32, self.cx.t_bool);
+        let (k1, k13, k16) = (self.cx.k32(1), self.cx.k32(13), self.cx.k32(16));
+        let (kabs, k8000, k3ff) = (
+            self.cx.k32(0x7fff_ffff),
+            self.cx.k32(0x8000),
+            self.cx.k32(0x3ff),
+        );
+        let (kfff, krebias) = (self.cx.k32(0xfff), self.cx.k32(0x3800_0000));
+        let (kover, knormal, kinf32) = (
+            self.cx.k32(0x477f_f000),
+            self.cx.k32(0x3880_0000),
+            self.cx.k32(0x7f80_0000),
+        );
+        let (kinf, kqnan, khalf) = (
+            self.cx.k32(0x7c00),
+            self.cx.k32(0x7e00),
+            self.cx.k32(0x3f00_0000),
+        );
+        let half = self.cx.konst(f, u64::from(0.5f32.to_bits()));
+        let b = self.b();
+        let bits = b.bitcast(u, None, x).map_err(be)?;
+        let mag = b.bitwise_and(u, None, bits, kabs).map_err(be)?;
+        let hi = b.shift_right_logical(u, None, bits, k16).map_err(be)?;
+        let sign = b.bitwise_and(u, None, hi, k8000).map_err(be)?;
+        // Normal range: (mag - rebias + 0xfff + lsb) >> 13, a carry rounding up the exponent.
+        let sh = b.shift_right_logical(u, None, mag, k13).map_err(be)?;
+        let lsb = b.bitwise_and(u, None, sh, k1).map_err(be)?;
+        let n1 = b.i_sub(u, None, mag, krebias).map_err(be)?;
+        let n2 = b.i_add(u, None, n1, kfff).map_err(be)?;
+        let n3 = b.i_add(u, None, n2, lsb).map_err(be)?;
+        let normal = b.shift_right_logical(u, None, n3, k13).map_err(be)?;
+        // Below 2^-14: |x| + 0.5 rounds |x| to a multiple of 2^-24 (the float16 subnormal
+        // step); the bits above 0.5's are the result.
+        let magf = b.bitcast(f, None, mag).map_err(be)?;
+        let sum = b.f_add(f, None, magf, half).map_err(be)?;
+        let sumb = b.bitcast(u, None, sum).map_err(be)?;
+        let subn = b.i_sub(u, None, sumb, khalf).map_err(be)?;
+        // NaN: quiet, the top 10 fraction bits kept.
+        let frac = b.bitwise_and(u, None, sh, k3ff).map_err(be)?;
+        let nan = b.bitwise_or(u, None, kqnan, frac).map_err(be)?;
+        let is_nan = b.u_greater_than(tb, None, mag, kinf32).map_err(be)?;
+        let is_over = b.u_greater_than_equal(tb, None, mag, kover).map_err(be)?;
+        let is_normal = b.u_greater_than_equal(tb, None, mag, knormal).map_err(be)?;
+        let t = b.select(u, None, is_normal, normal, subn).map_err(be)?;
+        let t = b.select(u, None, is_over, kinf, t).map_err(be)?;
+        let t = b.select(u, None, is_nan, nan, t).map_err(be)?;
+        b.bitwise_or(u, None, t, sign).map_err(be)
+    }
+
+    /// float32 to bfloat16 bits (in a u32): nearest-even on the float32 bits, NaN quiet with
+    /// its top payload bits.
+    fn f32_to_bf16(&mut self, x: Word) -> R<Word> {
+        let (u, tb) = (self.cx.t_u32, self.cx.t_bool);
+        let (k1, k16, k7fff, k40) = (
+            self.cx.k32(1),
+            self.cx.k32(16),
+            self.cx.k32(0x7fff),
+            self.cx.k32(0x40),
+        );
+        let b = self.b();
+        let bits = b.bitcast(u, None, x).map_err(be)?;
+        let hi = b.shift_right_logical(u, None, bits, k16).map_err(be)?;
+        let lsb = b.bitwise_and(u, None, hi, k1).map_err(be)?;
+        let r1 = b.i_add(u, None, bits, k7fff).map_err(be)?;
+        let r2 = b.i_add(u, None, r1, lsb).map_err(be)?;
+        let rounded = b.shift_right_logical(u, None, r2, k16).map_err(be)?;
+        let nan = b.bitwise_or(u, None, hi, k40).map_err(be)?;
+        let is_nan = b.is_nan(tb, None, x).map_err(be)?;
+        b.select(u, None, is_nan, nan, rounded).map_err(be)
+    }
+
     fn mem_access(&mut self, pc: u32, kind: Access, val: u16, mreg: u16, idx: u16) -> R<()> {
         let mem = self.mem_of(mreg)?;
         let (var, elem, sc) = match mem {

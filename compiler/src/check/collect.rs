@@ -303,7 +303,6 @@ impl Program {
                     ));
                 };
                 match self.resolve_type(unit, e)? {
-                    Ty::Prim(s) if s.is_half() => Err(half_storage(s, e.span, "KernelBuffers")),
                     Ty::Prim(s) if s.is_numeric() => Ok(Ty::Buffer(s)),
                     other => Err(Diag::error(
                         code::TYPE_MISMATCH,

@@ -1062,6 +1062,10 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             | XOp::DevSetI16
             | XOp::DevGetU16
             | XOp::DevSetU16
+            | XOp::DevGetF16
+            | XOp::DevSetF16
+            | XOp::DevGetBF16
+            | XOp::DevSetBF16
             | XOp::DevGetI32
             | XOp::DevSetI32
             | XOp::DevGetU32
