@@ -1,11 +1,14 @@
 //! This crate's own `extern "C"` helpers, called by JIT code: the error-path trace push and
-//! the float functions Cranelift has no instruction for.
+//! the float functions Cranelift has no instruction for (float16/bfloat16 conversions among
+//! them: the `cajeta_bytecode::half` functions every executor shares).
 //!
 //! Each float helper is the interpreter's expression verbatim (`vm/src/interp/ops.rs`), so
 //! both tiers call the same Rust standard-library routines and round identically. None can
 //! panic (pure float arithmetic); [`trace_push`] catches anything that could.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use cajeta_bytecode::half;
 
 use crate::context::{JitContext, TraceEntry};
 
@@ -104,4 +107,34 @@ mod tests {
         assert_eq!(math1_f32(4, 2.5), 3.0);
         assert!(math1_f64(99, 1.0).is_nan());
     }
+}
+
+/// `cvt.f32.f16`: the float16 bits in the cell's low 16 bits, widened exactly.
+pub(crate) extern "C" fn f16_to_f32(cell: u64) -> f32 {
+    half::f16_to_f32(cell as u16)
+}
+
+/// `cvt.f32.bf16`.
+pub(crate) extern "C" fn bf16_to_f32(cell: u64) -> f32 {
+    half::bf16_to_f32(cell as u16)
+}
+
+/// `cvt.f16.f32`: the canonical float16 cell.
+pub(crate) extern "C" fn f32_to_f16(x: f32) -> u64 {
+    u64::from(half::f32_to_f16(x))
+}
+
+/// `cvt.bf16.f32`.
+pub(crate) extern "C" fn f32_to_bf16(x: f32) -> u64 {
+    u64::from(half::f32_to_bf16(x))
+}
+
+/// `cvt.f16.f64` (one rounding).
+pub(crate) extern "C" fn f64_to_f16(x: f64) -> u64 {
+    u64::from(half::f64_to_f16(x))
+}
+
+/// `cvt.bf16.f64` (one rounding).
+pub(crate) extern "C" fn f64_to_bf16(x: f64) -> u64 {
+    u64::from(half::f64_to_bf16(x))
 }

@@ -110,18 +110,7 @@ fn kind_of(t: Type) -> Kind {
 /// code is bound by transfers and launches, not by dispatch), and device-only operations,
 /// which never occur in host code.
 pub(crate) fn unsupported(op: Op) -> bool {
-    // The float16/bfloat16 conversions (T2) are not lowered yet: functions using them stay
-    // interpreted.
     op.is_device_only()
-        || matches!(
-            op,
-            Op::F16ToF32
-                | Op::F32ToF16
-                | Op::BF16ToF32
-                | Op::F32ToBF16
-                | Op::F64ToF16
-                | Op::F64ToBF16
-        )
 }
 
 /// Whether `f` is small and calls itself: its compiled body then gets one level of its
@@ -1112,6 +1101,37 @@ impl<'a, 'b> Tr<'a, 'b> {
             Op::F64ToF32 => {
                 let x = self.get(i.b);
                 let v = self.b.ins().fdemote(F32, x);
+                self.set(i.a, v);
+            }
+            // float16/bfloat16 (T2): the shared `half` conversions, as helpers.
+            Op::F16ToF32 | Op::BF16ToF32 => {
+                let addr = if i.op == Op::F16ToF32 {
+                    helpers::f16_to_f32 as *const () as usize
+                } else {
+                    helpers::bf16_to_f32 as *const () as usize
+                };
+                let x = self.get(i.b);
+                let v = self.call1(addr, &[I64], F32, &[x]);
+                self.set(i.a, v);
+            }
+            Op::F32ToF16 | Op::F32ToBF16 => {
+                let addr = if i.op == Op::F32ToF16 {
+                    helpers::f32_to_f16 as *const () as usize
+                } else {
+                    helpers::f32_to_bf16 as *const () as usize
+                };
+                let x = self.get(i.b);
+                let v = self.call1(addr, &[F32], I64, &[x]);
+                self.set(i.a, v);
+            }
+            Op::F64ToF16 | Op::F64ToBF16 => {
+                let addr = if i.op == Op::F64ToF16 {
+                    helpers::f64_to_f16 as *const () as usize
+                } else {
+                    helpers::f64_to_bf16 as *const () as usize
+                };
+                let x = self.get(i.b);
+                let v = self.call1(addr, &[F64], I64, &[x]);
                 self.set(i.a, v);
             }
             Op::F32ToI8
