@@ -138,7 +138,10 @@ impl FnBuilder<'_> {
                 long,
             } => self.int_lit(*value, *non_decimal, *long, false, e.span),
             ExprKind::Float {
-                value, f32_suffix, ..
+                value,
+                f32_suffix,
+                text,
+                ..
             } => {
                 let s = if *f32_suffix {
                     Scalar::F32
@@ -155,7 +158,11 @@ impl FnBuilder<'_> {
                     );
                 Val {
                     ty: Ty::Prim(s),
-                    loc: Loc::Num(Num::Float(*value)),
+                    loc: Loc::Num(if *f32_suffix {
+                        Num::Float(*value)
+                    } else {
+                        ty::float_literal(*value, text)
+                    }),
                     untyped,
                     own: Own::No,
                 }
@@ -226,8 +233,10 @@ impl FnBuilder<'_> {
                 operand,
             } if matches!(operand.kind, ExprKind::Float { .. }) => {
                 let mut v = self.expr(operand);
-                if let Loc::Num(Num::Float(f)) = v.loc {
-                    v.loc = Loc::Num(Num::Float(-f));
+                match v.loc {
+                    Loc::Num(Num::Float(f)) => v.loc = Loc::Num(Num::Float(-f)),
+                    Loc::Num(Num::Dec(f, dir)) => v.loc = Loc::Num(Num::Dec(-f, -dir)),
+                    _ => {}
                 }
                 v
             }
@@ -650,10 +659,11 @@ impl FnBuilder<'_> {
                 ..v
             },
             (UnOp::Neg, Ty::Prim(s)) if s.is_numeric() => {
-                if let Some(n) = v.num() {
+                if let Some(n) = v.num_exact() {
                     let bits = ty::const_cell(n, s);
                     let folded = match n {
                         Num::Float(f) => Num::Float(-f),
+                        Num::Dec(f, dir) => Num::Dec(-f, -dir),
                         Num::Int(_) => {
                             ty::cell_num(ty::canon((bits as i64).wrapping_neg() as u64, s), s)
                         }
@@ -981,7 +991,7 @@ impl FnBuilder<'_> {
 
     /// Materialises an operand of (adopted) type `t` converted to `work`.
     fn operand(&mut self, v: &Val, t: Scalar, work: Scalar) -> Option<Reg> {
-        if let Some(n) = v.num() {
+        if let Some(n) = v.num_exact() {
             let cell = ty::const_cell(n, t);
             let cell = ty::const_cell(ty::cell_num(cell, t), work);
             return Some(self.load_bits(Type::Scalar(work), cell));

@@ -88,6 +88,12 @@ impl Val {
 
     /// A constant numeric value, if this is one.
     pub fn num(&self) -> Option<Num> {
+        self.num_exact().map(Num::plain)
+    }
+
+    /// The constant as written: a literal at a float16/bfloat16 rounding boundary keeps its
+    /// [`Num::Dec`] form (only conversions to a numeric type should look).
+    pub fn num_exact(&self) -> Option<Num> {
         match self.loc {
             Loc::Num(n) => Some(n),
             _ => None,
@@ -1150,7 +1156,7 @@ impl<'a> FnBuilder<'a> {
         match (&v.ty, target) {
             (a, b) if a == b => self.materialize(&v),
             (Ty::Prim(from), Ty::Prim(to)) if from.is_numeric() && to.is_numeric() => {
-                if let Some(n) = v.num() {
+                if let Some(n) = v.num_exact() {
                     if ty::const_conversion_is_lossy(n, *to) {
                         self.warn(
                             code::WARN_LOSSY_CONVERSION,

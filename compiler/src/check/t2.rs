@@ -292,7 +292,7 @@ impl FnBuilder<'_> {
             (Loc::Num(n), Ty::Prim(s)) if s.is_int() => {
                 let fits = match n {
                     Num::Int(i) => ty::int_fits(*i, *s),
-                    Num::Float(_) => false,
+                    Num::Float(_) | Num::Dec(..) => false,
                 };
                 fits.then(|| ty::const_cell(*n, *s))
             }

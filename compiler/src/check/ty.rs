@@ -198,6 +198,150 @@ pub enum Num {
     Int(i128),
     /// A float (float32 values are stored exactly widened).
     Float(f64),
+    /// A decimal float literal whose float64 value is exactly a float16 or bfloat16 rounding
+    /// boundary while the decimal itself is not: the value and the sign of (decimal − value),
+    /// so converting to float16/bfloat16 still rounds once from the exact decimal (LANGUAGE
+    /// §2). Everywhere else it is the plain float ([`Num::plain`]).
+    Dec(f64, i8),
+}
+
+impl Num {
+    /// The value, a [`Num::Dec`] read as its float64.
+    pub fn plain(self) -> Num {
+        match self {
+            Num::Dec(f, _) => Num::Float(f),
+            n => n,
+        }
+    }
+}
+
+/// The constant of a decimal float literal with float64 value `value` and source `text`
+/// (digits, optional point and exponent, no `_` or suffix): a [`Num::Dec`] when the float64
+/// rounding would make a float16/bfloat16 conversion round twice, else a [`Num::Float`].
+pub fn float_literal(value: f64, text: &str) -> Num {
+    let boundary = |narrow: fn(f64) -> u16| narrow(value.next_up()) != narrow(value.next_down());
+    if !value.is_finite()
+        || value == 0.0
+        || !(boundary(half::f64_to_f16) || boundary(half::f64_to_bf16))
+    {
+        return Num::Float(value);
+    }
+    match decimal_cmp(text, value.abs()) {
+        Some(std::cmp::Ordering::Greater) => Num::Dec(value, if value < 0.0 { -1 } else { 1 }),
+        Some(std::cmp::Ordering::Less) => Num::Dec(value, if value < 0.0 { 1 } else { -1 }),
+        _ => Num::Float(value),
+    }
+}
+
+/// Compares the unsigned decimal `text` (`ddd.ddde±dd`) with the positive finite `v` exactly;
+/// `None` for text of another shape (hexadecimal) or of unreasonable size.
+fn decimal_cmp(text: &str, v: f64) -> Option<std::cmp::Ordering> {
+    let text = text.trim_start_matches('+');
+    let (mant, exp) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().ok()?),
+        None => (text, 0),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if text.len() > 4096 || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    // text = D * 10^e10 with D the digit string.
+    let digits = format!("{int}{frac}");
+    let e10 = exp.checked_sub(frac.len() as i64)?;
+    // v = m * 2^q.
+    let bits = v.to_bits();
+    let (e, f) = ((bits >> 52) as i64, bits & ((1 << 52) - 1));
+    let (m, q) = if e == 0 {
+        (f, -1074)
+    } else {
+        (f | 1 << 52, e - 1075)
+    };
+    if !(-4000..=4000).contains(&e10) {
+        return None;
+    }
+    // Scale both sides to integers: D * 10^max(e10,0) * 2^max(-q,0) vs m * 2^max(q,0) *
+    // 10^max(-e10,0).
+    let mut lhs = Big::from_digits(&digits);
+    let mut rhs = Big::from_u64(m);
+    lhs.mul_pow(10, e10.max(0));
+    lhs.mul_pow(2, (-q).max(0));
+    rhs.mul_pow(2, q.max(0));
+    rhs.mul_pow(10, (-e10).max(0));
+    Some(lhs.cmp(&rhs))
+}
+
+/// A non-negative integer in base 10^9 limbs, little-endian, no high zero limbs (enough
+/// arithmetic for [`decimal_cmp`]).
+#[derive(PartialEq, Eq)]
+struct Big(Vec<u32>);
+
+impl Big {
+    const BASE: u64 = 1_000_000_000;
+
+    fn from_u64(mut x: u64) -> Big {
+        let mut v = Vec::new();
+        while x > 0 {
+            v.push((x % Self::BASE) as u32);
+            x /= Self::BASE;
+        }
+        Big(v)
+    }
+
+    fn from_digits(d: &str) -> Big {
+        let d = d.trim_start_matches('0');
+        let mut v = Vec::new();
+        let mut end = d.len();
+        while end > 0 {
+            let start = end.saturating_sub(9);
+            v.push(d[start..end].parse().unwrap_or(0));
+            end = start;
+        }
+        Big(v)
+    }
+
+    fn mul_small(&mut self, k: u32) {
+        let mut carry = 0u64;
+        for limb in &mut self.0 {
+            let x = u64::from(*limb) * u64::from(k) + carry;
+            *limb = (x % Self::BASE) as u32;
+            carry = x / Self::BASE;
+        }
+        while carry > 0 {
+            self.0.push((carry % Self::BASE) as u32);
+            carry /= Self::BASE;
+        }
+    }
+
+    /// Multiplies by `base^n` (`base` 2 or 10).
+    fn mul_pow(&mut self, base: u32, mut n: i64) {
+        let (chunk, per) = if base == 2 {
+            (1 << 29, 29)
+        } else {
+            (1_000_000_000, 9)
+        };
+        while n >= per {
+            self.mul_small(chunk);
+            n -= per;
+        }
+        if n > 0 {
+            self.mul_small(base.pow(n as u32));
+        }
+    }
+}
+
+impl PartialOrd for Big {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Big {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0
+            .len()
+            .cmp(&other.0.len())
+            .then_with(|| self.0.iter().rev().cmp(other.0.iter().rev()))
+    }
 }
 
 /// True if integer `v` is exactly representable in `t` (floats: always, rounded).
@@ -246,6 +390,12 @@ pub fn const_cell(n: Num, t: Scalar) -> u64 {
         (Num::Int(v), _) => int_cell(v, t),
         (Num::Float(f), Scalar::F32) => (f as f32).to_bits() as u64,
         (Num::Float(f), Scalar::F64) => f.to_bits(),
+        // Off the boundary by one float64 step towards the decimal: one rounding from it.
+        (Num::Dec(f, dir), Scalar::F16 | Scalar::BF16) => {
+            let g = if dir > 0 { f.next_up() } else { f.next_down() };
+            const_cell(Num::Float(g), t)
+        }
+        (Num::Dec(f, _), _) => const_cell(Num::Float(f), t),
         (Num::Float(f), Scalar::F16) => u64::from(half::f64_to_f16(f)),
         (Num::Float(f), Scalar::BF16) => u64::from(half::f64_to_bf16(f)),
         (Num::Float(f), _) => {
@@ -282,6 +432,8 @@ pub fn const_conversion_is_lossy(n: Num, t: Scalar) -> bool {
     match n {
         Num::Int(v) if t.is_int() => !int_fits(v, t),
         Num::Int(_) => false,
+        Num::Dec(..) if !t.is_half() => const_conversion_is_lossy(n.plain(), t),
+        Num::Dec(..) => true,
         Num::Float(f) => match t {
             Scalar::F64 => false,
             Scalar::F32 => (f as f32) as f64 != f && !f.is_nan(),
@@ -340,5 +492,45 @@ pub fn arg_rank(arg: &Ty, param: &Ty) -> Option<u32> {
         (Ty::Null, p) if p.is_ref() => Some(1),
         (Ty::Enum(_), Ty::Prim(Scalar::I32)) => Some(500),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn decimal_comparison_is_exact() {
+        let mid = 1.0 + 2f64.powi(-11);
+        assert_eq!(decimal_cmp("1.00048828125", mid), Some(Ordering::Equal));
+        assert_eq!(
+            decimal_cmp("1.000488281250000000001", mid),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            decimal_cmp("1000488281249999999999e-21", mid),
+            Some(Ordering::Less)
+        );
+        assert_eq!(decimal_cmp("0.1", 0.1), Some(Ordering::Less));
+        assert_eq!(decimal_cmp("0x1p3", 8.0), None);
+    }
+
+    #[test]
+    fn literals_at_a_boundary_round_once() {
+        let lit = |t: &str| float_literal(t.parse().unwrap_or(f64::NAN), t);
+        assert_eq!(lit("1.00048828125"), Num::Float(1.00048828125));
+        assert_eq!(
+            const_cell(lit("1.000488281250000000001"), Scalar::F16),
+            0x3c01
+        );
+        assert_eq!(
+            const_cell(lit("1.000488281249999999999"), Scalar::F16),
+            0x3c00
+        );
+        // float64 itself is unaffected.
+        let f = lit("1.000488281250000000001");
+        assert_eq!(const_cell(f, Scalar::F64), 1.00048828125f64.to_bits());
+        assert_eq!(lit("0.1"), Num::Float(0.1));
     }
 }
