@@ -282,7 +282,6 @@ impl Program {
                     ));
                 };
                 match self.resolve_type(unit, e)? {
-                    Ty::Prim(s) if s.is_half() => Err(half_storage(s, e.span, "Shared arrays")),
                     Ty::Prim(s) if s.is_numeric() => Ok(Ty::Shared(s)),
                     other => Err(Diag::error(
                         code::TYPE_MISMATCH,
