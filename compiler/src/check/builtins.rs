@@ -513,6 +513,10 @@ impl FnBuilder<'_> {
                             ty::promote(a, v.ty.scalar().unwrap_or(a))
                         });
                 }
+                // float16/bfloat16 are computed in float32 (LANGUAGE §4), as by an operator.
+                if t.is_half() {
+                    t = Scalar::F32;
+                }
                 // Mixed signedness orders like a comparison: signed if either side is signed.
                 let any_signed = vals
                     .iter()
@@ -636,7 +640,8 @@ impl FnBuilder<'_> {
     }
 }
 
-/// Float functions: a float argument keeps its type; integers become float64.
+/// Float functions: a float argument keeps its type (float16/bfloat16: float32); integers become
+/// float64.
 fn float_result(vals: &[Val]) -> Scalar {
     let mut t: Option<Scalar> = None;
     for v in vals {
@@ -654,7 +659,11 @@ fn float_result(vals: &[Val]) -> Scalar {
         });
     }
     let _ = Num::Int(0);
-    t.unwrap_or(Scalar::F64)
+    // float16/bfloat16 arguments are computed in float32 (LANGUAGE §4).
+    match t {
+        Some(s) if s.is_half() => Scalar::F32,
+        t => t.unwrap_or(Scalar::F64),
+    }
 }
 
 fn math1(t: Scalar) -> Op {

@@ -511,6 +511,16 @@ impl FnBuilder<'_> {
             }
             _ => return Some(self.method_on_value(recv, name, args, span)),
         };
+        if elem.is_half() {
+            // Vector<float16,N> / Vector<bfloat16,N> do not exist yet (as in type position).
+            let _ = self.eval_args(args);
+            self.error(
+                code::NOT_IMPLEMENTED,
+                span,
+                format!("Vectors of {} are not implemented yet (T2)", elem.name()),
+            );
+            return Some(Val::error());
+        }
         if device_mem && !self.device_only(&format!("'{}'", name.name), span) {
             let _ = self.eval_args(args);
             return Some(Val::error());
