@@ -441,6 +441,13 @@ impl Vm {
             (Value::U64(x), Type::Scalar(Scalar::U64)) => *x,
             (Value::F32(x), Type::Scalar(Scalar::F32)) => x.to_bits() as u64,
             (Value::F64(x), Type::Scalar(Scalar::F64)) => x.to_bits(),
+            // float16/bfloat16 travel as float32 (results widen, arguments round once).
+            (Value::F32(x), Type::Scalar(Scalar::F16)) => {
+                u64::from(cajeta_bytecode::half::f32_to_f16(*x))
+            }
+            (Value::F32(x), Type::Scalar(Scalar::BF16)) => {
+                u64::from(cajeta_bytecode::half::f32_to_bf16(*x))
+            }
             (Value::Str(None), t) if t.is_ref() => NULL,
             (Value::Str(Some(s)), Type::Str) => self.heap.alloc_str(s.as_str()).ok()?,
             (Value::StrArray(items), Type::Array(Elem::Str)) => {

@@ -6,7 +6,7 @@ mod common;
 use std::io::BufWriter;
 use std::sync::Arc;
 
-use cajeta_bytecode::{Const, Elem, LineEntry, Op, Type};
+use cajeta_bytecode::{Const, Elem, LineEntry, Op, Scalar, Type};
 use cajeta_vm::{Capture, Value, Vm};
 use common::*;
 
@@ -481,6 +481,19 @@ fn arrays_of_every_element_type() {
         (U64, Op::ArrSetU64, Op::ArrGetU64, Value::U64(u64::MAX)),
         (F32, Op::ArrSetF32, Op::ArrGetF32, Value::F32(-1.5)),
         (F64, Op::ArrSetF64, Op::ArrGetF64, Value::F64(1e300)),
+        // float16/bfloat16 cross the API as float32 (exactly representable values here).
+        (
+            Type::Scalar(Scalar::F16),
+            Op::ArrSetF16,
+            Op::ArrGetF16,
+            Value::F32(-1.5),
+        ),
+        (
+            Type::Scalar(Scalar::BF16),
+            Op::ArrSetBF16,
+            Op::ArrGetBF16,
+            Value::F32(-0.375),
+        ),
     ];
     for (ty, set, get, v) in cases {
         let elem = Elem::Scalar(ty.scalar().unwrap());
