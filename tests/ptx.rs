@@ -14,7 +14,9 @@ use cajeta_backends::cuda::ptx;
 use cajeta_bytecode::FnKind;
 
 mod kernel_sources;
-use kernel_sources::{compile, expects_compile_error, find_tool, missing_features, programs, root};
+use kernel_sources::{
+    checker, compile, expects_compile_error, missing_features, programs, root, run_checker,
+};
 use std::path::Path;
 use std::process::Command;
 
@@ -46,35 +48,17 @@ const SNAPSHOTS: &[(&str, &str, &str)] = &[
 fn assemble(ptxas: &Path, dir: &Path, name: &str, text: &str, gpu: &str) -> Result<(), String> {
     let file = dir.join(format!("{name}.{gpu}.ptx"));
     std::fs::write(&file, text).map_err(|e| format!("write {}: {e}", file.display()))?;
-    let out = Command::new(ptxas)
-        .args(["--gpu-name", gpu])
-        .arg(&file)
-        .args(["-o", "/dev/null"])
-        .output()
-        .map_err(|e| format!("run {}: {e}", ptxas.display()))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
+    run_checker(
+        Command::new(ptxas)
+            .args(["--gpu-name", gpu])
+            .arg(&file)
+            .args(["-o", "/dev/null"]),
+    )
 }
 
 #[test]
 fn every_kernel_lowers_and_assembles() {
-    let ptxas = match find_tool("CAJETA_PTXAS", "ptxas") {
-        Ok(p) => Some(p),
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("ptxas is required under CI: {why}")
-        }
-        Err(why) => {
-            eprintln!("ptx: not assembling (ptxas unavailable: {why}); lowering only");
-            None
-        }
-    };
+    let ptxas = checker("CAJETA_PTXAS", "ptxas", "ptx");
     let root = root();
     let mut srcs = vec![];
     for d in [

@@ -12,7 +12,9 @@ use cajeta_backends::vulkan::spirv;
 use cajeta_bytecode::FnKind;
 
 mod kernel_sources;
-use kernel_sources::{compile, expects_compile_error, find_tool, missing_features, programs, root};
+use kernel_sources::{
+    checker, compile, expects_compile_error, missing_features, programs, root, run_checker,
+};
 use std::path::Path;
 use std::process::Command;
 
@@ -20,34 +22,16 @@ use std::process::Command;
 fn validate(val: &Path, file: &Path, words: &[u32]) -> Result<(), String> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     std::fs::write(file, bytes).map_err(|e| format!("write {}: {e}", file.display()))?;
-    let out = Command::new(val)
-        .args(["--target-env", "vulkan1.2"])
-        .arg(file)
-        .output()
-        .map_err(|e| format!("run {}: {e}", val.display()))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
+    run_checker(
+        Command::new(val)
+            .args(["--target-env", "vulkan1.2"])
+            .arg(file),
+    )
 }
 
 #[test]
 fn every_kernel_lowers_and_validates() {
-    let val = match find_tool("CAJETA_SPIRV_VAL", "spirv-val") {
-        Ok(p) => Some(p),
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("spirv-val is required under CI: {why}")
-        }
-        Err(why) => {
-            eprintln!("spirv: not validating (spirv-val unavailable: {why}); lowering only");
-            None
-        }
-    };
+    let val = checker("CAJETA_SPIRV_VAL", "spirv-val", "spirv");
     let root = root();
     let mut srcs = vec![];
     for d in [
@@ -313,13 +297,10 @@ fn lower_validate_and_compare(name: &str, text: &str) {
         .position(|f| f.kind == FnKind::Kernel)
         .expect("a kernel");
     let words = spirv::emit_spirv(&module, k as u32).unwrap_or_else(|e| panic!("{e}"));
-    match find_tool("CAJETA_SPIRV_VAL", "spirv-val") {
-        Ok(val) => {
-            if let Err(e) = validate(&val, &tmp.join("k.spv"), &words) {
-                panic!("{name}: spirv-val:\n{e}");
-            }
+    if let Some(val) = checker("CAJETA_SPIRV_VAL", "spirv-val", "spirv") {
+        if let Err(e) = validate(&val, &tmp.join("k.spv"), &words) {
+            panic!("{name}: spirv-val:\n{e}");
         }
-        Err(why) => eprintln!("spirv: not validating {name} ({why})"),
     }
     let run = |backend: &str| {
         Command::new(env!("CARGO_BIN_EXE_cajeta"))

@@ -67,6 +67,35 @@ pub fn compile(src: &Path) -> Result<Module, String> {
     }
 }
 
+/// The external checker `name` (`$var`, else `PATH`), or `None` with the reason printed when
+/// it is missing — except under CI (`CI` set), where it is required (`.ci/run` installs it).
+pub fn checker(var: &str, name: &str, test: &str) -> Option<PathBuf> {
+    match find_tool(var, name) {
+        Ok(p) => Some(p),
+        Err(why) if std::env::var_os("CI").is_some() => {
+            panic!("{name} is required under CI: {why}")
+        }
+        Err(why) => {
+            eprintln!("{test}: not checking ({name} unavailable: {why}); lowering only");
+            None
+        }
+    }
+}
+
+/// Runs a checker's command: `Err` with its output when it fails.
+pub fn run_checker(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("run {cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
 /// The external tool `name`: the file `$var` names, else `name` on `PATH` (it must answer
 /// `--version`), or why there is none.
 pub fn find_tool(var: &str, name: &str) -> Result<PathBuf, String> {
