@@ -67,6 +67,36 @@ pub(crate) extern "C" fn math1_f32(sel: u32, x: f32) -> f32 {
     u16::try_from(sel).map_or(f32::NAN, |s| cajeta_bytecode::MathFn::eval_f32_sel(s, x))
 }
 
+/// `cvt.f32.f16`: the float16 bits in the cell's low 16 bits, widened exactly.
+pub(crate) extern "C" fn f16_to_f32(cell: u64) -> f32 {
+    half::f16_to_f32(cell as u16)
+}
+
+/// `cvt.f32.bf16`.
+pub(crate) extern "C" fn bf16_to_f32(cell: u64) -> f32 {
+    half::bf16_to_f32(cell as u16)
+}
+
+/// `cvt.f16.f32`: the canonical float16 cell.
+pub(crate) extern "C" fn f32_to_f16(x: f32) -> u64 {
+    u64::from(half::f32_to_f16(x))
+}
+
+/// `cvt.bf16.f32`.
+pub(crate) extern "C" fn f32_to_bf16(x: f32) -> u64 {
+    u64::from(half::f32_to_bf16(x))
+}
+
+/// `cvt.f16.f64` (one rounding).
+pub(crate) extern "C" fn f64_to_f16(x: f64) -> u64 {
+    u64::from(half::f64_to_f16(x))
+}
+
+/// `cvt.bf16.f64` (one rounding).
+pub(crate) extern "C" fn f64_to_bf16(x: f64) -> u64 {
+    u64::from(half::f64_to_bf16(x))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,34 +137,4 @@ mod tests {
         assert_eq!(math1_f32(4, 2.5), 3.0);
         assert!(math1_f64(99, 1.0).is_nan());
     }
-}
-
-/// `cvt.f32.f16`: the float16 bits in the cell's low 16 bits, widened exactly.
-pub(crate) extern "C" fn f16_to_f32(cell: u64) -> f32 {
-    half::f16_to_f32(cell as u16)
-}
-
-/// `cvt.f32.bf16`.
-pub(crate) extern "C" fn bf16_to_f32(cell: u64) -> f32 {
-    half::bf16_to_f32(cell as u16)
-}
-
-/// `cvt.f16.f32`: the canonical float16 cell.
-pub(crate) extern "C" fn f32_to_f16(x: f32) -> u64 {
-    u64::from(half::f32_to_f16(x))
-}
-
-/// `cvt.bf16.f32`.
-pub(crate) extern "C" fn f32_to_bf16(x: f32) -> u64 {
-    u64::from(half::f32_to_bf16(x))
-}
-
-/// `cvt.f16.f64` (one rounding).
-pub(crate) extern "C" fn f64_to_f16(x: f64) -> u64 {
-    u64::from(half::f64_to_f16(x))
-}
-
-/// `cvt.bf16.f64` (one rounding).
-pub(crate) extern "C" fn f64_to_bf16(x: f64) -> u64 {
-    u64::from(half::f64_to_bf16(x))
 }

@@ -1103,35 +1103,24 @@ impl<'a, 'b> Tr<'a, 'b> {
                 let v = self.b.ins().fdemote(F32, x);
                 self.set(i.a, v);
             }
-            // float16/bfloat16 (T2): the shared `half` conversions, as helpers.
-            Op::F16ToF32 | Op::BF16ToF32 => {
-                let addr = if i.op == Op::F16ToF32 {
-                    helpers::f16_to_f32 as *const () as usize
-                } else {
-                    helpers::bf16_to_f32 as *const () as usize
+            // float16/bfloat16 (T2): the shared `half` conversions, as helpers; the 16-bit
+            // side is the canonical cell (`I64`).
+            Op::F16ToF32
+            | Op::BF16ToF32
+            | Op::F32ToF16
+            | Op::F32ToBF16
+            | Op::F64ToF16
+            | Op::F64ToBF16 => {
+                let (helper, from, to) = match i.op {
+                    Op::F16ToF32 => (helpers::f16_to_f32 as *const (), I64, F32),
+                    Op::BF16ToF32 => (helpers::bf16_to_f32 as *const (), I64, F32),
+                    Op::F32ToF16 => (helpers::f32_to_f16 as *const (), F32, I64),
+                    Op::F32ToBF16 => (helpers::f32_to_bf16 as *const (), F32, I64),
+                    Op::F64ToF16 => (helpers::f64_to_f16 as *const (), F64, I64),
+                    _ => (helpers::f64_to_bf16 as *const (), F64, I64),
                 };
                 let x = self.get(i.b);
-                let v = self.call1(addr, &[I64], F32, &[x]);
-                self.set(i.a, v);
-            }
-            Op::F32ToF16 | Op::F32ToBF16 => {
-                let addr = if i.op == Op::F32ToF16 {
-                    helpers::f32_to_f16 as *const () as usize
-                } else {
-                    helpers::f32_to_bf16 as *const () as usize
-                };
-                let x = self.get(i.b);
-                let v = self.call1(addr, &[F32], I64, &[x]);
-                self.set(i.a, v);
-            }
-            Op::F64ToF16 | Op::F64ToBF16 => {
-                let addr = if i.op == Op::F64ToF16 {
-                    helpers::f64_to_f16 as *const () as usize
-                } else {
-                    helpers::f64_to_bf16 as *const () as usize
-                };
-                let x = self.get(i.b);
-                let v = self.call1(addr, &[F64], I64, &[x]);
+                let v = self.call1(helper as usize, &[from], to, &[x]);
                 self.set(i.a, v);
             }
             Op::F32ToI8
