@@ -462,6 +462,20 @@ impl FnBuilder<'_> {
             );
             return Val::error();
         }
+        if vals.iter().any(|v| matches!(v.ty, Ty::Vector(..))) {
+            return self.math_lanes(name, vals, args, span);
+        }
+        self.math_vals(name, vals, args, span)
+    }
+
+    /// A `Math` function of evaluated scalar arguments (`args` gives their spans).
+    pub(super) fn math_vals(
+        &mut self,
+        name: &Ident,
+        vals: Vec<Val>,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
         for (v, a) in vals.iter().zip(args) {
             if !v.ty.is_numeric() {
                 let n = self.ty_name(&v.ty);

@@ -322,7 +322,6 @@ impl Program {
                     ));
                 };
                 let s = match self.resolve_type(unit, e)? {
-                    Ty::Prim(s) if s.is_half() => return Err(half_storage(s, e.span, "Vectors")),
                     // Numeric lanes, or boolean ones: a mask (`Vector<boolean,N>`).
                     Ty::Prim(s) if s.is_numeric() || s == Scalar::Bool => s,
                     other => {
@@ -356,14 +355,6 @@ impl Program {
 
 /// `float16`/`bfloat16` scalars are implemented; containers of them (2-byte element storage)
 /// are not yet.
-fn half_storage(s: Scalar, span: Span, what: &str) -> Diag {
-    Diag::error(
-        code::NOT_IMPLEMENTED,
-        span,
-        format!("{what} of {} are not implemented yet (T2)", s.name()),
-    )
-}
-
 fn prim_type(p: PrimType, span: Span) -> Result<Ty, Diag> {
     Ok(Ty::Prim(match p {
         PrimType::Bool => Scalar::Bool,

@@ -44,6 +44,14 @@ pub(super) enum Place {
         reg: Reg,
         elem: Scalar,
     },
+    /// A lane of a vector local chosen at run time: `base` is the first of its `n` lanes,
+    /// `idx` an int64 lane index already checked to be in `0…n−1`.
+    DynLane {
+        base: Reg,
+        n: u8,
+        idx: Reg,
+        elem: Scalar,
+    },
 }
 
 impl FnBuilder<'_> {
@@ -1446,7 +1454,9 @@ impl FnBuilder<'_> {
             Place::Static(si) => self.p.statics[*si as usize].ty.clone(),
             Place::Field { ty, .. } => ty.clone(),
             Place::Elem { elem, .. } => elem.clone(),
-            Place::Dev { elem, .. } | Place::Lane { elem, .. } => Ty::Prim(*elem),
+            Place::Dev { elem, .. } | Place::Lane { elem, .. } | Place::DynLane { elem, .. } => {
+                Ty::Prim(*elem)
+            }
         }
     }
 
@@ -1479,6 +1489,10 @@ impl FnBuilder<'_> {
                 Val::reg(ty, d)
             }
             Place::Lane { reg, .. } => Val::reg(ty, *reg),
+            Place::DynLane { base, n, idx, elem } => {
+                let d = self.lane_select(*base, *n, *idx, *elem, span);
+                Val::reg(ty, d)
+            }
             Place::Dev { base, idx, elem } => {
                 self.set_pos(span);
                 let d = self.def(
@@ -1624,6 +1638,13 @@ impl FnBuilder<'_> {
                 };
                 self.move_into(reg, r);
                 Val::reg(ty, reg)
+            }
+            Place::DynLane { base, n, idx, .. } => {
+                let Some(r) = self.coerce(v, &ty, value.span) else {
+                    return Val::error();
+                };
+                self.lane_store(base, n, idx, r, span);
+                Val::reg(ty, r)
             }
             Place::Dev { base, idx, elem } => {
                 let Some(r) = self.coerce(v, &ty, value.span) else {

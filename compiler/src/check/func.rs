@@ -1186,6 +1186,11 @@ impl<'a> FnBuilder<'a> {
                 Some(r)
             }
             (Ty::Enum(_), Ty::Prim(Scalar::I32)) => self.materialize(&v),
+            (Ty::Vector(a, m), Ty::Vector(b, k)) if m == k && super::vector::half_pair(*a, *b) => {
+                // float16/bfloat16 vectors compute in float32 and round per lane on store.
+                let w = self.vec_convert(&v, *b)?;
+                self.materialize(&w)
+            }
             (Ty::Vector(..), _) | (_, Ty::Vector(..)) => {
                 let from = v.ty.clone();
                 self.vector_mismatch(&from, target, span, "cannot convert");

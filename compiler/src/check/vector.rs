@@ -20,6 +20,20 @@ use crate::ast::{Arg, BinOp, Expr, ExprKind, Ident, TypeArg, UnOp};
 use crate::diag::{code, Span};
 use cajeta_bytecode::{Op, RegionKind, Scalar, Type};
 
+/// A lane of `v[k]`.
+enum Lane {
+    /// A constant lane.
+    Const(usize),
+    /// An int64 register, checked to be a lane.
+    Dyn(Reg),
+}
+
+/// Element types whose vectors convert implicitly lane by lane: a float16/bfloat16 vector and
+/// a float32 one (its arithmetic's type; narrowing rounds per lane on store, as for scalars).
+pub fn half_pair(a: Scalar, b: Scalar) -> bool {
+    (a.is_half() && b == Scalar::F32) || (b.is_half() && a == Scalar::F32)
+}
+
 /// Largest lane count (XPU §2.11).
 pub const MAX_LANES: i128 = 16;
 
@@ -74,6 +88,25 @@ impl FnBuilder<'_> {
         for k in 0..n as u16 {
             self.emit(Op::Mov, dst + k, src + k, 0);
         }
+    }
+
+    /// Vector `v` converted lane by lane to element type `to` (a fresh block; the scalar
+    /// conversion per lane, so float16/bfloat16 round once per lane).
+    pub fn vec_convert(&mut self, v: &Val, to: Scalar) -> Option<Val> {
+        let Ty::Vector(s, n) = v.ty else {
+            return None;
+        };
+        let src = self.materialize(v)?;
+        let dst = self.vec_block(to, n as usize);
+        for k in 0..u16::from(n) {
+            let r = self.convert(src + k, s, to);
+            if r == src + k {
+                self.emit(Op::Mov, dst + k, r, 0);
+            } else {
+                self.move_into(dst + k, r);
+            }
+        }
+        Some(Val::reg(Ty::Vector(to, n), dst))
     }
 
     /// Reports a mismatch between two vector types (or a vector and something else) with the
@@ -139,11 +172,14 @@ impl FnBuilder<'_> {
         Val::reg(ty, base)
     }
 
-    /// A constant lane index `k` of a vector of `n` lanes (`v[k]`); `None` after an error.
-    fn const_lane(&mut self, index: &Expr, n: u8) -> Option<usize> {
+    /// The lane index of `v[k]` on a vector of `n` lanes: a constant lane, or an int64
+    /// register checked at run time to be in `0…n−1`; `None` after an error.
+    fn lane_index(&mut self, index: &Expr, n: u8) -> Option<Lane> {
         let iv = self.expr(index);
         match (iv.num(), iv.ty.is_int()) {
-            (Some(Num::Int(k)), true) if (0..n as i128).contains(&k) => Some(k as usize),
+            (Some(Num::Int(k)), true) if (0..n as i128).contains(&k) => {
+                Some(Lane::Const(k as usize))
+            }
             (Some(Num::Int(k)), true) => {
                 self.error(
                     code::TYPE_MISMATCH,
@@ -154,12 +190,10 @@ impl FnBuilder<'_> {
             }
             _ if iv.ty == Ty::Error => None,
             (_, true) => {
-                self.error(
-                    code::NOT_IMPLEMENTED,
-                    index.span,
-                    "a vector lane index must be a constant (dynamic lanes are not implemented)",
-                );
-                None
+                let idx = self.coerce(iv, &Ty::Prim(Scalar::I64), index.span)?;
+                self.set_pos(index.span);
+                self.lane_check(idx, n, index.span)?;
+                Some(Lane::Dyn(idx))
             }
             _ => {
                 let t = self.ty_name(&iv.ty);
@@ -219,13 +253,100 @@ impl FnBuilder<'_> {
         let Ty::Vector(s, n) = v.ty else {
             return Val::error();
         };
-        let Some(k) = self.const_lane(index, n) else {
-            return Val::error();
-        };
         let Some(base) = self.materialize(&v) else {
             return Val::error();
         };
-        Val::reg(Ty::Prim(s), base + k as u16)
+        match self.lane_index(index, n) {
+            Some(Lane::Const(k)) => Val::reg(Ty::Prim(s), base + k as u16),
+            Some(Lane::Dyn(idx)) => {
+                Val::reg(Ty::Prim(s), self.lane_select(base, n, idx, s, index.span))
+            }
+            None => Val::error(),
+        }
+    }
+
+    /// Faults unless int64 register `idx` is a lane of a vector of `n` lanes (XPU §2.11): on
+    /// the host, the failing path indexes a fresh array of `n` elements, which raises exactly
+    /// the array's `E-BOUNDS` (`index <i> out of bounds for length <n>`) on every executor;
+    /// device code has no arrays (see docs/spec-decisions.md). `None` after an error.
+    fn lane_check(&mut self, idx: Reg, n: u8, span: Span) -> Option<()> {
+        if self.device {
+            self.error(
+                code::NOT_IMPLEMENTED,
+                span,
+                "a lane index that is not a constant is not implemented in device code yet",
+            );
+            return None;
+        }
+        let (lo, hi) = (
+            self.load_bits(Type::I64, 0),
+            self.load_bits(Type::I64, u64::from(n)),
+        );
+        let i = Val::reg(Ty::Prim(Scalar::I64), idx);
+        let below = self.binary_vals(
+            BinOp::Lt,
+            i.clone(),
+            Val::reg(Ty::Prim(Scalar::I64), lo),
+            span,
+        );
+        let above = self.binary_vals(BinOp::Ge, i, Val::reg(Ty::Prim(Scalar::I64), hi), span);
+        let (Some(below), Some(above)) = (self.materialize(&below), self.materialize(&above))
+        else {
+            return None;
+        };
+        let bad = self.temp(Type::BOOL);
+        self.emit(Op::OrBool, bad, below, above);
+        let skip = self.emit_bc(Op::JmpIfNot, bad, 0);
+        let arr_ty = Ty::Array(Box::new(Ty::Prim(Scalar::I32))).reg();
+        let arr = self.new_reg(arr_ty);
+        self.emit(Op::NewArr, arr, hi, 0);
+        let sink = self.new_reg(Type::Scalar(Scalar::I32));
+        self.emit(Op::ArrGetI32, sink, arr, idx);
+        let merge = self.pc();
+        self.patch(skip, merge);
+        self.region(RegionKind::If, skip as u32, 0, merge);
+        Some(())
+    }
+
+    /// Lane `idx` (int64, checked) of the `n` lanes at `base`: lane 0, replaced by lane `k`
+    /// where `idx == k` (a chain of guarded moves, as `select`).
+    pub(super) fn lane_select(&mut self, base: Reg, n: u8, idx: Reg, s: Scalar, span: Span) -> Reg {
+        let dst = self.new_reg(Type::Scalar(s));
+        self.emit(Op::Mov, dst, base, 0);
+        for k in 1..u16::from(n) {
+            let hit = self.lane_is(idx, k, span);
+            let skip = self.emit_bc(Op::JmpIfNot, hit, 0);
+            self.emit(Op::Mov, dst, base + k, 0);
+            let merge = self.pc();
+            self.patch(skip, merge);
+            self.region(RegionKind::If, skip as u32, 0, merge);
+        }
+        dst
+    }
+
+    /// Stores `r` into lane `idx` (int64, checked) of the `n` lanes at `base`.
+    pub(super) fn lane_store(&mut self, base: Reg, n: u8, idx: Reg, r: Reg, span: Span) {
+        for k in 0..u16::from(n) {
+            let hit = self.lane_is(idx, k, span);
+            let skip = self.emit_bc(Op::JmpIfNot, hit, 0);
+            self.emit(Op::Mov, base + k, r, 0);
+            let merge = self.pc();
+            self.patch(skip, merge);
+            self.region(RegionKind::If, skip as u32, 0, merge);
+        }
+    }
+
+    /// A boolean register: `idx == k`.
+    fn lane_is(&mut self, idx: Reg, k: u16, span: Span) -> Reg {
+        let kr = self.load_bits(Type::I64, u64::from(k));
+        let i64t = Ty::Prim(Scalar::I64);
+        let eq = self.binary_vals(
+            BinOp::Eq,
+            Val::reg(i64t.clone(), idx),
+            Val::reg(i64t, kr),
+            span,
+        );
+        self.materialize(&eq).unwrap_or(kr)
     }
 
     /// A lane of a vector local as an assignment target (`v.x = …`, `v[1] += …`); `None`
@@ -255,13 +376,21 @@ impl FnBuilder<'_> {
             );
         }
         let k = match lane {
-            Ok(name) => self.named_lane(name, n, &ty),
-            Err(index) => self.const_lane(index, n),
+            Ok(name) => self.named_lane(name, n, &ty).map(Lane::Const),
+            Err(index) => self.lane_index(index, n),
         };
         let reg = self.locals[li].reg;
-        Some(k.map(|k| Place::Lane {
-            reg: reg + k as u16,
-            elem: s,
+        Some(k.map(|k| match k {
+            Lane::Const(k) => Place::Lane {
+                reg: reg + k as u16,
+                elem: s,
+            },
+            Lane::Dyn(idx) => Place::DynLane {
+                base: reg,
+                n,
+                idx,
+                elem: s,
+            },
         }))
     }
 
@@ -270,6 +399,13 @@ impl FnBuilder<'_> {
         let Ty::Vector(s, n) = v.ty else {
             return Val::error();
         };
+        if s.is_half() && matches!(op, UnOp::Plus | UnOp::Neg) {
+            // As for scalars (§3.4), +/- of float16/bfloat16 lanes give float32 lanes.
+            let Some(w) = self.vec_convert(&v, Scalar::F32) else {
+                return Val::error();
+            };
+            return self.vector_unary(op, w, span);
+        }
         let opcode = match op {
             UnOp::Plus if s.is_numeric() => return v,
             UnOp::Neg if s.is_numeric() => typed_op("neg", s),
@@ -302,7 +438,8 @@ impl FnBuilder<'_> {
     pub fn vector_binary(&mut self, op: BinOp, l: Val, r: Val, span: Span) -> Val {
         let (s, n) = match (&l.ty, &r.ty) {
             (Ty::Vector(a, m), Ty::Vector(b, k)) => {
-                if a != b || m != k {
+                // float16/bfloat16 lanes combine with float32 ones by the scalar rule.
+                if (a != b && !half_pair(*a, *b)) || m != k {
                     let (lt, rt) = (l.ty.clone(), r.ty.clone());
                     self.vector_mismatch(&lt, &rt, span, "lane-wise operands");
                     return Val::error();
@@ -324,6 +461,14 @@ impl FnBuilder<'_> {
         let side = |fb: &mut Self, v: Val| -> Option<(Reg, bool)> {
             match v.ty {
                 Ty::Vector(..) => fb.materialize(&v).map(|r| (r, true)),
+                // Half lanes compute in float32: a scalar joins by the scalar rule, as it is.
+                Ty::Prim(t) if s.is_half() && t.is_numeric() && v.num().is_none() => {
+                    fb.materialize(&v).map(|r| (r, false))
+                }
+                Ty::Prim(_) if s.is_half() && v.num().is_some() => {
+                    let r = fb.coerce(v, &Ty::Prim(Scalar::F32), span)?;
+                    Some((r, false))
+                }
                 Ty::Prim(_) => {
                     let vspan = span;
                     fb.coerce(v, &Ty::Prim(s), vspan).map(|r| (r, false))
@@ -339,13 +484,20 @@ impl FnBuilder<'_> {
                 }
             }
         };
+        let lane_ty = |v: &Val| match v.ty {
+            Ty::Vector(t, _) => Ty::Prim(t),
+            Ty::Prim(t) if s.is_half() && t.is_numeric() && v.num().is_none() => Ty::Prim(t),
+            Ty::Prim(_) if s.is_half() => Ty::Prim(Scalar::F32),
+            _ => Ty::Prim(s),
+        };
+        let (lt, rt) = (lane_ty(&l), lane_ty(&r));
         let (Some((lr, lv)), Some((rr, rv))) = (side(self, l), side(self, r)) else {
             return Val::error();
         };
         let mut dst: Option<(Reg, Scalar)> = None;
         for k in 0..n as u16 {
-            let a = Val::reg(Ty::Prim(s), if lv { lr + k } else { lr });
-            let b = Val::reg(Ty::Prim(s), if rv { rr + k } else { rr });
+            let a = Val::reg(lt.clone(), if lv { lr + k } else { lr });
+            let b = Val::reg(rt.clone(), if rv { rr + k } else { rr });
             let res = self.binary_vals(op, a, b, span);
             let Ty::Prim(rs) = res.ty else {
                 return Val::error();
@@ -461,9 +613,23 @@ impl FnBuilder<'_> {
                     self.vector_mismatch(&recv.ty, &ot, span, "dot operands");
                     return Val::error();
                 }
-                let Some(or) = self.materialize(&o) else {
+                let Some(mut or) = self.materialize(&o) else {
                     return Val::error();
                 };
+                let (mut base, mut s) = (base, s);
+                if s.is_half() {
+                    // Products and sums of float16/bfloat16 lanes are float32 (LANGUAGE §4).
+                    let (Some(a), Some(b)) = (
+                        self.vec_convert(&Val::reg(recv.ty.clone(), base), Scalar::F32),
+                        self.vec_convert(&Val::reg(recv.ty.clone(), or), Scalar::F32),
+                    ) else {
+                        return Val::error();
+                    };
+                    let (Some(a), Some(b)) = (self.materialize(&a), self.materialize(&b)) else {
+                        return Val::error();
+                    };
+                    (base, or, s) = (a, b, Scalar::F32);
+                }
                 let (Some(mul), Some(add)) = (typed_op("mul", s), typed_op("add", s)) else {
                     return Val::error();
                 };
@@ -511,16 +677,6 @@ impl FnBuilder<'_> {
             }
             _ => return Some(self.method_on_value(recv, name, args, span)),
         };
-        if elem.is_half() {
-            // Vector<float16,N> / Vector<bfloat16,N> do not exist yet (as in type position).
-            let _ = self.eval_args(args);
-            self.error(
-                code::NOT_IMPLEMENTED,
-                span,
-                format!("Vectors of {} are not implemented yet (T2)", elem.name()),
-            );
-            return Some(Val::error());
-        }
         if device_mem && !self.device_only(&format!("'{}'", name.name), span) {
             let _ = self.eval_args(args);
             return Some(Val::error());
@@ -610,7 +766,8 @@ impl FnBuilder<'_> {
                 return Some(Val::error());
             }
         };
-        if vs != elem {
+        // A float32 vector (a float16/bfloat16 vector's arithmetic) rounds per lane on store.
+        if vs != elem && !half_pair(vs, elem) {
             self.vector_mismatch(
                 &Ty::Vector(vs, vn),
                 &Ty::Vector(elem, vn),
@@ -622,7 +779,7 @@ impl FnBuilder<'_> {
         let src = self.materialize(&v)?;
         for k in 0..vn as u16 {
             let i = lane_index(self, k);
-            let lane = Val::reg(Ty::Prim(elem), src + k);
+            let lane = Val::reg(Ty::Prim(vs), src + k);
             let p = place(i);
             self.store_place(p, Ty::Prim(elem), lane, span, args[1].value.span, span);
         }
@@ -636,6 +793,87 @@ impl FnBuilder<'_> {
 }
 
 impl FnBuilder<'_> {
+    /// A `Math` function with at least one vector argument (XPU §2.11: `Math` applies
+    /// lane-wise): the scalar function of lane `k` of every vector argument (scalar arguments
+    /// are used for every lane), so each lane's result type is the scalar rule's (§2.12).
+    /// Vector arguments share one lane count and one numeric element type.
+    pub(super) fn math_lanes(
+        &mut self,
+        name: &Ident,
+        vals: Vec<Val>,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
+        let Some((s, n)) = vals.iter().find_map(|v| match v.ty {
+            Ty::Vector(s, n) => Some((s, n)),
+            _ => None,
+        }) else {
+            return Val::error();
+        };
+        let mut lanes_of = vec![];
+        for (v, a) in vals.iter().zip(args) {
+            match v.ty {
+                Ty::Vector(t, m) if t != s || m != n => {
+                    let vt = v.ty.clone();
+                    self.vector_mismatch(&Ty::Vector(s, n), &vt, a.value.span, "Math operands");
+                    return Val::error();
+                }
+                Ty::Vector(t, _) if !t.is_numeric() => {
+                    let vt = self.ty_name(&v.ty);
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        a.value.span,
+                        format!("Math.{} needs numeric arguments, found {vt}", name.name),
+                    );
+                    return Val::error();
+                }
+                Ty::Vector(..) => {
+                    let Some(r) = self.materialize(v) else {
+                        return Val::error();
+                    };
+                    lanes_of.push(Some(r));
+                }
+                // A scalar is evaluated once and read by every lane.
+                _ if v.num().is_some() => lanes_of.push(None),
+                _ => {
+                    let Some(r) = self.materialize(v) else {
+                        return Val::error();
+                    };
+                    lanes_of.push(Some(r));
+                }
+            }
+        }
+        let mut dst: Option<(Reg, Scalar)> = None;
+        for k in 0..u16::from(n) {
+            let lane_vals: Vec<Val> = vals
+                .iter()
+                .zip(&lanes_of)
+                .map(|(v, r)| match (&v.ty, r) {
+                    (Ty::Vector(t, _), Some(r)) => Val::reg(Ty::Prim(*t), r + k),
+                    (t, Some(r)) => Val::reg(t.clone(), *r),
+                    (_, None) => v.clone(),
+                })
+                .collect();
+            let res = self.math_vals(name, lane_vals, args, span);
+            let Ty::Prim(rs) = res.ty else {
+                return Val::error();
+            };
+            let Some(rr) = self.materialize(&res) else {
+                return Val::error();
+            };
+            let (base, bs) = *dst.get_or_insert_with(|| (self.vec_block(rs, n as usize), rs));
+            if bs != rs {
+                return Val::error();
+            }
+            // A plain move: the lane result may be an argument's own lane register.
+            self.emit(Op::Mov, base + k, rr, 0);
+        }
+        match dst {
+            Some((base, rs)) => Val::reg(Ty::Vector(rs, n), base),
+            None => Val::error(),
+        }
+    }
+
     /// Before `ret` of a host function's vector result in block `r`: lanes `1…N−1` go to the
     /// hidden result statics (lane 0 is returned).
     pub fn vector_result_lanes(&mut self, ret: &Ty, r: Reg) {
