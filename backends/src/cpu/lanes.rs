@@ -2,8 +2,9 @@
 //! its items in the deterministic order of XPU §5.5.
 //!
 //! **Workgroups.** Workers claim linear workgroup indices `g` in increasing order from one
-//! counter (the calling thread is one of them). With `serial` (`CAJETA_XPU_CPU_SERIAL=1`) or one
-//! worker, the calling thread runs `g = 0, 1, …` itself.
+//! counter: the calling thread and threads of the backend's persistent [`Pool`]. With `serial`
+//! (`CAJETA_XPU_CPU_SERIAL=1`), one worker or one workgroup, the calling thread runs
+//! `g = 0, 1, …` itself and no other thread is involved.
 //!
 //! **Items.** Without a reachable rendezvous (see [`Plan`]), a workgroup's items run one after
 //! another, in increasing linear index `l`, each to completion, reusing one register file.
@@ -36,6 +37,7 @@
 //! does not depend on timing.
 
 use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -44,6 +46,7 @@ use cajeta_bytecode::{Module, SharedDecl};
 use super::interp::{self, Env, FaultKind, Item, Stop, GEOM_LEN};
 use super::memory::{alloc_words, MemRef};
 use super::plan::Plan;
+use super::pool::Pool;
 use super::wave::{self, WaveOp, MAX_WAVE};
 use crate::{KernelFault, XpuError};
 
@@ -171,7 +174,7 @@ impl Worker {
 /// # Errors
 /// The launch's fault (see the module docs), or `XPU-E-OOM` if the workers' memory cannot be
 /// had.
-pub(crate) fn execute(l: &Launch<'_>) -> Result<(), RunError> {
+pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
     let [gx, gy, gz] = l.grid.map(u64::from);
     // The caller refuses grids whose workgroup count does not fit (far beyond what can run).
     let total = gx.saturating_mul(gy).saturating_mul(gz);
@@ -196,20 +199,27 @@ pub(crate) fn execute(l: &Launch<'_>) -> Result<(), RunError> {
         let claimed = Cell::new(0u64);
         let first: Cell<Option<KernelFault>> = Cell::new(None);
         let faulted = Cell::new(false);
-        work(
-            l,
-            &mut workers[0],
-            || {
-                let g = claimed.get();
-                claimed.set(g + 1);
-                (g < total && !faulted.get()).then_some(g)
-            },
-            |_, fault| {
-                faulted.set(true);
-                first.set(Some(fault));
-            },
-        );
-        return first.take().map_or(Ok(()), |f| Err(RunError::Fault(f)));
+        let clean = catch_unwind(AssertUnwindSafe(|| {
+            work(
+                l,
+                &mut workers[0],
+                || {
+                    let g = claimed.get();
+                    claimed.set(g + 1);
+                    (g < total && !faulted.get()).then_some(g)
+                },
+                |_, fault| {
+                    faulted.set(true);
+                    first.set(Some(fault));
+                },
+            )
+        }))
+        .is_ok();
+        return match first.take() {
+            Some(f) => Err(RunError::Fault(f)),
+            None if !clean => Err(RunError::Fault(panicked(l, None))),
+            None => Ok(()),
+        };
     }
 
     let next = AtomicU64::new(0);
@@ -227,21 +237,50 @@ pub(crate) fn execute(l: &Launch<'_>) -> Result<(), RunError> {
         }
         lowest.fetch_min(g, Ordering::AcqRel);
     };
-    let (mine, others) = workers.split_at_mut(1);
-    std::thread::scope(|s| {
-        for w in others {
-            // A worker that cannot be started leaves its share to the others (claims are
-            // shared), so a failed spawn only costs parallelism.
-            let _ = std::thread::Builder::new()
-                .name("cajeta-cpu-worker".into())
-                .spawn_scoped(s, move || work(l, w, claim, report));
+    // One slot per worker's memory; the pool runs each slot at most once (slot 0 on this
+    // thread). A slot that does not run leaves its share to the others: claims are shared.
+    let slots: Vec<Mutex<Worker>> = workers.into_iter().map(Mutex::new).collect();
+    let job = |slot: usize| {
+        if let Some(w) = slots.get(slot) {
+            let mut w = w.lock().unwrap_or_else(PoisonError::into_inner);
+            work(l, &mut w, claim, report);
         }
-        work(l, &mut mine[0], claim, report);
-    });
+    };
+    let clean = pool.run(slots.len() - 1, &job);
     match best.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some((_, fault)) => Err(RunError::Fault(fault)),
+        // `work` turns a panic inside a workgroup into that workgroup's fault; this one was
+        // outside any (setting a worker up).
+        None if !clean => Err(RunError::Fault(panicked(l, None))),
         None => Ok(()),
     }
+}
+
+/// The `XPU-E-LAUNCH` fault of a panic inside the backend (a bug), in workgroup `g` if known.
+fn panicked(l: &Launch<'_>, g: Option<u64>) -> KernelFault {
+    let at = g.map_or_else(String::new, |g| {
+        let [x, y, z] = coordinates(l, g);
+        format!(" (workgroup ({x},{y},{z}))")
+    });
+    KernelFault {
+        code: "XPU-E-LAUNCH",
+        message: format!(
+            "kernel {}: internal error of backend cpu: a worker panicked{at}",
+            l.name
+        ),
+        frames: Vec::new(),
+    }
+}
+
+/// The coordinates of linear workgroup index `g`.
+fn coordinates(l: &Launch<'_>, g: u64) -> [u32; 3] {
+    let [gx, gy, _] = l.grid.map(u64::from);
+    // Each coordinate is below its grid dimension, a u32.
+    [
+        (g % gx) as u32,
+        ((g / gx) % gy) as u32,
+        (g / (gx * gy)) as u32,
+    ]
 }
 
 /// One worker: runs the workgroups `claim` hands out until it returns `None`, reporting each
@@ -296,8 +335,15 @@ fn work(
             status,
             waves,
         };
-        if let Err(f) = workgroup(l, &env, &views, g, state) {
-            report(g, f);
+        // A panic (a bug of the backend) is this workgroup's fault, so fault selection stays
+        // deterministic; the worker's state may be inconsistent after it, so it stops.
+        match catch_unwind(AssertUnwindSafe(|| workgroup(l, &env, &views, g, state))) {
+            Ok(Ok(())) => {}
+            Ok(Err(f)) => report(g, f),
+            Err(_) => {
+                report(g, panicked(l, Some(g)));
+                return;
+            }
         }
     }
 }
@@ -333,13 +379,7 @@ fn workgroup(
     g: u64,
     lanes: Lanes<'_>,
 ) -> Result<(), KernelFault> {
-    let [gx, gy, _] = l.grid.map(u64::from);
-    // Each coordinate is below its grid dimension, a u32.
-    let wg = [
-        (g % gx) as u32,
-        ((g / gx) % gy) as u32,
-        (g / (gx * gy)) as u32,
-    ];
+    let wg = coordinates(l, g);
     if l.plan.has_rendezvous {
         return switching(l, env, views, wg, lanes);
     }

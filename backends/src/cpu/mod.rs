@@ -9,6 +9,7 @@
 //! - `interp`: the interpreter of one work-item;
 //! - `lanes`: workgroups over worker threads, items inside a workgroup (barriers and wave
 //!   collectives), fault selection;
+//! - `pool`: the backend's persistent worker threads, parked between launches;
 //! - `wave`: the arithmetic of the wave collectives.
 //!
 //! Launches complete before [`Backend::launch`] returns (XPU §3.4 step 6), so streams are
@@ -19,6 +20,7 @@ mod interp;
 mod lanes;
 mod memory;
 mod plan;
+mod pool;
 mod wave;
 
 use std::collections::HashMap;
@@ -109,6 +111,8 @@ pub struct CpuBackend {
     /// Compiled or lane scheduler, per kernel.
     compile: compiled::CompileConfig,
     kernels: compiled::Cache,
+    /// Worker threads of multi-worker launches, started by the first one (joined on drop).
+    pool: pool::Pool,
 }
 
 impl Default for CpuBackend {
@@ -146,6 +150,7 @@ impl CpuBackend {
             serial: config.serial,
             compile: compiled::CompileConfig::from_env(),
             kernels: compiled::Cache::default(),
+            pool: pool::Pool::default(),
         }
     }
 
@@ -430,7 +435,7 @@ impl Backend for CpuBackend {
             serial: self.serial,
             compiled: compiled.as_deref(),
         };
-        lanes::execute(&launch).map_err(|e| match e {
+        lanes::execute(&launch, &self.pool).map_err(|e| match e {
             lanes::RunError::Fault(f) => LaunchError::Fault(f),
             lanes::RunError::Oom(x) => LaunchError::Refused(x),
         })
