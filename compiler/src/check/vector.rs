@@ -7,6 +7,10 @@
 //! computed into a fresh block (never a reused temporary), so a block never aliases another
 //! live value.
 //!
+//! float16/bfloat16 lanes compute in float32 (their arithmetic gives float32 vectors, which
+//! convert back lane by lane on store, see [`half_pair`]). `v[k]` with a run-time `k` is a
+//! checked int64 index and a chain of guarded moves ([`FnBuilder::lane_select`]).
+//!
 //! Calls: a vector parameter is `N` parameter registers (as POD parameters of device code are
 //! flattened). A host function returns lane 0 with `ret` and lanes `1…N−1` through hidden
 //! statics (`$vret.<T>.<k>`, see `collect`), read by the caller right after the call. Device
@@ -315,11 +319,7 @@ impl FnBuilder<'_> {
         self.emit(Op::Mov, dst, base, 0);
         for k in 1..u16::from(n) {
             let hit = self.lane_is(idx, k, span);
-            let skip = self.emit_bc(Op::JmpIfNot, hit, 0);
-            self.emit(Op::Mov, dst, base + k, 0);
-            let merge = self.pc();
-            self.patch(skip, merge);
-            self.region(RegionKind::If, skip as u32, 0, merge);
+            self.guarded_mov(hit, dst, base + k);
         }
         dst
     }
@@ -328,11 +328,7 @@ impl FnBuilder<'_> {
     pub(super) fn lane_store(&mut self, base: Reg, n: u8, idx: Reg, r: Reg, span: Span) {
         for k in 0..u16::from(n) {
             let hit = self.lane_is(idx, k, span);
-            let skip = self.emit_bc(Op::JmpIfNot, hit, 0);
-            self.emit(Op::Mov, base + k, r, 0);
-            let merge = self.pc();
-            self.patch(skip, merge);
-            self.region(RegionKind::If, skip as u32, 0, merge);
+            self.guarded_mov(hit, base + k, r);
         }
     }
 
@@ -521,8 +517,13 @@ impl FnBuilder<'_> {
     /// opcode, and a structured `if` region keeps SPIR-V's control flow structured).
     fn emit_select(&mut self, dst: Reg, m: Reg, a: Reg, b: Reg) {
         self.emit(Op::Mov, dst, b, 0);
-        let skip = self.emit_bc(Op::JmpIfNot, m, 0);
-        self.emit(Op::Mov, dst, a, 0);
+        self.guarded_mov(m, dst, a);
+    }
+
+    /// `if (cond) dst := src` as a structured `if` region.
+    fn guarded_mov(&mut self, cond: Reg, dst: Reg, src: Reg) {
+        let skip = self.emit_bc(Op::JmpIfNot, cond, 0);
+        self.emit(Op::Mov, dst, src, 0);
         let merge = self.pc();
         self.patch(skip, merge);
         self.region(RegionKind::If, skip as u32, 0, merge);
