@@ -1,16 +1,31 @@
-//! Compiled kernels for the CPU backend: a kernel (without calls or rendezvous) translated to
-//! one native function per workgroup that runs the workgroup's items in order.
+//! Compiled kernels for the CPU backend: a kernel (its `@Device` callees inlined) translated to
+//! native functions that run a workgroup's items.
 //!
 //! The embedder (the `cpu` backend) fills a [`WorkgroupCtx`] — the memory table, the launch
 //! frame and geometry, the workgroup's coordinates — and calls [`CompiledKernel::run`] once
 //! per workgroup, from any number of threads at once (each with its own context and its own
-//! shared-memory views). A nonzero status means an item faulted: [`WorkgroupCtx::fault`] says
+//! shared-memory views). A fault status means an item faulted: [`WorkgroupCtx::fault`] says
 //! which item, at which pc, and the access's index and handle, from which the embedder builds
 //! the same fault report as its interpreter.
 //!
+//! Three shapes ([`CompiledKernel::shape`]):
+//! * **workgroup**: `run` runs every item, one after another;
+//! * **lockstep** (kernels without rendezvous or atomics, the default): `run` runs the items `W` at a
+//!   time in lockstep from item `ctx.lin`, as long as a full group remains; it returns 0 with
+//!   the first item not run in `ctx.lin`, or [`STOP_BAIL`] for a group whose lanes have to
+//!   finish one by one: lane `j`'s registers are then in file `j` at `ctx.regs` (files of
+//!   `registers + 1` cells, the last one the pc the lane continues at, plus one), and the
+//!   embedder runs each with [`CompiledKernel::run_item`] before calling `run` for the next
+//!   group (`ctx.lin + W`). Items after the last full group also go through `run_item`, from
+//!   pc 0 with fresh registers (parameters, then zeros);
+//! * **resumable** (kernels with barriers or wave collectives): `run` runs one item until a
+//!   rendezvous ([`STOP_RENDEZVOUS`]) or its end.
+//!
 //! What the translation does and refuses is described in `translate/device.rs`.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use cajeta_bytecode::{FnKind, Module};
@@ -32,6 +47,9 @@ pub const FAULT_BAD_HANDLE: u32 = 17;
 /// collective) at [`WorkgroupCtx::stop_pc`], every register stored in [`WorkgroupCtx::regs`];
 /// call it again with [`WorkgroupCtx::resume`] as it left it to continue after the rendezvous.
 pub const STOP_RENDEZVOUS: u32 = 32;
+/// The status of a lockstep function whose group at [`WorkgroupCtx::lin`] left lockstep (see
+/// the module documentation).
+pub const STOP_BAIL: u32 = 33;
 // Integer division faults use `Status::DivZero` (1) and `Status::Overflow` (2).
 
 /// One entry of the memory table: a buffer argument (handles `0..nbufs`) or a shared array of
@@ -87,19 +105,22 @@ pub struct WorkgroupCtx {
     pub grid: [u64; 3],
     /// The wave width.
     pub wave: u64,
-    /// Resumable kernels only: the item's coordinates in its workgroup.
+    /// Item functions: the item's coordinates in its workgroup.
     pub item: [u64; 3],
-    /// Resumable kernels only: the item's linear index and lane id.
+    /// Item functions: the item's linear index. Lockstep functions: the first item to run,
+    /// and on return the first not run (0) or the group that left lockstep ([`STOP_BAIL`]).
     pub lin: u64,
-    /// See `lin`.
+    /// Item functions: the item's lane id.
     pub lane: u64,
-    /// Resumable kernels only: the item's register file (the kernel's registers, read at
-    /// entry and written at a rendezvous stop).
+    /// Item functions: the item's register file (the kernel's registers, read at entry and
+    /// written at a rendezvous stop). Lockstep functions: `W` files of `registers + 1` cells,
+    /// written at a [`STOP_BAIL`].
     pub regs: *mut u64,
     /// Resumable kernels only: 0 to start the item, else the rendezvous to continue after
     /// (written by the kernel when it stops).
     pub resume: u64,
-    /// Resumable kernels only: the pc of the rendezvous the item stopped before.
+    /// The pc of the rendezvous a resumable item stopped before, or of the instruction a
+    /// lockstep group left lockstep at.
     pub stop_pc: u64,
     /// Written when an item faults.
     pub fault: DeviceFault,
@@ -146,12 +167,38 @@ type WorkgroupFn = unsafe extern "C" fn(ctx: *mut WorkgroupCtx) -> u32;
 pub struct KernelOptions {
     /// Element index checks (`--xpu-checks`); handles are checked either way.
     pub checks: bool,
+    /// Items per lockstep group for kernels without rendezvous; 1 runs them one by one.
+    pub lanes: usize,
 }
+
+/// The lockstep width used by default (see `docs/notes/cpu-backend.md` for the measurements).
+pub const DEFAULT_LANES: usize = 8;
+
+/// Kernels longer than this many instructions times lanes are not run in lockstep (their
+/// code would grow too much).
+const MAX_LOCKSTEP_CODE: usize = 8192;
 
 impl Default for KernelOptions {
     fn default() -> Self {
-        KernelOptions { checks: true }
+        KernelOptions {
+            checks: true,
+            lanes: DEFAULT_LANES,
+        }
     }
+}
+
+/// What a kernel was compiled to (see the module documentation).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Shape {
+    /// One function per workgroup, items one after another.
+    Workgroup,
+    /// Items `lanes` at a time in lockstep, lanes leaving it finished by the item function.
+    Lockstep {
+        /// Items per group.
+        lanes: usize,
+    },
+    /// One resumable function per item, stopping before each rendezvous.
+    Resumable,
 }
 
 /// The code memory of a compiled kernel, freed when the kernel is dropped.
@@ -171,17 +218,22 @@ impl Drop for Code {
     }
 }
 
-/// A kernel compiled to a workgroup function, or, for a kernel with rendezvous, to a
-/// resumable item function.
+/// A compiled kernel (see the module documentation for its shapes).
 pub struct CompiledKernel {
     entry: WorkgroupFn,
+    /// The kernel's shape.
+    pub shape: Shape,
     /// A resumable item function (see [`STOP_RENDEZVOUS`]) rather than a workgroup loop.
     pub resumable: bool,
-    /// The kernel's register count (the register file a resumable item needs), inlined
-    /// callees' registers included.
+    /// The kernel's register count (the register file an item needs), inlined callees'
+    /// registers included.
     pub registers: usize,
+    /// The kernel's parameter count (the first registers of a fresh item).
+    pub params: usize,
     /// With inlined calls: where each compiled pc came from (see [`CompiledKernel::origin`]).
     origins: Option<Vec<Origin>>,
+    /// Lockstep kernels: the item function that finishes lanes, and what compiles more.
+    items: Option<Items>,
     /// Owns the code `entry` points into.
     _code: Code,
     /// Time spent compiling.
@@ -190,15 +242,39 @@ pub struct CompiledKernel {
     pub code_size: usize,
 }
 
+/// The item functions of a lockstep kernel: `main` continues at every point a divergent
+/// branch leaves a lane at; a fault leaves every lane at the faulting instruction, which gets
+/// an item function of its own when it first happens (faults are rare, and `main` keeps the
+/// blocks of the workgroup function that way).
+struct Items {
+    main: ItemFn,
+    at: Mutex<HashMap<u32, Arc<ItemFn>>>,
+    /// The (flattened) module and options to compile those from.
+    module: Module,
+    kernel: u32,
+    checks: bool,
+}
+
+/// An item function and its continuation points (`ctx.resume = k + 1` continues at
+/// `resume[k]`).
+struct ItemFn {
+    entry: WorkgroupFn,
+    resume: Vec<u32>,
+    /// Owns the code, unless it lives in the kernel's own module.
+    _code: Option<Code>,
+}
+
 // SAFETY: the compiled code is immutable after finalisation and reentrant (it keeps no state
-// outside the context it is given), and `Code` is only touched again when dropped.
+// outside the context it is given), and `Code` is only touched again when dropped; the item
+// function cache is behind a `Mutex`.
 unsafe impl Send for CompiledKernel {}
-// SAFETY: as for `Send`: `run` only reads `entry`.
+// SAFETY: as for `Send`: `run` only reads `entry`, `run_item` the cache through its lock.
 unsafe impl Sync for CompiledKernel {}
 
 impl std::fmt::Debug for CompiledKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompiledKernel")
+            .field("shape", &self.shape)
             .field("compile_time", &self.compile_time)
             .field("code_size", &self.code_size)
             .finish()
@@ -220,8 +296,9 @@ impl CompiledKernel {
     }
 
     /// A workgroup function: runs every item of the workgroup `ctx.group`; 0, or the status of
-    /// the first faulting item (details in `ctx.fault`). A resumable item function: runs item
-    /// `ctx.item` from `ctx.resume` until it returns (0), stops before a rendezvous
+    /// the first faulting item (details in `ctx.fault`). A lockstep function: runs the full
+    /// groups from `ctx.lin` (0 or [`STOP_BAIL`], never a fault). A resumable item function:
+    /// runs item `ctx.item` from `ctx.resume` until it returns (0), stops before a rendezvous
     /// ([`STOP_RENDEZVOUS`]) or faults.
     ///
     /// # Safety
@@ -230,20 +307,71 @@ impl CompiledKernel {
     /// `width` bytes at `addr`, aligned to `width`, valid for reads and writes during the
     /// call and accessed concurrently only with accesses of the same width (single-copy
     /// atomic on the host); `ctx.frame` must hold the kernel's parameter cells; the geometry
-    /// must be the launch's (validated by the embedder).
+    /// must be the launch's (validated by the embedder); `ctx.regs` must hold a register file
+    /// (resumable) or `W` files of `registers + 1` cells (lockstep), not touched by anything
+    /// else during the call.
     pub unsafe fn run(&self, ctx: &mut WorkgroupCtx) -> u32 {
         // SAFETY: the caller's contract above is the compiled code's.
         unsafe { (self.entry)(ctx) }
     }
+
+    /// Lockstep kernels: runs item `ctx.item` (`ctx.lin`, `ctx.lane`) from pc `pc` (0: its
+    /// start) with the registers in `ctx.regs` until it returns (0) or faults (its status,
+    /// details in `ctx.fault`). `pc` must be where [`STOP_BAIL`] left the lane, or 0.
+    /// `Status::Panic` for a kernel of another shape or a pc the item function cannot be
+    /// compiled to continue at.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CompiledKernel::run`], with `ctx.regs` one register file of `registers` cells.
+    pub unsafe fn run_item(&self, ctx: &mut WorkgroupCtx, pc: u32) -> u32 {
+        let Some(items) = &self.items else {
+            return crate::Status::Panic as u32;
+        };
+        let continuation = |f: &ItemFn| {
+            if pc == 0 {
+                Some(0)
+            } else {
+                f.resume.iter().position(|&r| r == pc).map(|k| k as u64 + 1)
+            }
+        };
+        if let Some(k) = continuation(&items.main) {
+            ctx.resume = k;
+            // SAFETY: the caller's contract; the item function reads one register file.
+            return unsafe { (items.main.entry)(ctx) };
+        }
+        let f = {
+            let mut at = items.at.lock().unwrap_or_else(PoisonError::into_inner);
+            match at.get(&pc) {
+                Some(f) => Arc::clone(f),
+                None => {
+                    let shape = ShapeOf::Item { resume: &[pc] };
+                    let Ok(f) = compile_item(&items.module, items.kernel, items.checks, shape)
+                    else {
+                        return crate::Status::Panic as u32;
+                    };
+                    let f = Arc::new(f);
+                    at.insert(pc, Arc::clone(&f));
+                    f
+                }
+            }
+        };
+        ctx.resume = 1;
+        // SAFETY: as above.
+        unsafe { (f.entry)(ctx) }
+    }
 }
 
-/// Compiles kernel `kernel` of `module` (verified by the caller) to a workgroup function.
+use crate::translate::Shape as ShapeOf;
+
+/// Compiles kernel `kernel` of `module` (verified by the caller).
 ///
 /// # Errors
 ///
-/// A kernel this path does not compile (device calls, instructions it does not know) or a code
-/// generation failure: the caller runs the kernel another way. A kernel with barriers or wave
-/// collectives becomes a resumable item function.
+/// A kernel this path does not compile (device calls it cannot inline, instructions it does
+/// not know) or a code generation failure: the caller runs the kernel another way. A kernel
+/// with barriers or wave collectives becomes a resumable item function; others run in lockstep
+/// groups of `options.lanes` items when that is above 1 and the kernel is not too long.
 pub fn compile_kernel(
     module: &Module,
     kernel: u32,
@@ -257,9 +385,6 @@ pub fn compile_kernel(
     if f.kind != FnKind::Kernel {
         return Err(JitError::new(Some(kernel), None, "not a kernel".into()));
     }
-    let codegen = |e: cranelift_module::ModuleError| {
-        JitError::new(Some(kernel), None, format!("code generation failed: {e}"))
-    };
     // `@Device` calls are inlined first: the translator then sees one function.
     let flat = if f.code.iter().any(|i| i.op == cajeta_bytecode::Op::Call) {
         let flat = crate::flatten::flatten(module, kernel, crate::translate::rendezvous)
@@ -275,15 +400,151 @@ pub fn compile_kernel(
         None => (module, None),
     };
     let f = &module.functions[kernel as usize];
+    let sites = crate::translate::rendezvous_sites(f);
+    let after: Vec<u32> = sites.iter().map(|&pc| pc + 1).collect();
+    let lanes = options.lanes.max(1);
+    // Atomics keep the items one by one: lockstep would interleave the atomics of different
+    // items, which race-free kernels can observe (XPU §5.5 allows lockstep only where results
+    // are identical).
+    let atomics = f.code.iter().any(|i| i.op.mnemonic().starts_with("atom."));
+    let shape = if !sites.is_empty() {
+        Shape::Resumable
+    } else if lanes > 1 && !atomics && f.code.len().saturating_mul(lanes) <= MAX_LOCKSTEP_CODE {
+        Shape::Lockstep { lanes }
+    } else {
+        Shape::Workgroup
+    };
     let mut jm = crate::new_jit_module()?;
+    let mut code_size = 0;
+    let main_shape = match shape {
+        Shape::Resumable => ShapeOf::Item { resume: &after },
+        Shape::Lockstep { lanes } => ShapeOf::Lockstep(lanes),
+        Shape::Workgroup => ShapeOf::Workgroup,
+    };
+    let id = define(
+        &mut jm,
+        module,
+        kernel,
+        options.checks,
+        main_shape,
+        &mut code_size,
+    )?;
+    let divergence = continuations(f);
+    let item_id = match shape {
+        Shape::Lockstep { .. } => {
+            let item_shape = ShapeOf::Item {
+                resume: &divergence,
+            };
+            Some(define(
+                &mut jm,
+                module,
+                kernel,
+                options.checks,
+                item_shape,
+                &mut code_size,
+            )?)
+        }
+        _ => None,
+    };
+    jm.finalize_definitions()
+        .map_err(|e| codegen_error(kernel, e))?;
+    // SAFETY: both are finalized functions declared by `define` as (i64) -> i32 in the host's
+    // default C calling convention: `WorkgroupFn`'s ABI (one pointer in, `u32` out).
+    let as_fn = |ptr| unsafe { std::mem::transmute::<*const u8, WorkgroupFn>(ptr) };
+    let entry = as_fn(jm.get_finalized_function(id));
+    let items = item_id.map(|item| Items {
+        main: ItemFn {
+            entry: as_fn(jm.get_finalized_function(item)),
+            resume: divergence,
+            _code: None,
+        },
+        at: Mutex::new(HashMap::new()),
+        module: module.clone(),
+        kernel,
+        checks: options.checks,
+    });
+    Ok(CompiledKernel {
+        entry,
+        shape,
+        resumable: shape == Shape::Resumable,
+        registers: f.regs.len(),
+        params: usize::from(f.params),
+        origins,
+        items,
+        _code: Code(Mutex::new(Some(jm))),
+        compile_time: start.elapsed(),
+        code_size,
+    })
+}
+
+/// Where a lane that leaves lockstep at a divergent branch may continue: the targets of the
+/// conditional branches of `f` and the instructions after them.
+fn continuations(f: &cajeta_bytecode::Function) -> Vec<u32> {
+    use cajeta_bytecode::Op;
+    let mut pcs: Vec<u32> = f
+        .code
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| matches!(i.op, Op::JmpIf | Op::JmpIfNot))
+        .flat_map(|(pc, i)| [i.bc(), pc as u32 + 1])
+        .collect();
+    pcs.sort_unstable();
+    pcs.dedup();
+    pcs
+}
+
+/// Compiles an item function of kernel `kernel` on its own (see [`Items`]).
+fn compile_item(
+    module: &Module,
+    kernel: u32,
+    checks: bool,
+    shape: ShapeOf<'_>,
+) -> Result<ItemFn, JitError> {
+    let mut jm = crate::new_jit_module()?;
+    let mut size = 0;
+    let id = define(&mut jm, module, kernel, checks, shape, &mut size)?;
+    jm.finalize_definitions()
+        .map_err(|e| codegen_error(kernel, e))?;
+    let ptr = jm.get_finalized_function(id);
+    // SAFETY: as in `compile_kernel`.
+    let entry = unsafe { std::mem::transmute::<*const u8, WorkgroupFn>(ptr) };
+    let resume = match shape {
+        ShapeOf::Item { resume } => resume.to_vec(),
+        _ => Vec::new(),
+    };
+    Ok(ItemFn {
+        entry,
+        resume,
+        _code: Some(Code(Mutex::new(Some(jm)))),
+    })
+}
+
+fn codegen_error(kernel: u32, e: cranelift_module::ModuleError) -> JitError {
+    JitError::new(Some(kernel), None, format!("code generation failed: {e}"))
+}
+
+/// Translates kernel `kernel` of `module` to a function `(ctx) -> status` of shape `shape` in
+/// `jm` (adding its machine code size to `code_size`).
+fn define(
+    jm: &mut JITModule,
+    module: &Module,
+    kernel: u32,
+    checks: bool,
+    shape: ShapeOf<'_>,
+    code_size: &mut usize,
+) -> Result<cranelift_module::FuncId, JitError> {
     let mut cctx = jm.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let mut sig = jm.make_signature();
     sig.params.push(AbiParam::new(types::I64));
     sig.returns.push(AbiParam::new(types::I32));
+    let name = format!(
+        "cajeta_kernel{kernel}_{}",
+        NAMES.fetch_add(1, Ordering::Relaxed)
+    );
     let id = jm
-        .declare_function(&format!("cajeta_kernel{kernel}"), Linkage::Local, &sig)
-        .map_err(codegen)?;
+        .declare_function(&name, Linkage::Local, &sig)
+        .map_err(|e| codegen_error(kernel, e))?;
     cctx.func.signature = sig;
     cctx.func.name = UserFuncName::user(0, id.as_u32());
     let self_ref = jm.declare_func_in_func(id, &mut cctx.func);
@@ -300,36 +561,30 @@ pub fn compile_kernel(
         frontend: jm.target_config(),
     };
     let builder = FunctionBuilder::new(&mut cctx.func, &mut fctx);
-    let sites = crate::translate::rendezvous_sites(f);
-    crate::translate::translate_kernel(builder, &setup, options.checks, &sites)?;
+    crate::translate::translate_kernel(builder, &setup, checks, shape)?;
     // `CAJETA_JIT_DISASM` prints the machine code (a debugging aid, as for host code).
     let disasm = std::env::var_os("CAJETA_JIT_DISASM").is_some();
     cctx.set_disasm(disasm);
-    jm.define_function(id, &mut cctx).map_err(codegen)?;
-    let code_size = cctx.compiled_code().map_or(0, |c| c.code_buffer().len());
+    jm.define_function(id, &mut cctx)
+        .map_err(|e| codegen_error(kernel, e))?;
+    *code_size += cctx.compiled_code().map_or(0, |c| c.code_buffer().len());
     if let Some(code) = cctx
         .compiled_code()
         .and_then(|c| c.vcode.as_ref())
         .filter(|_| disasm)
     {
-        eprintln!("xpu: machine code of kernel {}:\n{code}", f.name);
+        let f = &module.functions[kernel as usize];
+        eprintln!(
+            "xpu: machine code of kernel {} ({shape:?}):\n{code}",
+            f.name
+        );
     }
     jm.clear_context(&mut cctx);
-    jm.finalize_definitions().map_err(codegen)?;
-    let ptr = jm.get_finalized_function(id);
-    // SAFETY: `ptr` is the finalized code of a function declared as (i64) -> i32 in the host's
-    // default C calling convention: `WorkgroupFn`'s ABI (one pointer in, `u32` out).
-    let entry = unsafe { std::mem::transmute::<*const u8, WorkgroupFn>(ptr) };
-    Ok(CompiledKernel {
-        entry,
-        resumable: !sites.is_empty(),
-        registers: f.regs.len(),
-        origins,
-        _code: Code(Mutex::new(Some(jm))),
-        compile_time: start.elapsed(),
-        code_size,
-    })
+    Ok(id)
 }
+
+/// Distinct symbol names for the functions of one module.
+static NAMES: AtomicUsize = AtomicUsize::new(0);
 
 /// Hooks for kernel code, which calls none (device code has no host objects): each one
 /// reports an embedder bug.

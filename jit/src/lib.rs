@@ -92,6 +92,7 @@ mod context;
 pub mod device;
 mod flatten;
 mod helpers;
+mod liveness;
 mod loops;
 mod translate;
 

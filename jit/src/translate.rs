@@ -43,10 +43,11 @@ use crate::helpers;
 use crate::loops::{self, HoistedLoop};
 
 mod device;
+mod lockstep;
 use crate::JitError;
 pub(crate) use device::rendezvous;
 pub use device::rendezvous_sites;
-pub(crate) use device::translate_kernel;
+pub(crate) use device::{translate_kernel, Shape};
 
 const I8: types::Type = types::I8;
 const I16: types::Type = types::I16;
@@ -661,6 +662,13 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// `if cond != 0` → the error exit with `status` at `pc`; continues in a new block.
     fn fail_if(&mut self, cond: Value, status: Value, pc: u32) {
         let cont = self.b.create_block();
+        // A lane of lockstep code leaves its group instead (the lanes finish one by one,
+        // and the first in item order to fail reports it).
+        if let Some(bail) = self.lockstep_bail(pc) {
+            self.b.ins().brif(cond, bail, &[], cont, &[]);
+            self.b.switch_to_block(cont);
+            return;
+        }
         let pcv = self.b.ins().iconst(I32, i64::from(pc));
         self.b.ins().brif(
             cond,

@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use cajeta_bytecode::Module;
 use cajeta_jit::device::{
-    compile_kernel, CompiledKernel, DeviceFault, KernelOptions, MemView, WorkgroupCtx,
-    FAULT_BAD_HANDLE, FAULT_BOUNDS, STOP_RENDEZVOUS,
+    compile_kernel, CompiledKernel, DeviceFault, KernelOptions, MemView, Shape, WorkgroupCtx,
+    DEFAULT_LANES, FAULT_BAD_HANDLE, FAULT_BOUNDS, STOP_BAIL, STOP_RENDEZVOUS,
 };
 use cajeta_jit::Status;
 
@@ -44,6 +44,8 @@ pub(crate) struct CompileConfig {
     pub verbose: bool,
     /// Element index checks (`CAJETA_XPU_CHECKS` is not `off`).
     pub checks: bool,
+    /// Items per lockstep group (`CAJETA_XPU_LANES`, 1 to 64; 1 runs items one by one).
+    pub lanes: usize,
 }
 
 impl CompileConfig {
@@ -54,6 +56,10 @@ impl CompileConfig {
             sim: var("CAJETA_XPU_SIM").is_some_and(|v| v.trim() == "1"),
             verbose: var("CAJETA_XPU_VERBOSE").is_some_and(|v| v.trim() == "1"),
             checks: var("CAJETA_XPU_CHECKS").is_none_or(|v| v.trim() != "off"),
+            lanes: var("CAJETA_XPU_LANES")
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|n| (1..=64).contains(n))
+                .unwrap_or(DEFAULT_LANES),
         }
     }
 }
@@ -107,6 +113,7 @@ impl Cache {
                 kernel,
                 KernelOptions {
                     checks: config.checks,
+                    lanes: config.lanes,
                 },
             )
             .map_err(|e| match e.pc {
@@ -117,13 +124,13 @@ impl Cache {
         if config.verbose {
             match &outcome {
                 Ok(k) => eprintln!(
-                    "xpu: compiled kernel {name} in {:.2} ms ({} bytes{})",
+                    "xpu: compiled kernel {name} in {:.2} ms ({} bytes, {})",
                     k.compile_time.as_secs_f64() * 1e3,
                     k.code_size,
-                    if k.resumable {
-                        ", items resumable at rendezvous"
-                    } else {
-                        ""
+                    match k.shape {
+                        Shape::Resumable => "items resumable at rendezvous".to_string(),
+                        Shape::Lockstep { lanes } => format!("{lanes} items in lockstep"),
+                        Shape::Workgroup => "items one by one".to_string(),
                     }
                 ),
                 Err(why) => eprintln!("xpu: kernel {name} runs on the lane scheduler: {why}"),
@@ -256,6 +263,9 @@ pub(crate) fn workgroup(
         stop_pc: 0,
         fault: Default::default(),
     };
+    if let Shape::Lockstep { lanes } = k.shape {
+        return lockstep(l, env, k, lanes, &mut ctx, it);
+    }
     // SAFETY: `views` describes `env.mems` (built by `views` from the worker's memory table,
     // padded to one entry) — launch buffers pinned by the launch and the worker's shared
     // arrays, alive for this call, accessed concurrently only at their storage's one element
@@ -265,8 +275,98 @@ pub(crate) fn workgroup(
     if status == 0 {
         return Ok(());
     }
+    Err(fault(l, env, k, it, status, &ctx))
+}
+
+/// The report of a compiled kernel's fault `status` recorded in `ctx`.
+fn fault(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    it: &mut Item,
+    status: u32,
+    ctx: &WorkgroupCtx,
+) -> KernelFault {
     let f = ctx.fault;
+    let wg = ctx.group.map(|g| g as u32);
     it.geo = lanes::geometry(l, wg, f.item, f.lane);
     let kind = located_fault(l, k, it, status, &f);
-    Err(lanes::describe(l, env, it, kind))
+    lanes::describe(l, env, it, kind)
+}
+
+/// Runs a workgroup of a lockstep kernel (`ctx` prepared by [`workgroup`]): the full groups of
+/// `lanes` items in lockstep, a group that leaves it lane by lane with the item function, then
+/// the items after the last full group one by one — the item order of the scheduler for
+/// every lane that leaves lockstep, so the first fault in that order is the one reported.
+fn lockstep(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    lanes: usize,
+    ctx: &mut WorkgroupCtx,
+    it: &mut Item,
+) -> Result<(), KernelFault> {
+    let n = k.registers;
+    let mut files = vec![0u64; lanes * (n + 1)];
+    ctx.regs = files.as_mut_ptr();
+    let total: u64 = ctx.block.iter().product();
+    loop {
+        // SAFETY: as in `workgroup`, and `regs` points at `lanes` files of `n + 1` cells that
+        // nothing else touches during the call.
+        let status = unsafe { k.run(ctx) };
+        let first = ctx.lin;
+        match status {
+            0 => break,
+            STOP_BAIL => {
+                for (j, file) in files.chunks_exact_mut(n + 1).enumerate() {
+                    let pc = file[n].saturating_sub(1) as u32;
+                    item(l, env, k, ctx, first + j as u64, &mut file[..n], pc, it)?;
+                }
+                ctx.lin = first + lanes as u64;
+                ctx.regs = files.as_mut_ptr();
+            }
+            _ => {
+                it.geo = lanes::geometry(l, ctx.group.map(|g| g as u32), [0; 3], 0);
+                let kind = FaultKind::Internal("unknown status from a lockstep kernel");
+                return Err(lanes::describe(l, env, it, kind));
+            }
+        }
+    }
+    // The rest, each from the interpreter's fresh frame.
+    let mut regs = vec![0u64; n];
+    for lin in ctx.lin..total {
+        regs.fill(0);
+        let params = k.params.min(n).min(l.frame.len());
+        regs[..params].copy_from_slice(&l.frame[..params]);
+        item(l, env, k, ctx, lin, &mut regs, 0, it)?;
+    }
+    Ok(())
+}
+
+/// Runs item `lin` of the workgroup in `ctx` with register file `regs` from pc `pc` with the
+/// lockstep kernel's item function.
+#[allow(clippy::too_many_arguments)]
+fn item(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    ctx: &mut WorkgroupCtx,
+    lin: u64,
+    regs: &mut [u64],
+    pc: u32,
+    it: &mut Item,
+) -> Result<(), KernelFault> {
+    let [bx, by, _] = ctx.block;
+    ctx.item = [lin % bx, lin / bx % by, lin / (bx * by)];
+    ctx.lin = lin;
+    ctx.lane = lin % ctx.wave;
+    ctx.regs = regs.as_mut_ptr();
+    // SAFETY: as in `workgroup`, and `regs` is one register file of the kernel's registers
+    // that nothing else touches during the call.
+    let status = unsafe { k.run_item(ctx, pc) };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(fault(l, env, k, it, status, ctx))
+    }
 }

@@ -15,8 +15,9 @@
 //!   name a memory of the access's width (else `E-NULL`-style invalid reference), the index
 //!   must be below its length (else `XPU-E-BOUNDS`). A parameter register that holds a buffer
 //!   and is never written (and any register only ever written by a `mov` from it) is looked
-//!   up once per workgroup; its accesses then only compare the index with the length (a failed lookup has length 0, so the access's cold path finds and
-//!   reports the fault). `--xpu-checks off` drops the index comparisons;
+//!   up once per workgroup; its accesses then only compare the index with the length (a
+//!   failed lookup has length 0, so the access's cold path finds and reports the fault).
+//!   `--xpu-checks off` drops the index comparisons;
 //! * `shared.ref b` is handle `nbufs + b`, as in the interpreter.
 //!
 //! **Resumable kernels.** A kernel with rendezvous (barriers, wave collectives) compiles to an
@@ -26,6 +27,12 @@
 //! *before* the instruction (`STOP_RENDEZVOUS`), which the scheduler then has its interpreter
 //! execute — so a rendezvous means exactly what it means on the scheduler, with compiled code
 //! between them.
+//!
+//! **Lockstep kernels.** A kernel without rendezvous may instead run its items `W` at a time,
+//! each instruction for every lane before the next ([`super::lockstep`]); the lanes that leave
+//! lockstep (divergent branches, faults) finish in the kernel's *item* function, which then
+//! continues at the points lockstep code leaves lanes at (`ctx.resume = k + 1`: pc
+//! `resume[k]`).
 //!
 //! `@Device` calls are inlined before translation (`crate::flatten`); a kernel whose callees
 //! contain a rendezvous is not compiled (it stays on the lane scheduler).
@@ -44,28 +51,45 @@ use crate::JitError;
 pub(crate) struct DevState {
     /// Where `ret` goes: the next item.
     latch: Block,
-    /// Item coordinates and linear index, and the lane id (`lin mod W`).
-    item: [Variable; 3],
-    lin: Variable,
-    lane: Variable,
+    /// Item coordinates and linear index, and the lane id (`lin mod W`) (of the lane being
+    /// emitted, in lockstep code).
+    pub(super) item: [Variable; 3],
+    pub(super) lin: Variable,
+    pub(super) lane: Variable,
     /// Per register: the (address, length) variables of a buffer parameter looked up once.
     views: Vec<Option<(Variable, Variable)>>,
     /// Index checks on (`--xpu-checks on`).
     checks: bool,
     /// The cold fault paths of device accesses, filled at the end.
     faults: Vec<DevFault>,
-    /// The rendezvous pcs of a resumable kernel (empty: a workgroup function).
-    sites: Vec<u32>,
+    /// The continuation points of an item function: `ctx.resume = k + 1` continues at pc
+    /// `resume[k]`, 0 at the start.
+    resume: Vec<u32>,
+    /// The lanes of a lockstep workgroup function (see [`super::lockstep`]).
+    pub(super) lockstep: Option<super::lockstep::Lanes>,
 }
 
-/// Translates kernel `s.func` into a workgroup function `(ctx) -> status` (see the module
-/// documentation). An instruction this path does not compile is an `Err`: the kernel then runs
-/// on the lane scheduler.
+/// What a kernel is compiled to.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Shape<'a> {
+    /// A workgroup function running the items one after another.
+    Workgroup,
+    /// A workgroup function running the items `width` at a time in lockstep
+    /// ([`super::lockstep`]).
+    Lockstep(usize),
+    /// An item function: starts, or continues at `resume[k - 1]` for `ctx.resume = k`; stops
+    /// before each rendezvous (whose next pc must be a continuation point).
+    Item { resume: &'a [u32] },
+}
+
+/// Translates kernel `s.func` into a function `(ctx) -> status` of the given shape (see the
+/// module documentation). An instruction this path does not compile is an `Err`: the kernel
+/// then runs on the lane scheduler.
 pub(crate) fn translate_kernel(
     b: FunctionBuilder<'_>,
     s: &Setup<'_>,
     checks: bool,
-    sites: &[u32],
+    shape: Shape<'_>,
 ) -> Result<(), JitError> {
     let f = s
         .module
@@ -79,8 +103,9 @@ pub(crate) fn translate_kernel(
             format!("`{}` is not compiled for the cpu backend", i.op.mnemonic()),
         ));
     }
-    let mut tr = Tr::kernel_prologue(b, s, f, checks, sites);
+    let mut tr = Tr::kernel_prologue(b, s, f, checks, shape);
     tr.body()?;
+    tr.lockstep_epilogue();
     tr.kernel_epilogue();
     tr.b.seal_all_blocks();
     tr.b.finalize(s.frontend);
@@ -115,12 +140,16 @@ impl<'a, 'b> Tr<'a, 'b> {
         s: &'a Setup<'a>,
         f: &'a Function,
         checks: bool,
-        sites: &[u32],
+        shape: Shape<'_>,
     ) -> Tr<'a, 'b> {
+        let resume: &[u32] = match shape {
+            Shape::Item { resume } => resume,
+            _ => &[],
+        };
         let mut leader = leaders(f);
-        // A resumable kernel continues after a rendezvous: that pc starts a block.
-        for &pc in sites {
-            if let Some(l) = leader.get_mut(pc as usize + 1) {
+        // An item function continues at its resume points: each starts a block.
+        for &pc in resume {
+            if let Some(l) = leader.get_mut(pc as usize) {
                 *l = true;
             }
         }
@@ -230,11 +259,19 @@ impl<'a, 'b> Tr<'a, 'b> {
             views,
             checks,
             faults: Vec::new(),
-            sites: sites.to_vec(),
+            resume: resume.to_vec(),
+            lockstep: None,
         });
-        if !sites.is_empty() {
-            tr.item_prologue(latch);
-            return tr;
+        match shape {
+            Shape::Item { .. } => {
+                tr.item_prologue(latch);
+                return tr;
+            }
+            Shape::Lockstep(width) => {
+                tr.lockstep_prologue(width, block, &cells, latch);
+                return tr;
+            }
+            Shape::Workgroup => {}
         }
 
         // The item loop: (x, y, z) = (0, 0, 0) first; an empty block has no item.
@@ -314,15 +351,15 @@ impl<'a, 'b> Tr<'a, 'b> {
         tr
     }
 
-    /// The rest of a resumable item function's entry: the item's coordinates and registers
-    /// from the context, then on to the start or to the continuation `ctx.resume` names;
-    /// `ret` (the `latch`) returns 0.
+    /// The rest of an item function's entry: the item's coordinates and registers from the
+    /// context, then on to the start or to the continuation `ctx.resume` names; `ret` (the
+    /// `latch`) returns 0.
     fn item_prologue(&mut self, latch: Block) {
         let Some(d) = &self.dev else {
             return;
         };
         let (item, lin, lane) = (d.item, d.lin, d.lane);
-        let sites = d.sites.clone();
+        let points = d.resume.clone();
         for (k, v) in item.iter().enumerate() {
             let x = self.ctx_load(doff::ITEM + 8 * k as i32);
             self.b.def_var(*v, x);
@@ -338,8 +375,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             self.set(r, v);
         }
         let resume = self.ctx_load(doff::RESUME);
-        for (k, &pc) in sites.iter().enumerate() {
-            let Some(cont) = self.blocks.get(pc as usize + 1).copied().flatten() else {
+        for (k, &pc) in points.iter().enumerate() {
+            let Some(cont) = self.blocks.get(pc as usize).copied().flatten() else {
                 continue;
             };
             let here = self.b.ins().icmp_imm_s(IntCC::Equal, resume, k as i64 + 1);
@@ -362,8 +399,8 @@ impl<'a, 'b> Tr<'a, 'b> {
         let Some(d) = &self.dev else {
             return Err(self.err(pc, "rendezvous outside a kernel".into()));
         };
-        let Some(k) = d.sites.iter().position(|&s| s == pc) else {
-            return Err(self.err(pc, "rendezvous not in the site list".into()));
+        let Some(k) = d.resume.iter().position(|&r| r == pc + 1) else {
+            return Err(self.err(pc, "no continuation after this rendezvous".into()));
         };
         let regs = self.ctx_load(doff::REGS);
         for r in 0..self.f.regs.len() as u16 {
@@ -434,6 +471,9 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// The device instructions and `ret` of a kernel; `None` for the instructions the host
     /// lowering handles. `Some(true)` ends the block.
     pub(super) fn device_instr(&mut self, pc: u32, i: Instr) -> Result<Option<bool>, JitError> {
+        if self.at_group_level() {
+            return self.lockstep_instr(pc, i).map(Some);
+        }
         let m = i.op.mnemonic();
         if rendezvous(i.op) {
             self.stop_at_rendezvous(pc)?;
@@ -479,30 +519,56 @@ impl<'a, 'b> Tr<'a, 'b> {
                 };
                 self.set(i.a, v);
             }
-            _ if m.starts_with("st.") => {
-                let s = scalar_of(m).ok_or_else(|| self.err(pc, format!("bad store `{m}`")))?;
-                let idx = self.get(i.b);
-                let (addr, _) = self.element(pc, i.a, Some(idx), s.size(), true)?;
-                match self.kind(i.c) {
-                    Kind::F64 | Kind::F32 => {
-                        let x = self.get(i.c);
-                        self.b.ins().store(MF, x, addr, 0);
-                    }
-                    _ => {
-                        let v = self.get(i.c);
-                        match s.size() {
-                            1 => self.b.ins().istore8(MF, v, addr, 0),
-                            2 => self.b.ins().istore16(MF, v, addr, 0),
-                            4 => self.b.ins().istore32(MF, v, addr, 0),
-                            _ => self.b.ins().store(MF, v, addr, 0),
-                        };
-                    }
-                }
+            _ if m.starts_with("st.") || m.starts_with("atom.") => {
+                let addr = self.access_address(pc, i)?;
+                self.access(pc, i, addr)?;
             }
-            _ if m.starts_with("atom.") => {
-                let s = scalar_of(m).ok_or_else(|| self.err(pc, format!("bad atomic `{m}`")))?;
-                let idx = self.get(i.c);
-                let (addr, _) = self.element(pc, i.b, Some(idx), s.size(), true)?;
+            // Attributes are read by the backend; a fence orders this item's own accesses.
+            Op::KernelAttr => {}
+            Op::Fence => {
+                self.b.ins().fence();
+            }
+            _ => return Ok(None),
+        }
+        Ok(Some(false))
+    }
+
+    /// The element address of store or atomic `i` (the checks of [`Tr::element`]): the
+    /// first half of the access, which lockstep code runs for every lane before any lane's
+    /// second half, [`Tr::access`].
+    pub(super) fn access_address(&mut self, pc: u32, i: Instr) -> Result<Value, JitError> {
+        let m = i.op.mnemonic();
+        let s = scalar_of(m).ok_or_else(|| self.err(pc, format!("bad access `{m}`")))?;
+        let (handle, index) = if m.starts_with("st.") {
+            (i.a, i.b)
+        } else {
+            (i.b, i.c)
+        };
+        let idx = self.get(index);
+        Ok(self.element(pc, handle, Some(idx), s.size(), true)?.0)
+    }
+
+    /// The memory effect of store or atomic `i` at `addr` (from [`Tr::access_address`]).
+    pub(super) fn access(&mut self, pc: u32, i: Instr, addr: Value) -> Result<(), JitError> {
+        let m = i.op.mnemonic();
+        let s = scalar_of(m).ok_or_else(|| self.err(pc, format!("bad access `{m}`")))?;
+        match m.split('.').next() {
+            Some("st") => match self.kind(i.c) {
+                Kind::F64 | Kind::F32 => {
+                    let x = self.get(i.c);
+                    self.b.ins().store(MF, x, addr, 0);
+                }
+                _ => {
+                    let v = self.get(i.c);
+                    match s.size() {
+                        1 => self.b.ins().istore8(MF, v, addr, 0),
+                        2 => self.b.ins().istore16(MF, v, addr, 0),
+                        4 => self.b.ins().istore32(MF, v, addr, 0),
+                        _ => self.b.ins().store(MF, v, addr, 0),
+                    };
+                }
+            },
+            _ => {
                 let v = self.get(i.a);
                 let old = match m.split('.').nth(1) {
                     Some("add") => self.atomic_add(s, addr, v),
@@ -522,14 +588,8 @@ impl<'a, 'b> Tr<'a, 'b> {
                 };
                 self.set(i.a, old);
             }
-            // Attributes are read by the backend; a fence orders this item's own accesses.
-            Op::KernelAttr => {}
-            Op::Fence => {
-                self.b.ins().fence();
-            }
-            _ => return Ok(None),
         }
-        Ok(Some(false))
+        Ok(())
     }
 
     /// `geom b`: the item coordinates (0-2), workgroup (3-5), block size (6-8), global ids
@@ -613,7 +673,7 @@ impl<'a, 'b> Tr<'a, 'b> {
     }
 
     /// A 64-bit field of the workgroup context.
-    fn ctx_load(&mut self, offset: i32) -> Value {
+    pub(super) fn ctx_load(&mut self, offset: i32) -> Value {
         let ctx = self.ctx;
         self.b.ins().load(I64, MF, ctx, offset)
     }
@@ -629,6 +689,9 @@ impl<'a, 'b> Tr<'a, 'b> {
         index: Option<Value>,
         width: usize,
     ) -> Block {
+        if let Some(bail) = self.lockstep_bail(pc) {
+            return bail;
+        }
         let block = self.b.create_block();
         self.b.set_cold_block(block);
         if let Some(d) = &mut self.dev {
