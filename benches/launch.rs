@@ -1,8 +1,10 @@
-//! Launch overhead on the CPU backend (issue: xpu runtime): one empty-kernel launch plus
-//! `sync()`, driven through the whole VM (interpreted host code, launch validation, the lane
-//! scheduler), for 1 workgroup of 1 item and for 64 workgroups of 256 items.
+//! Launch overhead on the CPU backend (issue #5): one empty-kernel launch plus `sync()`, driven
+//! through the whole VM (interpreted host code, launch validation, the workgroups over the
+//! backend's persistent worker threads), for 1 workgroup of 1 item (run on the calling thread)
+//! and for 64 workgroups of 256 items (every worker takes part).
 //!
-//! Run with `cargo bench --bench launch`.
+//! Run with `cargo bench --bench launch`: the kernel runs compiled; with `CAJETA_XPU_SIM=1` on
+//! the lane scheduler's interpreter (the backend reads it when the VM creates it).
 
 use cajeta_compiler::driver::compile_sources;
 use criterion::{criterion_group, criterion_main, Criterion};
