@@ -1054,7 +1054,7 @@ fn device_signature_errors(
     }
     let ret_ok = matches!(
         (kind, ret),
-        (_, Ty::Void | Ty::Error) | (FnKind::Device, Ty::Prim(_))
+        (_, Ty::Void | Ty::Error) | (FnKind::Device, Ty::Prim(_) | Ty::Vector(..))
     );
     if !ret_ok {
         let span = md.ret.as_ref().map_or(md.name.span, |t| t.span);
@@ -1064,7 +1064,7 @@ fn device_signature_errors(
             format!(
                 "{what} must return void{}",
                 if kind == FnKind::Device {
-                    " or a primitive (Vector results of device functions are not implemented)"
+                    ", a primitive or a Vector"
                 } else {
                     ""
                 }

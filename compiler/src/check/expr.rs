@@ -2227,6 +2227,9 @@ impl FnBuilder<'_> {
             };
             return self.emit_call(&sig, Some((obj, class)), vals, args, span);
         }
+        if self.device && matches!(sig.ret, Ty::Vector(..)) {
+            return self.inline_device_call(&sig, vals, args, span);
+        }
         if let Some(body) = self.inlinable_body(&sig) {
             return self.inline_call(&sig, &body, vals, args, span);
         }

@@ -188,13 +188,13 @@ pub struct FnBuilder<'a> {
     pub(super) scopes: Vec<Scope>,
     pub(super) loops: Vec<LoopCtx>,
     free: HashMap<Type, Vec<Reg>>,
-    temps: Vec<Reg>,
+    pub(super) temps: Vec<Reg>,
     pub(super) diags: Vec<Diag>,
     /// Definitely-assigned flags, by [`Local::da`].
     pub(super) da: Vec<bool>,
     /// Whether the current point is reachable.
     pub(super) reachable: bool,
-    pos: (u32, u32),
+    pub(super) pos: (u32, u32),
     /// Result type.
     pub(super) ret: Ty,
     /// `this` register (constructors).
@@ -229,6 +229,11 @@ pub struct FnBuilder<'a> {
     pub(super) cache_barrier: std::cell::Cell<u32>,
     /// The last instruction, if it defined a single-use temporary (see `move_into`).
     pub(super) last_def: Option<(usize, Reg)>,
+    /// `@Device` functions being inlined here, innermost last (see `inline.rs`).
+    pub(super) inline_frames: Vec<super::inline::InlineFrame>,
+    /// Scopes below this index are invisible to name lookup (the caller's, while a function
+    /// body is inlined).
+    pub(super) scope_floor: usize,
 }
 
 impl<'a> FnBuilder<'a> {
@@ -284,6 +289,8 @@ impl<'a> FnBuilder<'a> {
             pending_loop_body: false,
             inline_depth: 0,
             synced: false,
+            inline_frames: vec![],
+            scope_floor: 0,
         }
     }
 
@@ -779,7 +786,7 @@ impl<'a> FnBuilder<'a> {
 
     /// Finds a visible local.
     pub fn lookup_local(&self, name: &str) -> Option<usize> {
-        self.scopes
+        self.scopes[self.scope_floor.min(self.scopes.len())..]
             .iter()
             .rev()
             .find_map(|s| s.names.get(name).copied())

@@ -1,16 +1,52 @@
-//! Inlining of tiny leaf functions: a static host method whose body is `return e;` with `e`
-//! built only from its primitive parameters, literals, `Math` and operators that cannot raise
-//! a runtime error, is expanded at the call site.
+//! Inlining at the call site, for two reasons.
 //!
-//! Why: calls are the dominant cost of small helpers in the interpreter (spectral's `A(i, j)`
-//! is called n² times per product). Why it is invisible: such a body can raise no runtime
-//! error, so no trace could ever show its frame, and it has no effects besides its value.
+//! Tiny leaf functions: a static host method whose body is `return e;` with `e` built only
+//! from its primitive parameters, literals, `Math` and operators that cannot raise a runtime
+//! error, is expanded at the call site. Why: calls are the dominant cost of small helpers in
+//! the interpreter (spectral's `A(i, j)` is called n² times per product). Why it is invisible:
+//! such a body can raise no runtime error, so no trace could ever show its frame, and it has no
+//! effects besides its value.
+//!
+//! `@Device` functions returning a `Vector<T,N>` (XPU §3.3, T2): a call returns one register,
+//! and device code has no statics to carry lanes `1…N−1` (host functions use hidden statics,
+//! see `vector.rs`), so every device call of such a function is lowered as its body, compiled
+//! in the caller with fresh registers for its parameters and locals. The body runs inside a
+//! one-trip loop (`while (true) { … }`): each `return e;` writes the result block and breaks
+//! out of it (a multi-level exit when inside the body's own loops, which every executor
+//! already lowers). Device code cannot recurse (XPU-N01), so inlining terminates; a cycle
+//! is left as a plain call for `device_recursion` to report. The function is still compiled
+//! on its own (its diagnostics come from there, once; it returns lane 0 to no caller).
 
-use super::func::{FnBuilder, Own, Val};
+use super::func::{FnBuilder, Own, Reg, Val};
 use super::ty::Ty;
 use super::MethodSig;
-use crate::ast::{BinOp, Expr, ExprKind, Member, PrimType, StmtKind, TypeKind, UnOp};
-use crate::diag::Span;
+use crate::ast::{
+    Arg, BinOp, Block, Expr, ExprKind, Ident, Member, PrimType, Stmt, StmtKind, TypeKind, UnOp,
+};
+use crate::diag::{code, Span};
+
+/// A `@Device` function body being inlined (innermost last in `FnBuilder::inline_frames`).
+#[derive(Debug)]
+pub struct InlineFrame {
+    /// The function (to stop at cycles).
+    pub func: u32,
+    /// The result block (`N` registers of a vector).
+    pub result: Reg,
+    /// Label of the one-trip loop around the body (`None`: the body is one `return e;`).
+    pub exit: Option<String>,
+}
+
+/// Saved caller state while a body is inlined.
+struct Saved {
+    ret: Ty,
+    class: u32,
+    unit: usize,
+    scope_floor: usize,
+    temps: Vec<Reg>,
+    pos: (u32, u32),
+    reachable: bool,
+    diags: usize,
+}
 
 /// Largest expression (in nodes) that is inlined.
 const MAX_NODES: usize = 40;
@@ -89,6 +125,183 @@ impl FnBuilder<'_> {
                 own: Own::No,
             },
             None => Val::error(),
+        }
+    }
+}
+
+impl FnBuilder<'_> {
+    /// A device call of `sig`, a `@Device` function returning a vector: its body inlined
+    /// (module doc). `vals` are the evaluated arguments.
+    pub fn inline_device_call(
+        &mut self,
+        sig: &MethodSig,
+        vals: Vec<Val>,
+        args: &[Arg],
+        span: Span,
+    ) -> Val {
+        let ret = sig.ret.clone();
+        let body = sig.body.and_then(|(u, c, m)| {
+            let Member::Method(md) = &self.units[u].classes[c].members[m] else {
+                return None;
+            };
+            let class = self
+                .p
+                .classes
+                .iter()
+                .position(|k| k.unit == u && k.index == c)?;
+            Some((md.body.clone(), u, class as u32))
+        });
+        let cyclic =
+            sig.func == self.job.func || self.inline_frames.iter().any(|f| f.func == sig.func);
+        let Some((body, unit, class)) = body.filter(|_| !cyclic) else {
+            // A cycle (or no body): a plain call without result, which `device_recursion`
+            // reports as XPU-N01; the program never runs.
+            let void = MethodSig {
+                ret: Ty::Void,
+                ..sig.clone()
+            };
+            let _ = self.emit_call(&void, None, vals, args, span);
+            let b = self.vec_block(
+                ret.scalar().unwrap_or(cajeta_bytecode::Scalar::I32),
+                ret.lanes(),
+            );
+            return Val::reg(ret, b);
+        };
+        // Parameters: fresh registers (the body may assign them), bound in a scope that sees
+        // none of the caller's locals.
+        let binding = Self::bind_args(sig, args).unwrap_or_default();
+        let mut bound: Vec<(Reg, Option<Vec<Reg>>)> = vec![];
+        for (pi, (_, pty)) in sig.params.iter().enumerate() {
+            let ai = binding.get(pi).copied().unwrap_or(pi);
+            let arg_span = args.get(ai).map_or(span, |a| a.value.span);
+            let v = vals[ai].clone();
+            if let Ty::Class(_) = pty {
+                let Some(fields) = self.pod_fields(args.get(ai).map(|a| &a.value), &v, pty) else {
+                    return Val::error();
+                };
+                let copies: Vec<Reg> = fields
+                    .iter()
+                    .map(|&f| {
+                        let t = self.regs[f as usize];
+                        let r = self.new_reg(t);
+                        self.emit(cajeta_bytecode::Op::Mov, r, f, 0);
+                        r
+                    })
+                    .collect();
+                bound.push((copies.first().copied().unwrap_or(0), Some(copies)));
+                continue;
+            }
+            if let (Ty::Buffer(_), false) = (pty, v.ty == *pty || v.ty == Ty::Error) {
+                let (a, b) = (self.ty_name(&v.ty), self.ty_name(pty));
+                self.error(
+                    code::TYPE_MISMATCH,
+                    arg_span,
+                    format!("expected {b}, found {a}"),
+                );
+                return Val::error();
+            }
+            let Some(r) = self.coerce(v, pty, arg_span) else {
+                return Val::error();
+            };
+            let dst = match pty {
+                Ty::Vector(s, n) => self.vec_block(*s, *n as usize),
+                _ => self.new_reg(pty.reg()),
+            };
+            if let Ty::Vector(..) = pty {
+                self.move_lanes(dst, r, pty);
+            } else {
+                self.emit(cajeta_bytecode::Op::Mov, dst, r, 0);
+            }
+            bound.push((dst, None));
+        }
+        let result = match ret {
+            Ty::Vector(s, n) => self.vec_block(s, n as usize),
+            _ => self.new_reg(ret.reg()),
+        };
+        let saved = Saved {
+            ret: std::mem::replace(&mut self.ret, ret.clone()),
+            class: std::mem::replace(&mut self.class, class),
+            unit: std::mem::replace(&mut self.unit, unit),
+            scope_floor: self.scope_floor,
+            temps: std::mem::take(&mut self.temps),
+            pos: self.pos,
+            reachable: self.reachable,
+            diags: self.diags.len(),
+        };
+        self.push_scope();
+        self.scope_floor = self.scopes.len() - 1;
+        for ((name, ty), (r, pod)) in sig.params.iter().zip(bound) {
+            if let Some(li) = self.add_local(name, ty.clone(), r, false, span) {
+                let da = self.locals[li].da;
+                self.da[da] = true;
+                self.locals[li].pod = pod;
+            }
+        }
+        let single = matches!(
+            body.stmts.as_slice(),
+            [Stmt {
+                kind: StmtKind::Return { value: Some(_), .. },
+                ..
+            }]
+        );
+        let exit =
+            (!single).then(|| format!("$inline{}.{}", self.inline_frames.len(), self.code.len()));
+        self.inline_frames.push(InlineFrame {
+            func: sig.func,
+            result,
+            exit: exit.clone(),
+        });
+        if single {
+            self.block_stmts(&body.stmts);
+        } else {
+            let wrapped = Stmt {
+                span: body.span,
+                kind: StmtKind::Block(Block {
+                    stmts: body.stmts.clone(),
+                    span: body.span,
+                }),
+            };
+            self.while_stmt(exit, None, &wrapped, None, false);
+        }
+        self.inline_frames.pop();
+        self.end_statement();
+        // Device code has no owned locals: closing the scope emits nothing.
+        self.scopes.pop();
+        self.ret = saved.ret;
+        self.class = saved.class;
+        self.unit = saved.unit;
+        self.scope_floor = saved.scope_floor;
+        self.temps = saved.temps;
+        self.pos = saved.pos;
+        self.reachable = saved.reachable;
+        // The body's diagnostics are reported by its own compilation.
+        self.diags.truncate(saved.diags);
+        self.last_def = None;
+        Val::reg(ret, result)
+    }
+
+    /// `return e;` in an inlined body: `e` into the result block, then out of the body.
+    pub fn inline_return(&mut self, value: Option<&Expr>, span: Span) {
+        let ret = self.ret.clone();
+        let Some(e) = value else {
+            // Reported by the function's own compilation.
+            self.reachable = false;
+            return;
+        };
+        let v = self.expr_for(e, &ret);
+        let Some(r) = self.coerce(v, &ret, e.span) else {
+            self.reachable = false;
+            return;
+        };
+        let Some(frame) = self.inline_frames.last() else {
+            return;
+        };
+        let (result, exit) = (frame.result, frame.exit.clone());
+        self.move_lanes(result, r, &ret);
+        self.end_statement();
+        match exit {
+            Some(name) => self.jump_out(Some(&Ident { name, span }), span, true),
+            None => self.reachable = false,
         }
     }
 }

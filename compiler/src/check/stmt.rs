@@ -546,7 +546,7 @@ impl FnBuilder<'_> {
     }
 
     /// `while`, `do … while` and C-style `for` (with `update`).
-    fn while_stmt(
+    pub(super) fn while_stmt(
         &mut self,
         label: Option<String>,
         cond: Option<&Expr>,
@@ -648,7 +648,12 @@ impl FnBuilder<'_> {
         }
     }
 
-    fn jump_out(&mut self, label: Option<&crate::ast::Ident>, span: Span, is_break: bool) {
+    pub(super) fn jump_out(
+        &mut self,
+        label: Option<&crate::ast::Ident>,
+        span: Span,
+        is_break: bool,
+    ) {
         // `break` leaves the innermost loop or switch, `continue` continues the innermost loop.
         let idx = match label {
             None if is_break => self.loops.len().checked_sub(1),
@@ -691,6 +696,10 @@ impl FnBuilder<'_> {
     }
 
     fn return_stmt(&mut self, value: Option<&Expr>, transfer: bool, span: Span) {
+        if !self.inline_frames.is_empty() {
+            self.inline_return(value, span);
+            return;
+        }
         let ret = self.ret.clone();
         match value {
             None => {

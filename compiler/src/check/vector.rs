@@ -14,8 +14,8 @@
 //! Calls: a vector parameter is `N` parameter registers (as POD parameters of device code are
 //! flattened). A host function returns lane 0 with `ret` and lanes `1…N−1` through hidden
 //! statics (`$vret.<T>.<k>`, see `collect`), read by the caller right after the call. Device
-//! functions cannot use statics, so a vector result of a `@Device` function is refused for now
-//! (see docs/spec-decisions.md).
+//! code cannot use statics: a `@Device` function returning a vector is inlined at each call
+//! (`inline.rs`, see docs/spec-decisions.md).
 
 use super::expr::{typed_op, Place};
 use super::func::{FnBuilder, Loc, Own, Reg, Val};
@@ -881,6 +881,11 @@ impl FnBuilder<'_> {
         let Ty::Vector(s, n) = *ret else {
             return;
         };
+        if self.device {
+            // Device calls of it are inlined (`inline.rs`): the function itself returns lane 0
+            // to nobody.
+            return;
+        }
         for k in 1..n {
             if let Some(&si) = self.p.vret.get(&(s, k)) {
                 self.emit(Op::SetStatic, r + k as u16, si as u16, 0);
