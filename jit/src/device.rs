@@ -232,6 +232,8 @@ pub struct CompiledKernel {
     pub params: usize,
     /// With inlined calls: where each compiled pc came from (see [`CompiledKernel::origin`]).
     origins: Option<Vec<Origin>>,
+    /// Resumable kernels run in lockstep groups: the group function and its width.
+    group: Option<(WorkgroupFn, usize)>,
     /// Lockstep kernels: the item function that finishes lanes, and what compiles more.
     items: Option<Items>,
     /// Owns the code `entry` points into.
@@ -345,7 +347,11 @@ impl CompiledKernel {
             match at.get(&pc) {
                 Some(f) => Arc::clone(f),
                 None => {
-                    let shape = ShapeOf::Item { resume: &[pc] };
+                    // `main`'s continuations first, so that a rendezvous stop names the same
+                    // continuation in both.
+                    let mut points = items.main.resume.clone();
+                    points.push(pc);
+                    let shape = ShapeOf::Item { resume: &points };
                     let Ok(f) = compile_item(&items.module, items.kernel, items.checks, shape)
                     else {
                         return crate::Status::Panic as u32;
@@ -356,9 +362,32 @@ impl CompiledKernel {
                 }
             }
         };
-        ctx.resume = 1;
+        ctx.resume = f.resume.len() as u64;
         // SAFETY: as above.
         unsafe { (f.entry)(ctx) }
+    }
+
+    /// Resumable kernels that run in lockstep groups: the group's width.
+    pub fn group_width(&self) -> Option<usize> {
+        self.group.map(|(_, w)| w)
+    }
+
+    /// Resumable kernels with a group width `W`: runs items `ctx.lin … ctx.lin + W − 1` (their
+    /// registers in `W` files of `registers + 1` cells at `ctx.regs`, all continuing at
+    /// `ctx.resume`) in lockstep until they all stop before the same barrier
+    /// ([`STOP_RENDEZVOUS`]: registers stored, `ctx.resume` and `ctx.stop_pc` set for every
+    /// lane), all return (0), or the group leaves lockstep ([`STOP_BAIL`], as for
+    /// [`CompiledKernel::run`] of a lockstep kernel). `Status::Panic` for other kernels.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CompiledKernel::run`].
+    pub unsafe fn run_group(&self, ctx: &mut WorkgroupCtx) -> u32 {
+        match self.group {
+            // SAFETY: the caller's contract above is the compiled code's.
+            Some((f, _)) => unsafe { f(ctx) },
+            None => crate::Status::Panic as u32,
+        }
     }
 }
 
@@ -407,55 +436,68 @@ pub fn compile_kernel(
     // items, which race-free kernels can observe (XPU §5.5 allows lockstep only where results
     // are identical).
     let atomics = f.code.iter().any(|i| i.op.mnemonic().starts_with("atom."));
+    let fits = lanes > 1 && !atomics && f.code.len().saturating_mul(lanes) <= MAX_LOCKSTEP_CODE;
+    // Lockstep groups stop together at barriers; wave collectives complete per wave, whose
+    // items the scheduler then runs on before the next wave starts, so those kernels keep
+    // items one by one.
+    let barriers_only = sites
+        .iter()
+        .all(|&pc| f.code[pc as usize].op == cajeta_bytecode::Op::Barrier);
     let shape = if !sites.is_empty() {
         Shape::Resumable
-    } else if lanes > 1 && !atomics && f.code.len().saturating_mul(lanes) <= MAX_LOCKSTEP_CODE {
+    } else if fits {
         Shape::Lockstep { lanes }
     } else {
         Shape::Workgroup
     };
+    let grouped = shape == Shape::Resumable && fits && barriers_only;
+    // Where items continue: after each rendezvous and, when lanes leave lockstep, at the
+    // targets of conditional branches and after them.
+    let mut points = after;
+    if grouped || shape != Shape::Resumable {
+        points.extend(continuations(f));
+        points.sort_unstable();
+        points.dedup();
+    }
     let mut jm = crate::new_jit_module()?;
     let mut code_size = 0;
+    let checks = options.checks;
     let main_shape = match shape {
-        Shape::Resumable => ShapeOf::Item { resume: &after },
-        Shape::Lockstep { lanes } => ShapeOf::Lockstep(lanes),
+        Shape::Resumable => ShapeOf::Item { resume: &points },
+        Shape::Lockstep { lanes } => ShapeOf::Lockstep {
+            width: lanes,
+            resume: None,
+        },
         Shape::Workgroup => ShapeOf::Workgroup,
     };
-    let id = define(
-        &mut jm,
-        module,
-        kernel,
-        options.checks,
-        main_shape,
-        &mut code_size,
-    )?;
-    let divergence = continuations(f);
-    let item_id = match shape {
+    let id = define(&mut jm, module, kernel, checks, main_shape, &mut code_size)?;
+    let (item_id, group_id) = match shape {
         Shape::Lockstep { .. } => {
-            let item_shape = ShapeOf::Item {
-                resume: &divergence,
-            };
-            Some(define(
-                &mut jm,
-                module,
-                kernel,
-                options.checks,
-                item_shape,
-                &mut code_size,
-            )?)
+            let item = ShapeOf::Item { resume: &points };
+            let item = define(&mut jm, module, kernel, checks, item, &mut code_size)?;
+            (Some(item), None)
         }
-        _ => None,
+        Shape::Resumable if grouped => {
+            let group = ShapeOf::Lockstep {
+                width: lanes,
+                resume: Some(&points),
+            };
+            let group = define(&mut jm, module, kernel, checks, group, &mut code_size)?;
+            (Some(id), Some(group))
+        }
+        _ => (None, None),
     };
     jm.finalize_definitions()
         .map_err(|e| codegen_error(kernel, e))?;
-    // SAFETY: both are finalized functions declared by `define` as (i64) -> i32 in the host's
+    // SAFETY: these are finalized functions declared by `define` as (i64) -> i32 in the host's
     // default C calling convention: `WorkgroupFn`'s ABI (one pointer in, `u32` out).
     let as_fn = |ptr| unsafe { std::mem::transmute::<*const u8, WorkgroupFn>(ptr) };
     let entry = as_fn(jm.get_finalized_function(id));
+    let group = group_id.map(|g| (as_fn(jm.get_finalized_function(g)), lanes));
     let items = item_id.map(|item| Items {
         main: ItemFn {
             entry: as_fn(jm.get_finalized_function(item)),
-            resume: divergence,
+            resume: points,
             _code: None,
         },
         at: Mutex::new(HashMap::new()),
@@ -470,6 +512,7 @@ pub fn compile_kernel(
         registers: f.regs.len(),
         params: usize::from(f.params),
         origins,
+        group,
         items,
         _code: Code(Mutex::new(Some(jm))),
         compile_time: start.elapsed(),
@@ -481,16 +524,12 @@ pub fn compile_kernel(
 /// conditional branches of `f` and the instructions after them.
 fn continuations(f: &cajeta_bytecode::Function) -> Vec<u32> {
     use cajeta_bytecode::Op;
-    let mut pcs: Vec<u32> = f
-        .code
+    f.code
         .iter()
         .enumerate()
         .filter(|(_, i)| matches!(i.op, Op::JmpIf | Op::JmpIfNot))
         .flat_map(|(pc, i)| [i.bc(), pc as u32 + 1])
-        .collect();
-    pcs.sort_unstable();
-    pcs.dedup();
-    pcs
+        .collect()
 }
 
 /// Compiles an item function of kernel `kernel` on its own (see [`Items`]).

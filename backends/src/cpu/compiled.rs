@@ -35,6 +35,9 @@ use super::memory::MemRef;
 use super::plan::Plan;
 use crate::KernelFault;
 
+/// The largest lockstep group (`CAJETA_XPU_LANES`).
+pub(crate) const MAX_LANES: usize = 64;
+
 /// How kernels are run, from the environment.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub(crate) struct CompileConfig {
@@ -44,7 +47,8 @@ pub(crate) struct CompileConfig {
     pub verbose: bool,
     /// Element index checks (`CAJETA_XPU_CHECKS` is not `off`).
     pub checks: bool,
-    /// Items per lockstep group (`CAJETA_XPU_LANES`, 1 to 64; 1 runs items one by one).
+    /// Items per lockstep group (`CAJETA_XPU_LANES`, 1 to [`MAX_LANES`]; 1 runs items one by
+    /// one).
     pub lanes: usize,
 }
 
@@ -58,7 +62,7 @@ impl CompileConfig {
             checks: var("CAJETA_XPU_CHECKS").is_none_or(|v| v.trim() != "off"),
             lanes: var("CAJETA_XPU_LANES")
                 .and_then(|v| v.trim().parse().ok())
-                .filter(|n| (1..=64).contains(n))
+                .filter(|n| (1..=MAX_LANES).contains(n))
                 .unwrap_or(DEFAULT_LANES),
         }
     }
@@ -161,8 +165,369 @@ pub(crate) fn step(
     views: &[MemView],
     it: &mut Item,
 ) -> Stop {
-    let g = it.geo;
-    let mut ctx = WorkgroupCtx {
+    if it.registers().len() < k.registers {
+        return Stop::Fault(FaultKind::Internal(
+            "item register file smaller than the kernel's",
+        ));
+    }
+    let mut ctx = item_ctx(
+        l,
+        env,
+        views,
+        it.geo,
+        it.registers().as_mut_ptr(),
+        it.resume,
+    );
+    // SAFETY: as in `workgroup`, and `regs` points at the item's register file, which holds at
+    // least the kernel's registers (checked above) and nothing else touches during the call.
+    let status = unsafe { k.run(&mut ctx) };
+    let ahead = stopped(l, k, it, status, &ctx);
+    resume_ahead(l, env, k, it, ahead)
+}
+
+/// Where an item stopped in compiled code, before the scheduler has seen it (see
+/// [`step_at`]).
+#[derive(Debug)]
+pub(crate) enum Ahead {
+    /// Before the rendezvous at this kernel pc (registers and `resume` stored).
+    Rendezvous(u32),
+    /// Returned.
+    Done,
+    /// Faulted (the item placed at the faulting instruction).
+    Fault(FaultKind),
+}
+
+/// The stop of item `it` from a compiled function's `status` and `ctx`.
+fn stopped(
+    l: &Launch<'_>,
+    k: &CompiledKernel,
+    it: &mut Item,
+    status: u32,
+    ctx: &WorkgroupCtx,
+) -> Ahead {
+    match status {
+        0 => Ahead::Done,
+        STOP_RENDEZVOUS => {
+            it.resume = ctx.resume;
+            Ahead::Rendezvous(ctx.stop_pc as u32)
+        }
+        _ => Ahead::Fault(located_fault(l, k, it, status, &ctx.fault)),
+    }
+}
+
+/// The scheduler's stop for `ahead`: at a rendezvous the interpreter executes that instruction
+/// (placing the item there, with the registers compiled code stored), so the scheduler sees
+/// exactly its own stop, and the next call continues after it in compiled code.
+fn resume_ahead(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    it: &mut Item,
+    ahead: Ahead,
+) -> Stop {
+    match ahead {
+        Ahead::Done => Stop::Done,
+        Ahead::Rendezvous(pc) => {
+            // Always one of the kernel's own instructions (callees with rendezvous are not
+            // inlined).
+            let origin = k.origin(l.kernel, pc);
+            it.place_frames(&origin.frames);
+            interp::run(env, it)
+        }
+        Ahead::Fault(f) => Stop::Fault(f),
+    }
+}
+
+/// Runs `items[0]`, the lowest runnable item of its workgroup (the `runnable` items from it on
+/// are all runnable), like [`step`]. A kernel that runs in lockstep groups of `W` items runs
+/// `items[..W]` together when they all continue at the same point, and keeps the stops of
+/// items 1… (`Item::ahead`) for when the scheduler gets to them: it always runs the lowest
+/// runnable item, so it gets to them next, in order — no stop of a lower item can complete a
+/// barrier while they are live and not at it (such kernels have no wave collectives).
+pub(crate) fn step_at(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    items: &mut [Item],
+    runnable: usize,
+) -> Stop {
+    let Some(first) = items.first_mut() else {
+        return Stop::Fault(FaultKind::Internal("no item to run"));
+    };
+    if let Some(ahead) = first.ahead.take() {
+        return resume_ahead(l, env, k, first, ahead);
+    }
+    let resume = first.resume;
+    if let Some(w) = k.group_width() {
+        let together = items.get(..w.min(runnable)).filter(|g| {
+            g.len() == w && g.iter().all(|it| it.resume == resume && it.ahead.is_none())
+        });
+        if together.is_some() {
+            return group(l, env, k, views, &mut items[..w]);
+        }
+    }
+    step(l, env, k, views, &mut items[0])
+}
+
+/// Runs the fresh items of a workgroup of a kernel that runs in lockstep groups (barriers
+/// only), phase by phase: every group to the next barrier, and on when all of them stopped
+/// at the same one — the scheduler's order for race-free kernels, without its bookkeeping
+/// per item. `Ok(true)` when every item returned. Anything else — a group leaving lockstep,
+/// groups stopping at different barriers or some returning while others wait — hands over to
+/// the scheduler (`Ok(false)`), with each item where the scheduler would have it: the items of
+/// the groups run in this phase hold their stops as `Item::ahead` (the lanes of a group that
+/// left lockstep finish one by one, up to a fault), the others continue at the phase's start.
+pub(crate) fn barrier_phases(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    items: &mut [Item],
+) -> Result<bool, FaultKind> {
+    let Some(w) = k.group_width().filter(|&w| w > 0 && items.len().is_multiple_of(w)) else {
+        return Ok(false);
+    };
+    let n = k.registers;
+    let stride = n + 1;
+    let mut files = vec![0u64; items.len() * stride];
+    for (file, it) in files.chunks_exact_mut(stride).zip(items.iter_mut()) {
+        let regs = it.registers().get(..n).ok_or(FaultKind::Internal(
+            "item register file smaller than the kernel's",
+        ))?;
+        file[..n].copy_from_slice(regs);
+    }
+    let groups = items.len() / w;
+    let mut resume = 0;
+    loop {
+        // The phase's common stop: (rendezvous pc, continuation), or `None` for returned.
+        let mut common: Option<Option<(u64, u64)>> = None;
+        for g in 0..groups {
+            let file = files[g * w * stride..].as_mut_ptr();
+            let mut ctx = item_ctx(l, env, views, items[g * w].geo, file, resume);
+            // SAFETY: as in `workgroup`, and `regs` points at the group's `w` files of
+            // `n + 1` cells inside `files`, which nothing else touches during the call.
+            let status = unsafe { k.run_group(&mut ctx) };
+            let stop = match status {
+                0 => None,
+                STOP_RENDEZVOUS => Some((ctx.stop_pc, ctx.resume)),
+                STOP_BAIL => {
+                    // The lanes one by one to their next stops: the phase goes on if they
+                    // all stop where the others do.
+                    let lanes = &mut items[g * w..(g + 1) * w];
+                    let group_files = &mut files[g * w * stride..(g + 1) * w * stride];
+                    match finish_alike(l, env, k, views, lanes, group_files, resume) {
+                        Some(stop) => stop,
+                        None => {
+                            hand_over(n, items, &files, g * w, common, resume, Some(g * w + w));
+                            return Ok(false);
+                        }
+                    }
+                }
+                _ => return Err(FaultKind::Internal("unknown status from a lockstep group")),
+            };
+            match common {
+                None => common = Some(stop),
+                Some(c) if c == stop => {}
+                Some(_) => {
+                    hand_over(n, items, &files, g * w, common, resume, None);
+                    // The group that differs stopped as a whole: its items hold that stop.
+                    for it in &mut items[g * w..(g + 1) * w] {
+                        it.ahead = Some(match stop {
+                            Some((pc, cont)) => {
+                                it.resume = cont;
+                                Ahead::Rendezvous(pc as u32)
+                            }
+                            None => Ahead::Done,
+                        });
+                    }
+                    return Ok(false);
+                }
+            }
+        }
+        match common.flatten() {
+            Some((_, cont)) => resume = cont,
+            None => return Ok(true),
+        }
+    }
+}
+
+/// Hands a workgroup of [`barrier_phases`] over to the scheduler when the group starting at
+/// item `first` did not stop like the groups before it (`common`) in the phase that started
+/// at `resume`: registers (files of `n + 1` cells) back to the items; the items before `first`
+/// hold the common stop; the others continue at `resume`, except items `first..settled`,
+/// which already hold their registers and stops (else the caller settles the group at
+/// `first`).
+fn hand_over(
+    n: usize,
+    items: &mut [Item],
+    files: &[u64],
+    first: usize,
+    common: Option<Option<(u64, u64)>>,
+    resume: u64,
+    settled: Option<usize>,
+) {
+    for (j, (file, it)) in files.chunks_exact(n + 1).zip(items.iter_mut()).enumerate() {
+        if settled.is_some_and(|end| (first..end).contains(&j)) {
+            continue;
+        }
+        it.registers()[..n].copy_from_slice(&file[..n]);
+        it.resume = resume;
+        if j < first {
+            it.ahead = match common {
+                Some(Some((pc, cont))) => {
+                    it.resume = cont;
+                    Some(Ahead::Rendezvous(pc as u32))
+                }
+                _ => Some(Ahead::Done),
+            };
+        }
+    }
+}
+
+/// A group of [`barrier_phases`] that left lockstep: its lanes (registers in `files`, where
+/// each left lockstep in its last cell) one by one to their next stops, in order, up to a
+/// fault. If they all stopped alike — at the same barrier, or all returned — their registers
+/// go back to `files` and that stop is returned, as a group's; else the lanes hold their stops
+/// (`Item::ahead`) and registers, and `None` is returned.
+fn finish_alike(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    lanes: &mut [Item],
+    files: &mut [u64],
+    resume: u64,
+) -> Option<Option<(u64, u64)>> {
+    let n = k.registers;
+    for (file, it) in files.chunks_exact(n + 1).zip(lanes.iter_mut()) {
+        it.registers()[..n].copy_from_slice(&file[..n]);
+        it.resume = resume;
+    }
+    finish_lanes(l, env, k, views, lanes, files);
+    let stop_of = |it: &Item| match it.ahead {
+        Some(Ahead::Done) => Some(None),
+        Some(Ahead::Rendezvous(pc)) => Some(Some((u64::from(pc), it.resume))),
+        _ => None,
+    };
+    let first = lanes.first().and_then(stop_of)?;
+    if !lanes.iter().all(|it| stop_of(it) == Some(first)) {
+        return None;
+    }
+    for (file, it) in files.chunks_exact_mut(n + 1).zip(lanes.iter_mut()) {
+        file[..n].copy_from_slice(&it.registers()[..n]);
+        file[n] = 0;
+        it.ahead = None;
+    }
+    Some(first)
+}
+
+/// The lanes of a group that left lockstep (`files`: theirs first), each from where it left
+/// to its next stop, in order, up to a fault (the launch ends there).
+fn finish_lanes(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    lanes: &mut [Item],
+    files: &[u64],
+) {
+    let n = k.registers;
+    for (file, it) in files.chunks_exact(n + 1).zip(lanes.iter_mut()) {
+        let stop = lane(l, env, k, views, it, file[n].saturating_sub(1) as u32);
+        let fault = matches!(stop, Ahead::Fault(_));
+        it.ahead = Some(stop);
+        if fault {
+            return;
+        }
+    }
+}
+
+/// Runs `items` (consecutive, continuing at the same point) as one lockstep group to their
+/// next stops; `items[0]`'s is returned, the others' kept as `Item::ahead`.
+fn group(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    items: &mut [Item],
+) -> Stop {
+    let n = k.registers;
+    let mut files = vec![0u64; items.len() * (n + 1)];
+    for (file, it) in files.chunks_exact_mut(n + 1).zip(items.iter_mut()) {
+        let Some(regs) = it.registers().get(..n) else {
+            return Stop::Fault(FaultKind::Internal(
+                "item register file smaller than the kernel's",
+            ));
+        };
+        file[..n].copy_from_slice(regs);
+    }
+    let mut ctx = item_ctx(
+        l,
+        env,
+        views,
+        items[0].geo,
+        files.as_mut_ptr(),
+        items[0].resume,
+    );
+    // SAFETY: as in `workgroup`, and `regs` points at one file of `n + 1` cells per item of the
+    // group, which nothing else touches during the call.
+    let status = unsafe { k.run_group(&mut ctx) };
+    for (file, it) in files.chunks_exact(n + 1).zip(items.iter_mut()) {
+        it.registers()[..n].copy_from_slice(&file[..n]);
+    }
+    match status {
+        0 | STOP_RENDEZVOUS => {
+            for it in items.iter_mut() {
+                it.ahead = Some(stopped(l, k, it, status, &ctx));
+            }
+        }
+        STOP_BAIL => finish_lanes(l, env, k, views, items, &files),
+        _ => {
+            let kind = FaultKind::Internal("unknown status from a lockstep group");
+            items[0].ahead = Some(Ahead::Fault(kind));
+        }
+    }
+    match items[0].ahead.take() {
+        Some(ahead) => resume_ahead(l, env, k, &mut items[0], ahead),
+        None => Stop::Fault(FaultKind::Internal("empty lockstep group")),
+    }
+}
+
+/// Runs item `it` of a resumable lockstep kernel with the item function from pc `pc`, where
+/// its group left lockstep, to its next stop.
+fn lane(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    it: &mut Item,
+    pc: u32,
+) -> Ahead {
+    let mut ctx = item_ctx(
+        l,
+        env,
+        views,
+        it.geo,
+        it.registers().as_mut_ptr(),
+        it.resume,
+    );
+    // SAFETY: as in `step` (the caller checked the register file's size).
+    let status = unsafe { k.run_item(&mut ctx, pc) };
+    stopped(l, k, it, status, &ctx)
+}
+
+/// The context of an item function for the item with geometry `g`, register file(s) `regs`
+/// and continuation `resume`.
+fn item_ctx(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    views: &[MemView],
+    g: [u64; interp::GEOM_LEN],
+    regs: *mut u64,
+    resume: u64,
+) -> WorkgroupCtx {
+    WorkgroupCtx {
         mems: views.as_ptr(),
         nmems: env.mems.len().max(1) as u64,
         nbufs: env.nbuf,
@@ -174,30 +539,10 @@ pub(crate) fn step(
         item: [g[0], g[1], g[2]],
         lin: g[0] + g[1] * g[6] + g[2] * g[6] * g[7],
         lane: g[16],
-        regs: it.registers().as_mut_ptr(),
-        resume: it.resume,
+        regs,
+        resume,
         stop_pc: 0,
         fault: Default::default(),
-    };
-    if it.registers().len() < k.registers {
-        return Stop::Fault(FaultKind::Internal(
-            "item register file smaller than the kernel's",
-        ));
-    }
-    // SAFETY: as in `workgroup`, and `regs` points at the item's register file, which holds at
-    // least the kernel's registers (checked above) and nothing else touches during the call.
-    let status = unsafe { k.run(&mut ctx) };
-    match status {
-        0 => Stop::Done,
-        STOP_RENDEZVOUS => {
-            // Always one of the kernel's own instructions (callees with rendezvous are not
-            // inlined).
-            it.resume = ctx.resume;
-            let origin = k.origin(l.kernel, ctx.stop_pc as u32);
-            it.place_frames(&origin.frames);
-            interp::run(env, it)
-        }
-        _ => Stop::Fault(located_fault(l, k, it, status, &ctx.fault)),
     }
 }
 

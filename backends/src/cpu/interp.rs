@@ -139,6 +139,9 @@ pub(crate) struct Item {
     /// Where a resumable compiled kernel continues this item (0: from the start); see
     /// `super::compiled::step`.
     pub resume: u64,
+    /// Where compiled code already ran this item to, in a lockstep group, before the scheduler
+    /// got to it (see `super::compiled::step_at`).
+    pub ahead: Option<super::compiled::Ahead>,
 }
 
 impl Item {
@@ -152,6 +155,7 @@ impl Item {
             base: 0,
             geo: [0; GEOM_LEN],
             resume: 0,
+            ahead: None,
         })
     }
 
@@ -167,6 +171,7 @@ impl Item {
         self.pc = 0;
         self.base = 0;
         self.resume = 0;
+        self.ahead = None;
     }
 
     /// Places the item at the innermost of `frames` (`(function, pc)`, innermost first), the
@@ -365,6 +370,7 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
         base: it_base,
         geo,
         resume: _,
+        ahead: _,
     } = it;
     let stack: &mut [u64] = stack;
     let mut func = *it_func;

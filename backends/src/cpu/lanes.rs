@@ -450,6 +450,20 @@ fn switching(
         it.start(l.kernel, l.frame);
         it.geo = geometry(l, wg, t, lin);
     }
+    // Kernels that run in lockstep groups go phase by phase without the scheduler while every
+    // group stops at the same barrier (`compiled::barrier_phases`); the scheduler takes over
+    // from wherever that ends, with the items that ran ahead holding their stops.
+    if let Some(k) = l.compiled.filter(|k| k.group_width().is_some()) {
+        match super::compiled::barrier_phases(l, env, k, views, &mut items[..n]) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(kind) => {
+                if let Some(it) = items.first() {
+                    return Err(describe(l, env, it, kind));
+                }
+            }
+        }
+    }
     status[..n].fill(Status::Runnable);
     waves.clear();
     waves.extend((0..n.div_ceil(w)).map(|k| WaveState {
@@ -472,11 +486,19 @@ fn switching(
         }
         let i = cur;
         let k = i / w;
-        let it = &mut items[i];
         let stop = match l.compiled {
-            Some(k) if k.resumable => super::compiled::step(l, env, k, views, it),
-            _ => interp::run(env, it),
+            Some(k) if k.resumable => {
+                // (At most a lockstep group's worth: counting further is quadratic.)
+                let runnable = status[i..n]
+                    .iter()
+                    .take(super::compiled::MAX_LANES)
+                    .take_while(|s| **s == Status::Runnable)
+                    .count();
+                super::compiled::step_at(l, env, k, views, &mut items[i..n], runnable)
+            }
+            _ => interp::run(env, &mut items[i]),
         };
+        let it = &mut items[i];
         match stop {
             Stop::Done => {
                 status[i] = Status::Finished;

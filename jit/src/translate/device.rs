@@ -75,8 +75,12 @@ pub(crate) enum Shape<'a> {
     /// A workgroup function running the items one after another.
     Workgroup,
     /// A workgroup function running the items `width` at a time in lockstep
-    /// ([`super::lockstep`]).
-    Lockstep(usize),
+    /// ([`super::lockstep`]); with `resume`, one group of a kernel with barriers, resumable
+    /// at those continuation points.
+    Lockstep {
+        width: usize,
+        resume: Option<&'a [u32]>,
+    },
     /// An item function: starts, or continues at `resume[k - 1]` for `ctx.resume = k`; stops
     /// before each rendezvous (whose next pc must be a continuation point).
     Item { resume: &'a [u32] },
@@ -143,7 +147,11 @@ impl<'a, 'b> Tr<'a, 'b> {
         shape: Shape<'_>,
     ) -> Tr<'a, 'b> {
         let resume: &[u32] = match shape {
-            Shape::Item { resume } => resume,
+            Shape::Item { resume }
+            | Shape::Lockstep {
+                resume: Some(resume),
+                ..
+            } => resume,
             _ => &[],
         };
         let mut leader = leaders(f);
@@ -267,8 +275,8 @@ impl<'a, 'b> Tr<'a, 'b> {
                 tr.item_prologue(latch);
                 return tr;
             }
-            Shape::Lockstep(width) => {
-                tr.lockstep_prologue(width, block, &cells, latch);
+            Shape::Lockstep { width, resume } => {
+                tr.lockstep_prologue(width, resume, block, &cells, latch);
                 return tr;
             }
             Shape::Workgroup => {}

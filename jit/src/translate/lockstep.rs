@@ -38,7 +38,7 @@ use cranelift_frontend::Variable;
 use cajeta_bytecode::{Instr, Op};
 
 use super::{Kind, Tr, F32, F64, I32, I64, MF};
-use crate::device::{off as doff, STOP_BAIL};
+use crate::device::{off as doff, STOP_BAIL, STOP_RENDEZVOUS};
 use crate::liveness::{self, Regs};
 use crate::loops;
 use crate::JitError;
@@ -67,6 +67,8 @@ pub(crate) struct Lanes {
     bails: Vec<Bail>,
     /// The registers live at each pc: a bail stores only those.
     live: Vec<Regs>,
+    /// A resumable group's continuation points (see [`Tr::lockstep_prologue`]).
+    resume: Option<Vec<u32>>,
 }
 
 /// A bail-out block: every lane's registers to its file, then `STOP_BAIL`.
@@ -150,9 +152,8 @@ impl Tr<'_, '_> {
             Op::JmpIf | Op::JmpIfNot => return self.lockstep_branch(pc, i),
             // Shared control flow: emitted once.
             Op::Jmp | Op::Ret | Op::RetVoid => return self.in_lane(0, |tr| tr.instr(pc, i)),
-            _ if super::rendezvous(i.op) => {
-                return Err(self.err(pc, "rendezvous in a lockstep kernel".into()));
-            }
+            // Only barriers reach here (kernels with wave collectives are not run in lockstep).
+            _ if super::rendezvous(i.op) => return self.lockstep_rendezvous(pc),
             _ => {}
         }
         let width = self.width();
@@ -241,12 +242,18 @@ impl Tr<'_, '_> {
         Ok(true)
     }
 
-    /// The entry of a lockstep function, after the common kernel prologue: the group loop
-    /// from `ctx.lin` while a full group of `width` items remains, each group's lanes starting
-    /// with the interpreter's fresh item frame; `ret` (the `latch`) goes on to the next group.
+    /// The entry of a lockstep function, after the common kernel prologue.
+    ///
+    /// Without `resume`: the group loop from `ctx.lin` while a full group of `width` items
+    /// remains, each group's lanes starting with the interpreter's fresh item frame; `ret` (the
+    /// `latch`) goes on to the next group. With `resume` (a kernel with barriers): the one group
+    /// at `ctx.lin`, each lane's registers from its file, continuing at the start or at
+    /// `resume[k - 1]` for `ctx.resume = k`, until every lane stops at the next barrier
+    /// ([`STOP_RENDEZVOUS`]) or returns (0).
     pub(super) fn lockstep_prologue(
         &mut self,
         width: usize,
+        resume: Option<&[u32]>,
         block: [Value; 3],
         cells: &[Value],
         latch: Block,
@@ -284,23 +291,27 @@ impl Tr<'_, '_> {
         let lin0 = self.b.declare_var(I64);
         let first = self.ctx_load(doff::LIN);
         self.b.def_var(lin0, first);
-        let b = &mut self.b;
-        let xy = b.ins().imul(block[0], block[1]);
-        let total = b.ins().imul(xy, block[2]);
-        let head = b.create_block();
-        let start = b.create_block();
-        let exit = b.create_block();
-        b.ins().jump(head, &[]);
+        let head = self.b.create_block();
+        let start = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(head, &[]);
 
-        // Another full group?
-        b.switch_to_block(head);
-        let l0 = b.use_var(lin0);
-        let end = b.ins().iadd_imm_s(l0, width as i64);
-        let over = b.ins().icmp(IntCC::UnsignedGreaterThan, end, total);
-        b.ins().brif(over, exit, &[], start, &[]);
+        // Another full group? (A resumable group is always full.)
+        self.b.switch_to_block(head);
+        let l0 = self.b.use_var(lin0);
+        if resume.is_some() {
+            self.b.ins().jump(start, &[]);
+        } else {
+            let b = &mut self.b;
+            let xy = b.ins().imul(block[0], block[1]);
+            let total = b.ins().imul(xy, block[2]);
+            let end = b.ins().iadd_imm_s(l0, width as i64);
+            let over = b.ins().icmp(IntCC::UnsignedGreaterThan, end, total);
+            b.ins().brif(over, exit, &[], start, &[]);
+        }
 
         // Lane 0's coordinates by division, the others' by counting on (x fastest).
-        b.switch_to_block(start);
+        self.b.switch_to_block(start);
         let wave = self.ctx_load(doff::WAVE);
         let b = &mut self.b;
         let x = b.ins().urem(l0, block[0]);
@@ -310,11 +321,6 @@ impl Tr<'_, '_> {
         let ln = b.ins().urem(l0, wave);
         let zero = b.ins().iconst(I64, 0);
         let (mut x, mut y, mut z, mut ln) = (x, y, z, ln);
-        let zeros = [
-            b.ins().iconst(I64, 0),
-            b.ins().f32const(0.0),
-            b.ins().f64const(0.0),
-        ];
         for (j, lane) in lanes.iter().enumerate() {
             if j > 0 {
                 x = b.ins().iadd_imm_s(x, 1);
@@ -337,31 +343,40 @@ impl Tr<'_, '_> {
             b.def_var(lane.lin, lin);
             b.def_var(lane.lane, ln);
         }
-        for lane in &lanes {
-            for (r, &var) in lane.vars.iter().enumerate() {
-                let kind = self.kinds[r];
-                let v = match cells.get(r) {
-                    Some(&cell) => self.value_of(kind, cell),
-                    None => match kind {
-                        Kind::F32 => zeros[1],
-                        Kind::F64 => zeros[2],
-                        Kind::Int | Kind::Mem => zeros[0],
-                    },
-                };
-                self.b.def_var(var, v);
+        let first_block = self.blocks.first().copied().flatten().unwrap_or(latch);
+        match resume {
+            None => {
+                self.fresh_lanes(&lanes, cells);
+                self.b.ins().jump(first_block, &[]);
+            }
+            Some(points) => {
+                self.lanes_from_files(&lanes);
+                let at = self.ctx_load(doff::RESUME);
+                for (k, &pc) in points.iter().enumerate() {
+                    let Some(cont) = self.blocks.get(pc as usize).copied().flatten() else {
+                        continue;
+                    };
+                    let here = self.b.ins().icmp_imm_s(IntCC::Equal, at, k as i64 + 1);
+                    let next = self.b.create_block();
+                    self.b.ins().brif(here, cont, &[], next, &[]);
+                    self.b.switch_to_block(next);
+                }
+                self.b.ins().jump(first_block, &[]);
             }
         }
-        match self.blocks.first().copied().flatten() {
-            Some(first) => self.b.ins().jump(first, &[]),
-            None => self.b.ins().jump(latch, &[]),
-        };
 
-        // The next group.
         self.b.switch_to_block(latch);
-        let l0 = self.b.use_var(lin0);
-        let next = self.b.ins().iadd_imm_s(l0, width as i64);
-        self.b.def_var(lin0, next);
-        self.b.ins().jump(head, &[]);
+        if resume.is_some() {
+            // Every lane returned.
+            let done = self.b.ins().iconst(I32, 0);
+            self.b.ins().return_(&[done]);
+        } else {
+            // The next group.
+            let l0 = self.b.use_var(lin0);
+            let next = self.b.ins().iadd_imm_s(l0, width as i64);
+            self.b.def_var(lin0, next);
+            self.b.ins().jump(head, &[]);
+        }
 
         // Every full group done: the first item not run to `ctx.lin`.
         self.b.switch_to_block(exit);
@@ -380,55 +395,83 @@ impl Tr<'_, '_> {
                 snapshots: Vec::new(),
                 bails: Vec::new(),
                 live: liveness::live_in(self.f),
+                resume: resume.map(<[u32]>::to_vec),
             });
         }
     }
 
-    /// Fills the bail-out blocks: each lane's registers (as cells) and continuation to its
-    /// register file, the group to `ctx.lin`, the pc to `ctx.stop_pc`, then `STOP_BAIL`.
+    /// Each lane's registers as the interpreter's fresh item frame: the parameters from the
+    /// launch frame's `cells`, every other register 0.
+    fn fresh_lanes(&mut self, lanes: &[Lane], cells: &[Value]) {
+        let zeros = [
+            self.b.ins().iconst(I64, 0),
+            self.b.ins().f32const(0.0),
+            self.b.ins().f64const(0.0),
+        ];
+        for lane in lanes {
+            for (r, &var) in lane.vars.iter().enumerate() {
+                let kind = self.kinds[r];
+                let v = match cells.get(r) {
+                    Some(&cell) => self.value_of(kind, cell),
+                    None => match kind {
+                        Kind::F32 => zeros[1],
+                        Kind::F64 => zeros[2],
+                        Kind::Int | Kind::Mem => zeros[0],
+                    },
+                };
+                self.b.def_var(var, v);
+            }
+        }
+    }
+
+    /// Each lane's registers from its file at `ctx.regs`.
+    fn lanes_from_files(&mut self, lanes: &[Lane]) {
+        let files = self.ctx_load(doff::REGS);
+        let stride = 8 * (self.f.regs.len() as i32 + 1);
+        for (j, lane) in lanes.iter().enumerate() {
+            for (r, &var) in lane.vars.iter().enumerate() {
+                let at = stride * j as i32 + 8 * r as i32;
+                let cell = self.b.ins().load(I64, MF, files, at);
+                let v = self.value_of(self.kinds[r], cell);
+                self.b.def_var(var, v);
+            }
+        }
+    }
+
+    /// A barrier reached by every lane of a resumable group: each lane's live registers to its
+    /// file, the continuation after the barrier to `ctx.resume` and the barrier's pc to
+    /// `ctx.stop_pc`, then `STOP_RENDEZVOUS` (the embedder has each lane execute it).
+    fn lockstep_rendezvous(&mut self, pc: u32) -> Result<bool, JitError> {
+        let Some(l) = self.lanes() else {
+            return Err(self.err(pc, "rendezvous outside lockstep code".into()));
+        };
+        let k = l
+            .resume
+            .as_ref()
+            .and_then(|r| r.iter().position(|&c| c == pc + 1))
+            .ok_or_else(|| self.err(pc, "no continuation after this rendezvous".into()))?;
+        self.store_lanes(pc, &[], None);
+        let ctx = self.ctx;
+        let cont = self.b.ins().iconst(I64, k as i64 + 1);
+        self.b.ins().store(MF, cont, ctx, doff::RESUME);
+        let at = self.b.ins().iconst(I64, i64::from(pc));
+        self.b.ins().store(MF, at, ctx, doff::STOP_PC);
+        let stop = self.b.ins().iconst(I32, i64::from(STOP_RENDEZVOUS));
+        self.b.ins().return_(&[stop]);
+        Ok(true)
+    }
+
+    /// Fills the bail-out blocks: each lane's live registers (as cells) and continuation to
+    /// its register file, the group to `ctx.lin`, the pc to `ctx.stop_pc`, then `STOP_BAIL`.
     pub(super) fn lockstep_epilogue(&mut self) {
         let Some(l) = self.lanes_mut() else {
             return;
         };
         let bails = std::mem::take(&mut l.bails);
-        let live = std::mem::take(&mut l.live);
-        let (lanes, lin0) = (l.lanes.clone(), l.lin0);
-        let n = self.f.regs.len();
-        let stride = 8 * (n as i32 + 1);
+        let lin0 = l.lin0;
         for bail in bails {
             self.b.switch_to_block(bail.block);
-            let files = self.ctx_load(doff::REGS);
-            for (j, lane) in lanes.iter().enumerate() {
-                let base = stride * j as i32;
-                for r in 0..n {
-                    // A dead register's cell is never read before the item writes it.
-                    if !live
-                        .get(bail.pc as usize)
-                        .is_some_and(|l| l.contains(r as u16))
-                    {
-                        continue;
-                    }
-                    let saved = bail
-                        .snapshots
-                        .iter()
-                        .find(|&&(sj, sr, _)| sj == j && usize::from(sr) == r);
-                    let v = match saved {
-                        Some(&(_, _, v)) => v,
-                        None => self.b.use_var(lane.vars[r]),
-                    };
-                    let cell = self.cell_of(self.kinds[r], v);
-                    self.b.ins().store(MF, cell, files, base + 8 * r as i32);
-                }
-                let cont = match &bail.branch {
-                    Some((conds, on_true, on_false)) => {
-                        let t = self.b.ins().iconst(I64, *on_true);
-                        let f = self.b.ins().iconst(I64, *on_false);
-                        self.b.ins().select(conds[j], t, f)
-                    }
-                    None => self.b.ins().iconst(I64, i64::from(bail.pc) + 1),
-                };
-                self.b.ins().store(MF, cont, files, base + 8 * n as i32);
-            }
+            self.store_lanes(bail.pc, &bail.snapshots, Some(&bail.branch));
             let ctx = self.ctx;
             let l0 = self.b.use_var(lin0);
             self.b.ins().store(MF, l0, ctx, doff::LIN);
@@ -436,6 +479,53 @@ impl Tr<'_, '_> {
             self.b.ins().store(MF, pc, ctx, doff::STOP_PC);
             let stop = self.b.ins().iconst(I32, i64::from(STOP_BAIL));
             self.b.ins().return_(&[stop]);
+        }
+    }
+
+    /// Stores each lane's registers live at `pc` (the snapshot's value where there is one) to
+    /// its file at `ctx.regs`, and, for a bail (`bail`), where the lane continues: after a
+    /// divergent branch where its condition leads, else at `pc`.
+    fn store_lanes(
+        &mut self,
+        pc: u32,
+        snapshots: &[(usize, u16, Value)],
+        bail: Option<&Option<(Vec<Value>, i64, i64)>>,
+    ) {
+        let Some(l) = self.lanes() else {
+            return;
+        };
+        let lanes = l.lanes.clone();
+        let live = l.live.get(pc as usize).cloned().unwrap_or_default();
+        let n = self.f.regs.len();
+        let stride = 8 * (n as i32 + 1);
+        let files = self.ctx_load(doff::REGS);
+        for (j, lane) in lanes.iter().enumerate() {
+            let base = stride * j as i32;
+            for r in 0..n {
+                // A dead register's cell is never read before the item writes it.
+                if !live.contains(r as u16) {
+                    continue;
+                }
+                let saved = snapshots
+                    .iter()
+                    .find(|&&(sj, sr, _)| sj == j && usize::from(sr) == r);
+                let v = match saved {
+                    Some(&(_, _, v)) => v,
+                    None => self.b.use_var(lane.vars[r]),
+                };
+                let cell = self.cell_of(self.kinds[r], v);
+                self.b.ins().store(MF, cell, files, base + 8 * r as i32);
+            }
+            let cont = match bail {
+                None => continue,
+                Some(Some((conds, on_true, on_false))) => {
+                    let t = self.b.ins().iconst(I64, *on_true);
+                    let f = self.b.ins().iconst(I64, *on_false);
+                    self.b.ins().select(conds[j], t, f)
+                }
+                Some(None) => self.b.ins().iconst(I64, i64::from(pc) + 1),
+            };
+            self.b.ins().store(MF, cont, files, base + 8 * n as i32);
         }
     }
 }
