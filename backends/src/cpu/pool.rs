@@ -75,19 +75,19 @@ pub(crate) struct Pool {
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool")
-            .field("threads", &self.threads().ok())
+            .field("threads", &self.threads())
             .finish()
     }
 }
 
 impl Pool {
-    /// The number of threads the pool has started (for tests and debugging), or `Err(())`
-    /// while a launch uses it.
-    pub(crate) fn threads(&self) -> Result<usize, ()> {
+    /// The number of threads the pool has started (for tests and debugging); `None` while a
+    /// launch uses it.
+    pub(crate) fn threads(&self) -> Option<usize> {
         match self.threads.try_lock() {
-            Ok(t) => Ok(t.len()),
-            Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner().len()),
-            Err(std::sync::TryLockError::WouldBlock) => Err(()),
+            Ok(t) => Some(t.len()),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner().len()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
         }
     }
 
@@ -242,7 +242,7 @@ mod tests {
                 assert!(c.load(Ordering::Relaxed) <= 1);
             }
         }
-        assert_eq!(pool.threads(), Ok(3));
+        assert_eq!(pool.threads(), Some(3));
     }
 
     #[test]
@@ -291,6 +291,6 @@ mod tests {
                 ran.store(1, Ordering::Release);
             }
         }));
-        assert_eq!(pool.threads(), Ok(1));
+        assert_eq!(pool.threads(), Some(1));
     }
 }
