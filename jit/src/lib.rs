@@ -129,6 +129,13 @@ pub struct JitOptions {
     /// Reach array elements and instance fields through the embedder's [`ObjectViews`]
     /// (`JitContext::views`) with a few inline instructions, falling back to the hooks only
     /// for errors and unusual objects. Off by default: the embedder must maintain the table.
+    ///
+    /// Also turns on *partial inlining*: at a call, the callee's pure code from its entry
+    /// runs in place (its registers as variables), and the real call is made only when that
+    /// code reaches anything else before a `ret` (a call, a heap access, a loop, …): leaf
+    /// cases of recursions, small arithmetic functions. Such calls then no longer go through
+    /// [`RuntimeHooks::call_interp`] even when the callee is not compiled, so the embedder's
+    /// interpreter must compute what the bytecode says (the VM's does; a test stub may not).
     pub inline_objects: bool,
 }
 

@@ -22,7 +22,7 @@
 //! raises the error at the right instruction — so a loop that never runs an access never
 //! faults, as in the interpreter.
 
-use cajeta_bytecode::{Elem, Function, Instr, Op, Operand, Type};
+use cajeta_bytecode::{Elem, Function, Instr, Op, Operand, Scalar, Type};
 
 use crate::context::ObjectView;
 
@@ -33,8 +33,30 @@ pub(crate) struct HoistedLoop {
     pub header: u32,
     /// The last pc of the loop (its furthest backward branch).
     pub end: u32,
-    /// The hoisted registers and the view kind each is looked up as.
+    /// The hoisted registers and the view kind each is looked up as (none when the loop
+    /// calls or drops).
     pub regs: Vec<(u16, u32)>,
+    /// Its strength-reduced multiplications (see [`Reduced`]).
+    pub reduced: Vec<Reduced>,
+}
+
+/// A multiplication `mul r, x, j` (or `r, j, x`) in a loop where `x` is loop-invariant and
+/// `j` an induction variable: written in the loop only by one `addi j, j, step`. The product
+/// is then kept in a variable `p`, set to `x * j` in the preheader and advanced by
+/// `x * step` right after the `addi`, so that `p ≡ x * j` (modulo 2^64) at every point of
+/// the loop; the `mul` becomes `r = p` re-canonicalised to its width, which is exact because
+/// a narrow `addi` changes `j` by `step` modulo its width, which `p` sees modulo 2^64.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Reduced {
+    /// The `mul`'s pc.
+    pub mul: u32,
+    /// The invariant factor.
+    pub x: u16,
+    /// The induction variable.
+    pub j: u16,
+    /// The `addi`'s pc and immediate.
+    pub inc: u32,
+    pub step: i64,
 }
 
 impl HoistedLoop {
@@ -77,8 +99,9 @@ pub(crate) fn writes(i: &Instr, r: u16) -> bool {
             .any(|&(o, x)| matches!(o, Operand::Dst(_)) && x == r)
 }
 
-/// The loops of `f` whose lookups can be hoisted (see the module documentation), innermost
-/// last among loops sharing code; loops without candidates are left out.
+/// The loops of `f` whose lookups can be hoisted (see the module documentation) or that
+/// have strength-reduced multiplications ([`Reduced`]), innermost last among loops sharing
+/// code; loops with neither are left out.
 pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
     let code = &f.code;
     // header -> furthest backward branch.
@@ -98,9 +121,6 @@ pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
             continue;
         }
         let body = &code[header as usize..=end as usize];
-        if body.iter().any(|i| matches!(i.op, Op::Call | Op::Drop)) {
-            continue;
-        }
         let entered_inside = code.iter().enumerate().any(|(pc, i)| {
             let pc = pc as u32;
             let outside = pc < header || pc > end;
@@ -111,24 +131,67 @@ pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
         }
         let written = |r: u16| body.iter().any(|i| writes(i, r));
         let mut regs: Vec<(u16, u32)> = Vec::new();
-        for i in body {
+        // Only a loop that cannot free objects keeps their views.
+        let frees = body.iter().any(|i| matches!(i.op, Op::Call | Op::Drop));
+        for i in body.iter().filter(|_| !frees) {
             if let Some((r, kind)) = object_operand(f, i.op, i.a, i.b) {
                 if !regs.iter().any(|&(x, _)| x == r) && !written(r) {
                     regs.push((r, kind));
                 }
             }
         }
-        if !regs.is_empty() {
-            loops.push(HoistedLoop { header, end, regs });
+        let reduced = reductions(header, body);
+        if !regs.is_empty() || !reduced.is_empty() {
+            loops.push(HoistedLoop {
+                header,
+                end,
+                regs,
+                reduced,
+            });
         }
     }
     loops
 }
 
+/// The strength-reducible multiplications of the loop `body` starting at pc `header`.
+fn reductions(header: u32, body: &[Instr]) -> Vec<Reduced> {
+    let written = |r: u16| body.iter().any(|i| writes(i, r));
+    let mut out = Vec::new();
+    for (k, i) in body.iter().enumerate() {
+        let m = i.op.mnemonic();
+        let int_mul = m
+            .strip_prefix("mul.")
+            .is_some_and(|s| Scalar::ALL.iter().any(|x| !x.is_float() && x.suffix() == s));
+        if !int_mul {
+            continue;
+        }
+        for (x, j) in [(i.b, i.c), (i.c, i.b)] {
+            if x == j || written(x) {
+                continue;
+            }
+            let mut writes_j = body.iter().enumerate().filter(|(_, w)| writes(w, j));
+            let (Some((at, w)), None) = (writes_j.next(), writes_j.next()) else {
+                continue;
+            };
+            if w.op.mnemonic().starts_with("addi.") && w.a == j && w.b == j {
+                out.push(Reduced {
+                    mul: header + k as u32,
+                    x,
+                    j,
+                    inc: header + at as u32,
+                    step: i64::from(w.c as i16),
+                });
+                break;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cajeta_bytecode::{FnKind, Scalar};
+    use cajeta_bytecode::FnKind;
 
     /// `for (i = 0; i < n; i++) x = a[i];` with `extra` inserted in the loop body and `entry`
     /// as the instruction before the loop.
@@ -186,9 +249,55 @@ mod tests {
             vec![HoistedLoop {
                 header: 2,
                 end: 6,
-                regs: vec![(0, kind)]
+                regs: vec![(0, kind)],
+                reduced: Vec::new(),
             }]
         );
+    }
+
+    /// `for (j = 0; j < n; j++) r = x * j;` with `extra` before the increment.
+    fn product_loop(extra: Option<Instr>) -> Function {
+        let mut f = sum_loop(None, START);
+        f.regs = vec![Type::I64; 6];
+        f.regs[4] = Type::BOOL;
+        // r0 x, r1 j, r2 n, r3 r; pc 4: r3 = x * j (or j * x); pc 5: j += 1.
+        f.code[4] = Instr::new(Op::MulI64, 3, 0, 1);
+        f.code[5] = Instr::new(Op::AddImmI64, 1, 1, 1);
+        if let Some(x) = extra {
+            f.code.insert(5, x);
+            for i in &mut f.code {
+                if i.op.is_branch() && i.bc() >= 5 {
+                    i.set_bc(i.bc() + 1);
+                }
+            }
+        }
+        f
+    }
+
+    #[test]
+    fn a_product_of_an_invariant_and_an_induction_variable_is_reduced() {
+        let loops = hoisted_loops(&product_loop(None));
+        let want = Reduced {
+            mul: 4,
+            x: 0,
+            j: 1,
+            inc: 5,
+            step: 1,
+        };
+        assert_eq!(loops.len(), 1);
+        assert_eq!(loops[0].reduced, vec![want.clone()]);
+        // Either operand order; a call does not matter (registers are the frame's own).
+        let mut swapped = product_loop(Some(Instr::new(Op::Call, 3, 6, 0)));
+        swapped.code[4] = Instr::new(Op::MulI64, 3, 1, 0);
+        let loops = hoisted_loops(&swapped);
+        assert_eq!(loops[0].reduced, vec![Reduced { inc: 6, ..want }]);
+        // A second write of j, or any write of x, keeps the multiplication.
+        for extra in [
+            Instr::new(Op::AddI64, 1, 1, 5),
+            Instr::new(Op::LoadI, 0, 0, 0),
+        ] {
+            assert!(hoisted_loops(&product_loop(Some(extra))).is_empty());
+        }
     }
 
     #[test]

@@ -73,7 +73,8 @@ pub(crate) struct Setup<'a> {
     pub table: usize,
     /// Emit fuel accounting.
     pub fuel: bool,
-    /// Inline array and field access through the object views (`JitOptions::inline_objects`).
+    /// Inline array and field access through the object views, and the pure prefix of
+    /// callees ([`Tr::inline_prefix`]) (`JitOptions::inline_objects`).
     pub inline_objects: bool,
     /// A direct reference to the function's internal body (self-recursion needs no table
     /// load; the entry wrapper calls it).
@@ -267,9 +268,10 @@ struct Tr<'a, 'b> {
     checked: Vec<(u16, u16)>,
 }
 
-/// A hoisting loop, its preheader block and, per hoisted register (in the loop's order),
-/// the variables holding the object's data address and length.
-type Hoist = (HoistedLoop, Block, Vec<(Variable, Variable)>);
+/// A hoisting loop, its preheader block, per hoisted register (in the loop's order) the
+/// variables holding the object's data address and length, and per strength-reduced
+/// multiplication the variable holding its product.
+type Hoist = (HoistedLoop, Block, Vec<(Variable, Variable)>, Vec<Variable>);
 
 /// A cold error exit still to be filled: the hook call that raises the error of the access
 /// at `pc`, then the function's error exit.
@@ -387,22 +389,23 @@ impl<'a, 'b> Tr<'a, 'b> {
             .collect();
 
         let mem = ObjectMem::new(&mut b);
-        let hoisted = if s.inline_objects {
-            loops::hoisted_loops(f)
-                .into_iter()
-                .map(|l| {
-                    let pre = b.create_block();
-                    let vars = l
-                        .regs
-                        .iter()
-                        .map(|_| (b.declare_var(I64), b.declare_var(I64)))
-                        .collect();
-                    (l, pre, vars)
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        // Loops with views to hoist or products to keep (views only with inline objects).
+        let hoisted: Vec<Hoist> = loops::hoisted_loops(f)
+            .into_iter()
+            .map(|mut l| {
+                if !s.inline_objects {
+                    l.regs.clear();
+                }
+                let pre = b.create_block();
+                let vars = l
+                    .regs
+                    .iter()
+                    .map(|_| (b.declare_var(I64), b.declare_var(I64)))
+                    .collect();
+                let products = l.reduced.iter().map(|_| b.declare_var(I64)).collect();
+                (l, pre, vars, products)
+            })
+            .collect();
         let mut tr = Tr {
             s,
             f,
@@ -426,6 +429,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             dev: None,
             checked: Vec::new(),
         };
+        tr.native_stack_check(&params[3..]);
         // A frame with String registers uses its window: make sure it exists (callers
         // reserve nothing for native callees).
         if tr.kinds.contains(&Kind::Mem) || f.code.iter().any(|i| xpu_host(i.op)) {
@@ -446,6 +450,62 @@ impl<'a, 'b> Tr<'a, 'b> {
             tr.b.ins().jump(first, &[]);
         }
         tr
+    }
+
+    /// A native call needs native stack: below the embedder's limit
+    /// (`JitContext::native_stack_limit`) the function runs itself in the interpreter
+    /// instead, whose frames are on the heap. Checked here rather than at each call site, so
+    /// that call sites stay a plain call. `params` are the body's parameters after the fixed
+    /// three. The interpreter needs the window, holding the arguments: it is reserved, the
+    /// arguments stored, and the `call_interp` hook's status, ownership bit and result are
+    /// returned as this function's, with no trace entry (the caller pushes its call site, as
+    /// for any failed call). Runs before the call's unit of fuel: the interpreter counts it.
+    fn native_stack_check(&mut self, params: &[Value]) {
+        let ctx = self.ctx;
+        let hooks = *self.s.hooks;
+        let sp = self.b.ins().get_stack_pointer(I64);
+        let limit = self.b.ins().load(I64, MF, ctx, off::NATIVE_LIMIT);
+        let low = self.b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
+        let native = self.b.create_block();
+        let interp = self.b.create_block();
+        self.b.set_cold_block(interp);
+        self.b.ins().brif(low, interp, &[], native, &[]);
+
+        self.b.switch_to_block(interp);
+        let cells = self.f.regs.len() as i64;
+        let need = self.b.ins().iadd_imm_s(self.regs_off_cells, cells);
+        let len = self.b.ins().load(I64, MF, ctx, off::STACK_LEN);
+        let short = self.b.ins().icmp(IntCC::UnsignedGreaterThan, need, len);
+        let grow = self.b.create_block();
+        let room = self.b.create_block();
+        self.b.ins().brif(short, grow, &[], room, &[]);
+        self.b.switch_to_block(grow);
+        let st = self.call1(hooks.grow_stack as usize, &[I64, I64], I32, &[ctx, need]);
+        let failed = self.b.create_block();
+        self.b.ins().brif(st, failed, &[], room, &[]);
+        self.b.switch_to_block(failed);
+        let st = self.b.ins().uextend(I64, st);
+        let zero = self.b.ins().iconst(I64, 0);
+        self.b.ins().return_(&[st, zero]);
+
+        self.b.switch_to_block(room);
+        let regs = self.regs();
+        let mut next = params.iter();
+        for p in 0..self.f.params {
+            let k = self.kind(p);
+            if k == Kind::Mem {
+                continue;
+            }
+            if let Some(&v) = next.next() {
+                let cell = self.cell_of(k, v);
+                self.b.ins().store(MF, cell, regs, 8 * i32::from(p));
+            }
+        }
+        let caller_depth = self.b.ins().iadd_imm_s(self.depth, -1);
+        let (st, v) = self.run_interpreted(self.s.func, regs, caller_depth);
+        self.b.ins().return_(&[st, v]);
+
+        self.b.switch_to_block(native);
     }
 
     /// Fills the shared error exit.
@@ -611,7 +671,7 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// hoisting loop whose header `target` is, when `pc` lies outside that loop, else the
     /// target's own block.
     fn branch_block(&self, pc: u32, target: u32) -> Result<Block, JitError> {
-        for (l, pre, _) in &self.hoisted {
+        for (l, pre, _, _) in &self.hoisted {
             if l.header == target && !l.contains(pc) {
                 return Ok(*pre);
             }
@@ -622,10 +682,10 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// Fills the preheader of the loop at `header` (its block `body`): each hoisted register
     /// looked up once (see [`crate::loops`]), then on to the header.
     fn preheader(&mut self, header: u32, body: Block) {
-        let Some(k) = self.hoisted.iter().position(|(l, _, _)| l.header == header) else {
+        let Some(k) = self.hoisted.iter().position(|(l, ..)| l.header == header) else {
             return;
         };
-        let (l, pre, vars) = self.hoisted[k].clone();
+        let (l, pre, vars, products) = self.hoisted[k].clone();
         self.b.switch_to_block(pre);
         for (&(reg, kind), &(data_var, len_var)) in l.regs.iter().zip(&vars) {
             if self.hoisted_view(header, reg) != Some((data_var, len_var)) {
@@ -637,7 +697,41 @@ impl<'a, 'b> Tr<'a, 'b> {
             self.b.def_var(data_var, data);
             self.b.def_var(len_var, len);
         }
+        for (r, &p) in l.reduced.iter().zip(&products) {
+            let (x, j) = (self.get(r.x), self.get(r.j));
+            let v = self.b.ins().imul(x, j);
+            self.b.def_var(p, v);
+        }
         self.b.ins().jump(body, &[]);
+    }
+
+    /// The product variable standing for the strength-reduced `mul` at `pc`, if any (see
+    /// [`loops::Reduced`]).
+    fn reduced_product(&self, pc: u32) -> Option<Variable> {
+        self.hoisted.iter().find_map(|(l, _, _, products)| {
+            let k = l.reduced.iter().position(|r| r.mul == pc)?;
+            Some(products[k])
+        })
+    }
+
+    /// After the instruction at `pc`: if it is the `addi` of a strength reduction's
+    /// induction variable, advance the product by `x * step`.
+    fn advance_products(&mut self, pc: u32) {
+        let mut steps = Vec::new();
+        for (l, _, _, products) in &self.hoisted {
+            for (r, &p) in l.reduced.iter().zip(products) {
+                if r.inc == pc {
+                    steps.push((r.x, r.step, p));
+                }
+            }
+        }
+        for (x, step, p) in steps {
+            let x = self.get(x);
+            let by = self.b.ins().imul_imm_s(x, step);
+            let old = self.b.use_var(p);
+            let v = self.b.ins().iadd(old, by);
+            self.b.def_var(p, v);
+        }
     }
 
     /// The hoisted (data, length) variables of `reg` at `pc`, from the outermost hoisting
@@ -646,8 +740,8 @@ impl<'a, 'b> Tr<'a, 'b> {
     fn hoisted_view(&self, pc: u32, reg: u16) -> Option<(Variable, Variable)> {
         self.hoisted
             .iter()
-            .filter(|(l, _, _)| l.contains(pc))
-            .filter_map(|(l, _, vars)| {
+            .filter(|(l, ..)| l.contains(pc))
+            .filter_map(|(l, _, vars, _)| {
                 let k = l.regs.iter().position(|&(r, _)| r == reg)?;
                 Some((l.end - l.header, vars[k]))
             })
@@ -1023,6 +1117,9 @@ impl<'a, 'b> Tr<'a, 'b> {
                 let t = i.bc();
                 if t <= pc {
                     self.consume_fuel(pc);
+                    if self.rotate(t)? {
+                        return Ok(true);
+                    }
                 }
                 let blk = self.branch_block(pc, t)?;
                 self.b.ins().jump(blk, &[]);
@@ -1302,7 +1399,25 @@ impl<'a, 'b> Tr<'a, 'b> {
                     format!("`{}` is not supported by the JIT", op.mnemonic()),
                 ))
             }
-            op => self.generic(pc, i, op)?,
+            op => match self.reduced_product(pc) {
+                Some(p) => {
+                    // A strength-reduced `mul.<int>` (the scalar is its suffix's).
+                    let v = self.b.use_var(p);
+                    let s = op
+                        .mnemonic()
+                        .split_once('.')
+                        .and_then(|(_, s)| suffix_scalar(s));
+                    let v = match s {
+                        Some(s) => self.canon(s, v),
+                        None => return Err(self.err(pc, "malformed multiplication".into())),
+                    };
+                    self.set(i.a, v);
+                }
+                None => {
+                    self.generic(pc, i, op)?;
+                    self.advance_products(pc);
+                }
+            },
         }
         Ok(false)
     }
@@ -1884,12 +1999,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             .get(usize::from(i.c))
             .ok_or_else(|| self.err(pc, format!("function {callee_idx} out of range")))?;
         let ctx = self.ctx;
-        let hooks = *self.s.hooks;
 
-        if let Some(v) = self.fuel_var {
-            let fuel = self.b.use_var(v);
-            self.b.ins().store(MF, fuel, ctx, off::FUEL);
-        }
         let callee_off = self.b.ins().iadd_imm_s(self.regs_off, 8 * i64::from(i.b));
         let mut args = vec![ctx, callee_off, self.depth];
         let mut arg_regs = Vec::new();
@@ -1903,19 +2013,28 @@ impl<'a, 'b> Tr<'a, 'b> {
             }
         }
 
-        // A native call needs native stack: below the embedder's limit the callee runs in
-        // the interpreter instead (whose frames are on the heap).
-        let sp = self.b.ins().get_stack_pointer(I64);
-        let limit = self.b.ins().load(I64, MF, ctx, off::NATIVE_LIMIT);
-        let low = self.b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
+        // (result cell, ownership bit) of the call, from either path below.
+        let done = self.b.create_block();
+        self.b.append_block_param(done, I64);
+        self.b.append_block_param(done, I64);
+        let inline = self.s.inline_objects && self.fuel_var.is_none() && self.dev.is_none();
+        if inline && fast_exit(module, callee) {
+            let slow = self.b.create_block();
+            self.inline_prefix(callee, &args[3..], slow, done)?;
+            self.b.switch_to_block(slow);
+        }
+
+        if let Some(v) = self.fuel_var {
+            let fuel = self.b.use_var(v);
+            self.b.ins().store(MF, fuel, ctx, off::FUEL);
+        }
+
+        // A compiled callee checks the native stack itself (see `native_stack_check`).
         let jit = self.b.create_block();
         let interp = self.b.create_block();
         let join = self.b.create_block();
         self.b.append_block_param(join, I64);
         self.b.append_block_param(join, I64);
-        let check = self.b.create_block();
-        self.b.ins().brif(low, interp, &[], check, &[]);
-        self.b.switch_to_block(check);
         let entry = if callee_idx == self.s.func {
             self.b.ins().jump(jit, &[]);
             None
@@ -1942,48 +2061,358 @@ impl<'a, 'b> Tr<'a, 'b> {
             .ins()
             .jump(join, &[BlockArg::Value(st), BlockArg::Value(v)]);
 
-        // The interpreter needs the callee's window (which holds the arguments, in the
-        // caller's window): reserve it, then store the arguments.
+        // A callee without code runs in the interpreter, which needs its window (holding
+        // the arguments, in the caller's window): reserve it, then store the arguments.
+        // (Never for a self-call: this function has code.)
         self.b.switch_to_block(interp);
-        self.ensure_room(pc, i64::from(i.b) + callee.regs.len() as i64);
-        for &r in &arg_regs {
-            self.spill(r);
+        if entry.is_none() {
+            let zero = self.b.ins().iconst(I64, 0);
+            let args = [BlockArg::Value(zero), BlockArg::Value(zero)];
+            self.b.ins().jump(join, &args);
+        } else {
+            self.call_interp(pc, i, callee, &arg_regs, join);
         }
-        let regs = self.regs();
-        let callee_regs = self.b.ins().iadd_imm_s(regs, 8 * i64::from(i.b));
-        let depth = self.depth;
-        self.b.ins().store(MF, depth, ctx, off::DEPTH);
-        let fi = self.i32c(callee_idx);
-        let st = self.call1(
-            hooks.call_interp as usize,
-            &[I64, I32, I64],
-            I32,
-            &[ctx, fi, callee_regs],
-        );
-        let st = self.b.ins().uextend(I64, st);
-        let own = self.b.ins().load(I64, MF, ctx, off::OWN);
-        let own = self.b.ins().ishl_imm_u(own, 32);
-        let st = self.b.ins().bor(st, own);
-        let v = self.ret_cell();
-        self.b
-            .ins()
-            .jump(join, &[BlockArg::Value(st), BlockArg::Value(v)]);
-
         self.b.switch_to_block(join);
         let (st_own, v) = (self.b.block_params(join)[0], self.b.block_params(join)[1]);
         let st = self.b.ins().ireduce(I32, st_own);
         self.fail_if(st, st, pc);
         let own = self.b.ins().ushr_imm_u(st_own, 32);
-        self.b.def_var(self.own_var, own);
         if let Some(fv) = self.fuel_var {
             let fuel = self.b.ins().load(I64, MF, ctx, off::FUEL);
             self.b.def_var(fv, fuel);
         }
+        self.b
+            .ins()
+            .jump(done, &[BlockArg::Value(v), BlockArg::Value(own)]);
+
+        self.b.switch_to_block(done);
+        let (v, own) = (self.b.block_params(done)[0], self.b.block_params(done)[1]);
+        self.b.def_var(self.own_var, own);
         if callee.ret.is_some() {
             self.set_cell(i.a, v);
         }
         Ok(())
     }
+
+    /// The call of `callee` at `pc` through the `call_interp` hook, with the arguments
+    /// (`arg_regs`) stored in the callee's window; jumps to `join` with
+    /// `(status | own << 32, result cell)`.
+    fn call_interp(&mut self, pc: u32, i: Instr, callee: &Function, arg_regs: &[u16], join: Block) {
+        self.ensure_room(pc, i64::from(i.b) + callee.regs.len() as i64);
+        for &r in arg_regs {
+            self.spill(r);
+        }
+        let regs = self.regs();
+        let callee_regs = self.b.ins().iadd_imm_s(regs, 8 * i64::from(i.b));
+        let (st, v) = self.run_interpreted(u32::from(i.c), callee_regs, self.depth);
+        self.b
+            .ins()
+            .jump(join, &[BlockArg::Value(st), BlockArg::Value(v)]);
+    }
+
+    /// Loop rotation: a backward `jmp` to a loop header `t` whose block is a
+    /// few pure instructions ending in a conditional branch (the test of a `for`/`while`)
+    /// gets its own copy of that test, branching straight to the body or the exit. Each
+    /// iteration then takes one branch instead of a jump and a branch, and the loop's back
+    /// edge enters the body directly. Returns false (nothing emitted) when the header does
+    /// not have that shape.
+    fn rotate(&mut self, t: u32) -> Result<bool, JitError> {
+        let f = self.f;
+        let (start, end) = (t as usize, (t as usize + ROTATE_MAX).min(f.code.len()));
+        let Some(k) = (start..end).find(|&k| f.code[k].op.is_branch()) else {
+            return Ok(false);
+        };
+        let test = f.code[k];
+        let leader = |x: usize| self.blocks.get(x).is_some_and(|b| b.is_some());
+        let simple = matches!(test.op, Op::JmpIf | Op::JmpIfNot)
+            && (start + 1..=k).all(|x| !leader(x))
+            && f.code[start..k]
+                .iter()
+                .all(|&i| pure_total(self.s.module, i));
+        if !simple {
+            return Ok(false);
+        }
+        for (x, &ins) in f.code[start..k].iter().enumerate() {
+            self.instr((start + x) as u32, ins)?;
+        }
+        let c = self.get(test.a);
+        // As from the test's own pc (the back edge is inside the loop of `t`: no preheader
+        // is skipped).
+        let taken = self.branch_block(k as u32, test.bc())?;
+        let next = self.branch_block(k as u32, k as u32 + 1)?;
+        if test.op == Op::JmpIf {
+            self.b.ins().brif(c, taken, &[], next, &[]);
+        } else {
+            self.b.ins().brif(c, next, &[], taken, &[]);
+        }
+        Ok(true)
+    }
+
+    /// Runs function `func` with its window at `regs` through the `call_interp` hook (the
+    /// calling frame's depth `depth` in the context): `(status | own << 32, result cell)`.
+    fn run_interpreted(&mut self, func: u32, regs: Value, depth: Value) -> (Value, Value) {
+        let ctx = self.ctx;
+        let hooks = *self.s.hooks;
+        self.b.ins().store(MF, depth, ctx, off::DEPTH);
+        let func = self.i32c(func);
+        let params = [I64, I32, I64];
+        let st = self.call1(hooks.call_interp as usize, &params, I32, &[ctx, func, regs]);
+        let st = self.b.ins().uextend(I64, st);
+        let own = self.b.ins().load(I64, MF, ctx, off::OWN);
+        let own = self.b.ins().ishl_imm_u(own, 32);
+        let st = self.b.ins().bor(st, own);
+        (st, self.ret_cell())
+    }
+
+    /// Partial inlining of a call of `g` (arguments `args`, its non-String parameters):
+    /// `g`'s code from its entry, as long as it is pure and runs forward ([`prefix_op`]),
+    /// translated in place with `g`'s registers as fresh variables. Every path that reaches
+    /// a `ret`/`retvoid` jumps to `done` with the result cell (ownership bit 0); a path that
+    /// meets anything else (a call, a heap access, a backward branch, the size budget)
+    /// jumps to `slow`, the real call, which runs `g` from its start on the unchanged
+    /// argument registers: the prefix wrote only its own variables, so nothing it did is
+    /// seen twice. The depth check of `g`'s prologue comes first (a call at the depth limit
+    /// takes the real call and fails there), so errors and traces are the real call's.
+    fn inline_prefix(
+        &mut self,
+        g: &'a Function,
+        args: &[Value],
+        slow: Block,
+        done: Block,
+    ) -> Result<(), JitError> {
+        let kinds: Vec<Kind> = g.regs.iter().map(|&t| kind_of(t)).collect();
+        let vars: Vec<Variable> = kinds
+            .iter()
+            .map(|&k| {
+                self.b.declare_var(match k {
+                    Kind::F32 => F32,
+                    Kind::F64 => F64,
+                    Kind::Int | Kind::Mem => I64,
+                })
+            })
+            .collect();
+        for (&v, &a) in vars.iter().zip(args) {
+            self.b.def_var(v, a);
+        }
+        let ctx = self.ctx;
+        let max = self.b.ins().load(I64, MF, ctx, off::MAX_DEPTH);
+        let full = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, self.depth, max);
+        let zero = self.b.ins().iconst(I64, 0);
+        let start = self.b.create_block();
+        self.b.ins().brif(full, slow, &[], start, &[]);
+        // Translate `g`'s instructions with `g`'s registers (and none of this function's
+        // loops: their pcs are not `g`'s).
+        let f = std::mem::replace(&mut self.f, g);
+        let kinds = std::mem::replace(&mut self.kinds, kinds);
+        let vars = std::mem::replace(&mut self.vars, vars);
+        let hoisted = std::mem::take(&mut self.hoisted);
+        let emitted = self.emit_prefix(start, slow, (done, zero));
+        self.f = f;
+        self.kinds = kinds;
+        self.vars = vars;
+        self.hoisted = hoisted;
+        emitted
+    }
+
+    /// The body of [`Tr::inline_prefix`], run with `self.f` the callee: its pure forward
+    /// paths from pc 0, one block per reached leader, entered at `start`; `zero` is the
+    /// ownership bit of a result (and the cell of `retvoid`).
+    fn emit_prefix(
+        &mut self,
+        start: Block,
+        slow: Block,
+        (done, zero): (Block, Value),
+    ) -> Result<(), JitError> {
+        let g = self.f;
+        let leader = leaders(g);
+        let mut blocks: HashMap<u32, Block> = HashMap::from([(0, start)]);
+        let mut work = vec![0u32];
+        let mut budget = PREFIX_BUDGET;
+        while let Some(first) = work.pop() {
+            self.b.switch_to_block(blocks[&first]);
+            let mut pc = first;
+            loop {
+                let mut block_of = |tr: &mut Self, t: u32| {
+                    *blocks.entry(t).or_insert_with(|| {
+                        work.push(t);
+                        tr.b.create_block()
+                    })
+                };
+                let Some(&ins) = g.code.get(pc as usize) else {
+                    self.b.ins().jump(slow, &[]);
+                    break;
+                };
+                if pc != first && leader[pc as usize] {
+                    let next = block_of(self, pc);
+                    self.b.ins().jump(next, &[]);
+                    break;
+                }
+                if budget == 0 {
+                    self.b.ins().jump(slow, &[]);
+                    break;
+                }
+                budget -= 1;
+                let forward = ins.bc() > pc;
+                match ins.op {
+                    Op::Ret => {
+                        let v = self.get_cell(ins.a);
+                        self.b
+                            .ins()
+                            .jump(done, &[BlockArg::Value(v), BlockArg::Value(zero)]);
+                        break;
+                    }
+                    Op::RetVoid => {
+                        self.b
+                            .ins()
+                            .jump(done, &[BlockArg::Value(zero), BlockArg::Value(zero)]);
+                        break;
+                    }
+                    Op::Jmp if forward => {
+                        let t = block_of(self, ins.bc());
+                        self.b.ins().jump(t, &[]);
+                        break;
+                    }
+                    Op::JmpIf | Op::JmpIfNot if forward => {
+                        let c = self.get(ins.a);
+                        let taken = block_of(self, ins.bc());
+                        let next = block_of(self, pc + 1);
+                        if ins.op == Op::JmpIf {
+                            self.b.ins().brif(c, taken, &[], next, &[]);
+                        } else {
+                            self.b.ins().brif(c, next, &[], taken, &[]);
+                        }
+                        break;
+                    }
+                    _ if prefix_op(self.s.module, ins) && !self.may_fault(ins) => {
+                        self.instr(pc, ins)?;
+                        pc += 1;
+                    }
+                    _ => {
+                        self.b.ins().jump(slow, &[]);
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the pure instruction `i` could fail here: an integer division or remainder
+    /// whose divisor is not a known constant other than 0 and −1.
+    fn may_fault(&mut self, i: Instr) -> bool {
+        let m = i.op.mnemonic();
+        let int_div = (m.starts_with("div.") || m.starts_with("rem."))
+            && !matches!(self.kind(i.a), Kind::F32 | Kind::F64);
+        if !int_div {
+            return false;
+        }
+        let signed =
+            suffix_scalar(m.split_once('.').map_or("", |(_, s)| s)).is_some_and(|s| s.is_signed());
+        // The divisor's value, if its definition (this block's `loadi`) is a constant.
+        let k = self
+            .b
+            .try_use_var(self.vars[usize::from(i.c)])
+            .ok()
+            .and_then(|v| self.const_of(v));
+        !matches!(k, Some(k) if k != 0 && !(signed && k == -1))
+    }
+}
+
+/// The most instructions of a loop test [`Tr::rotate`] copies (the branch included).
+const ROTATE_MAX: usize = 4;
+
+/// Instructions a partially inlined prefix may take (per path, see [`Tr::inline_prefix`]).
+const PREFIX_BUDGET: u32 = 24;
+
+/// Whether `i` may run in a partially inlined prefix: it only computes registers from
+/// registers and constants (no heap, statics, strings, hooks or output), and cannot fail
+/// except by an integer division, which [`Tr::may_fault`] settles at the site.
+fn prefix_op(module: &Module, i: Instr) -> bool {
+    match i.op {
+        Op::Nop | Op::Mov | Op::LoadI | Op::LoadNull | Op::LNot | Op::EqRef => true,
+        Op::LoadK => matches!(module.consts.get(i.bc() as usize), Some(Const::Bits(_))),
+        Op::SToF32 | Op::UToF32 | Op::SToF64 | Op::UToF64 | Op::F32ToF64 | Op::F64ToF32 => true,
+        op => {
+            let m = op.mnemonic();
+            if m.starts_with("cvt.") {
+                return !op.is_device_only();
+            }
+            let Some((base, suffix)) = m.split_once('.') else {
+                return false;
+            };
+            suffix_scalar(suffix).is_some()
+                && !op.is_device_only()
+                && matches!(
+                    base,
+                    "add"
+                        | "sub"
+                        | "mul"
+                        | "div"
+                        | "rem"
+                        | "and"
+                        | "or"
+                        | "xor"
+                        | "min"
+                        | "max"
+                        | "shl"
+                        | "shr"
+                        | "ushr"
+                        | "eq"
+                        | "ne"
+                        | "lt"
+                        | "le"
+                        | "neg"
+                        | "not"
+                        | "abs"
+                        | "addi"
+                        | "wrap"
+                        | "math1"
+                        | "pow"
+                        | "atan2"
+                )
+        }
+    }
+}
+
+/// A [`prefix_op`] that cannot fail anywhere (no integer division or remainder).
+fn pure_total(module: &Module, i: Instr) -> bool {
+    let m = i.op.mnemonic();
+    prefix_op(module, i) && !m.starts_with("div.") && !m.starts_with("rem.")
+}
+
+/// Whether a call of `g` is worth a partially inlined prefix: a `ret` is reachable from its
+/// entry through [`prefix_op`]s and forward branches within [`PREFIX_BUDGET`], and `g` has no
+/// String register (those live in a window the prefix does not have).
+fn fast_exit(module: &Module, g: &Function) -> bool {
+    if g.kind != cajeta_bytecode::FnKind::Host || g.regs.iter().any(|&t| kind_of(t) == Kind::Mem) {
+        return false;
+    }
+    let mut seen = vec![false; g.code.len()];
+    let mut work = vec![0usize];
+    let mut budget = PREFIX_BUDGET;
+    while let Some(pc) = work.pop() {
+        let Some(&ins) = g.code.get(pc) else {
+            continue;
+        };
+        if std::mem::replace(&mut seen[pc], true) || budget == 0 {
+            continue;
+        }
+        budget -= 1;
+        match ins.op {
+            Op::Ret | Op::RetVoid => return true,
+            Op::Jmp if ins.bc() as usize > pc => work.push(ins.bc() as usize),
+            Op::JmpIf | Op::JmpIfNot if ins.bc() as usize > pc => {
+                work.push(pc + 1);
+                work.push(ins.bc() as usize);
+            }
+            _ if prefix_op(module, ins) => work.push(pc + 1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The internal body's signature: `(ctx, window offset in bytes, caller's depth,
@@ -2037,8 +2466,19 @@ pub(crate) fn entry_wrapper(mut b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result
             _ => cell,
         });
     }
+    // Entered below the native-stack limit (an embedder whose `call_interp` re-enters
+    // compiled code there, which the contract rules out), the body would hand itself back to
+    // `call_interp` at once: lift the limit for this activation instead, as the limit was
+    // checked at call sites before.
+    let limit = b.ins().load(I64, MF, ctx, off::NATIVE_LIMIT);
+    let sp = b.ins().get_stack_pointer(I64);
+    let low = b.ins().icmp(IntCC::UnsignedLessThan, sp, limit);
+    let zero = b.ins().iconst(I64, 0);
+    let lifted = b.ins().select(low, zero, limit);
+    b.ins().store(MF, lifted, ctx, off::NATIVE_LIMIT);
     let call = b.ins().call(s.self_ref, &args);
     let (st_own, v) = (b.inst_results(call)[0], b.inst_results(call)[1]);
+    b.ins().store(MF, limit, ctx, off::NATIVE_LIMIT);
     b.ins().store(MF, v, ctx, off::RET);
     let own = b.ins().ushr_imm_u(st_own, 32);
     b.ins().store(MF, own, ctx, off::OWN);
@@ -2118,6 +2558,61 @@ mod tests {
             ) || m.starts_with("cvt.");
             assert!(generic || explicit, "`{m}` has no lowering");
         }
+    }
+
+    fn function(regs: Vec<Type>, code: Vec<Instr>) -> Function {
+        Function {
+            name: "T.f".into(),
+            kind: cajeta_bytecode::FnKind::Host,
+            params: 1,
+            ret: Some(Type::I64),
+            regs,
+            code,
+            file: 0,
+            lines: Vec::new(),
+            regions: Vec::new(),
+            locals: Vec::new(),
+            shared: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn partial_inlining_needs_a_pure_forward_path_to_a_return() {
+        let m = Module::default();
+        let regs = vec![Type::I64, Type::I64, Type::BOOL, Type::I64];
+        // fib's shape: `if (n < 2) return n;` before the calls.
+        let leaf = vec![
+            Instr::with_bc(Op::LoadI, 1, 2),
+            Instr::new(Op::LtI64, 2, 0, 1),
+            Instr::with_bc(Op::JmpIfNot, 2, 4),
+            Instr::new(Op::Ret, 0, 0, 0),
+            Instr::new(Op::Call, 3, 1, 0),
+            Instr::new(Op::Ret, 3, 0, 0),
+        ];
+        assert!(fast_exit(&m, &function(regs.clone(), leaf.clone())));
+        // A call first: no path without it.
+        let mut call_first = leaf.clone();
+        call_first.insert(0, Instr::new(Op::Call, 3, 1, 0));
+        for i in &mut call_first {
+            if i.op.is_branch() {
+                i.set_bc(i.bc() + 1);
+            }
+        }
+        assert!(!fast_exit(&m, &function(regs.clone(), call_first)));
+        // The only return after a loop.
+        let looping = vec![
+            Instr::new(Op::LtI64, 2, 0, 1),
+            Instr::with_bc(Op::JmpIf, 2, 0),
+            Instr::new(Op::Ret, 0, 0, 0),
+        ];
+        assert!(!fast_exit(&m, &function(regs.clone(), looping)));
+        // A String register (it lives in a window the prefix does not have).
+        let mut strings = regs;
+        strings.push(Type::Str);
+        assert!(!fast_exit(&m, &function(strings, leaf)));
+        // A division is pure; whether it can fail is settled at the site.
+        let div = Instr::new(Op::DivI64, 1, 0, 1);
+        assert!(prefix_op(&m, div) && !pure_total(&m, div));
     }
 
     #[test]
