@@ -170,14 +170,7 @@ pub(crate) fn step(
             "item register file smaller than the kernel's",
         ));
     }
-    let mut ctx = item_ctx(
-        l,
-        env,
-        views,
-        it.geo,
-        it.registers().as_mut_ptr(),
-        it.resume,
-    );
+    let mut ctx = item_ctx(l, env, views, it);
     // SAFETY: as in `workgroup`, and `regs` points at the item's register file, which holds at
     // least the kernel's registers (checked above) and nothing else touches during the call.
     let status = unsafe { k.run(&mut ctx) };
@@ -285,7 +278,10 @@ pub(crate) fn barrier_phases(
     views: &[MemView],
     items: &mut [Item],
 ) -> Result<bool, FaultKind> {
-    let Some(w) = k.group_width().filter(|&w| w > 0 && items.len().is_multiple_of(w)) else {
+    let Some(w) = k
+        .group_width()
+        .filter(|&w| w > 0 && items.len().is_multiple_of(w))
+    else {
         return Ok(false);
     };
     let n = k.registers;
@@ -304,7 +300,7 @@ pub(crate) fn barrier_phases(
         let mut common: Option<Option<(u64, u64)>> = None;
         for g in 0..groups {
             let file = files[g * w * stride..].as_mut_ptr();
-            let mut ctx = item_ctx(l, env, views, items[g * w].geo, file, resume);
+            let mut ctx = group_ctx(l, env, views, items[g * w].geo, file, resume);
             // SAFETY: as in `workgroup`, and `regs` points at the group's `w` files of
             // `n + 1` cells inside `files`, which nothing else touches during the call.
             let status = unsafe { k.run_group(&mut ctx) };
@@ -462,7 +458,7 @@ fn group(
         };
         file[..n].copy_from_slice(regs);
     }
-    let mut ctx = item_ctx(
+    let mut ctx = group_ctx(
         l,
         env,
         views,
@@ -504,22 +500,22 @@ fn lane(
     it: &mut Item,
     pc: u32,
 ) -> Ahead {
-    let mut ctx = item_ctx(
-        l,
-        env,
-        views,
-        it.geo,
-        it.registers().as_mut_ptr(),
-        it.resume,
-    );
+    let mut ctx = item_ctx(l, env, views, it);
     // SAFETY: as in `step` (the caller checked the register file's size).
     let status = unsafe { k.run_item(&mut ctx, pc) };
     stopped(l, k, it, status, &ctx)
 }
 
-/// The context of an item function for the item with geometry `g`, register file(s) `regs`
-/// and continuation `resume`.
-fn item_ctx(
+/// The context of an item function for item `it` (its geometry, register file and
+/// continuation).
+fn item_ctx(l: &Launch<'_>, env: &Env<'_>, views: &[MemView], it: &mut Item) -> WorkgroupCtx {
+    let regs = it.registers().as_mut_ptr();
+    group_ctx(l, env, views, it.geo, regs, it.resume)
+}
+
+/// The context of a compiled function for the item (or group from the item) with geometry
+/// `g`, register file(s) `regs` and continuation `resume`.
+fn group_ctx(
     l: &Launch<'_>,
     env: &Env<'_>,
     views: &[MemView],

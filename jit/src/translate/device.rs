@@ -382,6 +382,15 @@ impl<'a, 'b> Tr<'a, 'b> {
             let v = self.value_of(self.kind(r), cell);
             self.set(r, v);
         }
+        self.continue_at(&points, latch);
+        self.b.switch_to_block(latch);
+        let done = self.b.ins().iconst(I32, 0);
+        self.b.ins().return_(&[done]);
+    }
+
+    /// Jumps to the continuation `ctx.resume` names (`k`: the block of `points[k - 1]`; 0: the
+    /// first block, or `empty` for empty code).
+    pub(super) fn continue_at(&mut self, points: &[u32], empty: Block) {
         let resume = self.ctx_load(doff::RESUME);
         for (k, &pc) in points.iter().enumerate() {
             let Some(cont) = self.blocks.get(pc as usize).copied().flatten() else {
@@ -392,13 +401,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             self.b.ins().brif(here, cont, &[], next, &[]);
             self.b.switch_to_block(next);
         }
-        match self.blocks.first().copied().flatten() {
-            Some(first) => self.b.ins().jump(first, &[]),
-            None => self.b.ins().jump(latch, &[]),
-        };
-        self.b.switch_to_block(latch);
-        let done = self.b.ins().iconst(I32, 0);
-        self.b.ins().return_(&[done]);
+        let first = self.blocks.first().copied().flatten().unwrap_or(empty);
+        self.b.ins().jump(first, &[]);
     }
 
     /// Stops a resumable item before the rendezvous at `pc`: every register to the register

@@ -351,17 +351,7 @@ impl Tr<'_, '_> {
             }
             Some(points) => {
                 self.lanes_from_files(&lanes);
-                let at = self.ctx_load(doff::RESUME);
-                for (k, &pc) in points.iter().enumerate() {
-                    let Some(cont) = self.blocks.get(pc as usize).copied().flatten() else {
-                        continue;
-                    };
-                    let here = self.b.ins().icmp_imm_s(IntCC::Equal, at, k as i64 + 1);
-                    let next = self.b.create_block();
-                    self.b.ins().brif(here, cont, &[], next, &[]);
-                    self.b.switch_to_block(next);
-                }
-                self.b.ins().jump(first_block, &[]);
+                self.continue_at(points, latch);
             }
         }
 
