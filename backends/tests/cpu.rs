@@ -927,6 +927,45 @@ fn serial_and_parallel_agree_on_race_free_kernels() {
 }
 
 #[test]
+fn launches_from_several_host_threads_share_the_worker_pool() {
+    // Four host threads launch on one 4-worker backend at once: one launch at a time uses the
+    // pool, the others run on their own thread; results and the reported fault are the same.
+    let m = module(vec![saxpy(true), saxpy(false)], vec![]);
+    let b = parallel();
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let (b, m) = (&b, &m);
+            s.spawn(move || {
+                for round in 0..25u32 {
+                    let n = 1000 + (t * 25 + round) as usize;
+                    let a = 0.5 + t as f32;
+                    let (args, y, want) = saxpy_args(b, n, a);
+                    let grid = [(n as u32).div_ceil(64), 1, 1];
+                    launch(b, m, 0, dims(grid, [64, 1, 1]), &args).unwrap();
+                    let got = download::<f32>(b, y, n);
+                    assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()));
+                    // Without the guard, two workgroups more than needed: the first item
+                    // past the end faults, in the lowest faulting workgroup.
+                    let grid = [n as u32 / 64 + 2, 1, 1];
+                    let err = launch(b, m, 1, dims(grid, [64, 1, 1]), &args).unwrap_err();
+                    let LaunchError::Fault(f) = err else {
+                        panic!("expected a fault, got {err:?}")
+                    };
+                    assert_eq!(
+                        f.message,
+                        format!(
+                            "kernel saxpy: index {n} out of bounds for length {n} (buffer x, workgroup ({},0,0), item ({},0,0))",
+                            n / 64,
+                            n % 64
+                        )
+                    );
+                }
+            });
+        }
+    });
+}
+
+#[test]
 fn racing_plain_stores_are_safe_and_keep_one_value() {
     // Every item of every workgroup stores its global id into out[0], unsynchronised.
     let mut k = Asm::kernel("demo.R.race");
