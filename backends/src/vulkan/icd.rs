@@ -68,7 +68,11 @@ pub(crate) fn no_gpu_device() -> Option<String> {
             (p, text)
         })
         .collect();
-    let dri = std::fs::read_dir("/dev/dri").is_ok_and(|mut d| d.next().is_some());
+    // A `/dev/dri` that exists but cannot be listed counts as having devices.
+    let dri = match std::fs::read_dir("/dev/dri") {
+        Ok(mut d) => d.next().is_some(),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    };
     decide(&manifests, dri)
 }
 
