@@ -261,6 +261,7 @@ impl Tr<'_, '_> {
         let Some(d) = &self.dev else {
             return;
         };
+        let live = liveness::live_in(self.f);
         let mut lanes = vec![Lane {
             vars: self.vars.clone(),
             item: d.item,
@@ -350,8 +351,25 @@ impl Tr<'_, '_> {
                 self.b.ins().jump(first_block, &[]);
             }
             Some(points) => {
-                self.lanes_from_files(&lanes);
-                self.continue_at(points, latch);
+                // Each continuation loads what is live there (a phase of a reduction tree
+                // needs a handful of its registers, not all of them).
+                let resume = self.ctx_load(doff::RESUME);
+                for (k, &pc) in points.iter().enumerate() {
+                    let Some(cont) = self.blocks.get(pc as usize).copied().flatten() else {
+                        continue;
+                    };
+                    let here = self.b.ins().icmp_imm_s(IntCC::Equal, resume, k as i64 + 1);
+                    let (load, next) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(here, load, &[], next, &[]);
+                    self.b.switch_to_block(load);
+                    self.lanes_from_files(&lanes, &live[pc as usize]);
+                    self.b.ins().jump(cont, &[]);
+                    self.b.switch_to_block(next);
+                }
+                if let Some(at_start) = live.first() {
+                    self.lanes_from_files(&lanes, at_start);
+                }
+                self.b.ins().jump(first_block, &[]);
             }
         }
 
@@ -384,7 +402,7 @@ impl Tr<'_, '_> {
                 pending: None,
                 snapshots: Vec::new(),
                 bails: Vec::new(),
-                live: liveness::live_in(self.f),
+                live,
                 resume: resume.map(<[u32]>::to_vec),
             });
         }
@@ -414,12 +432,16 @@ impl Tr<'_, '_> {
         }
     }
 
-    /// Each lane's registers from its file at `ctx.regs`.
-    fn lanes_from_files(&mut self, lanes: &[Lane]) {
+    /// Each lane's registers in `live` from its file at `ctx.regs` (the others are written
+    /// before they are read).
+    fn lanes_from_files(&mut self, lanes: &[Lane], live: &Regs) {
         let files = self.ctx_load(doff::REGS);
         let stride = 8 * (self.f.regs.len() as i32 + 1);
         for (j, lane) in lanes.iter().enumerate() {
             for (r, &var) in lane.vars.iter().enumerate() {
+                if !live.contains(r as u16) {
+                    continue;
+                }
                 let at = stride * j as i32 + 8 * r as i32;
                 let cell = self.b.ins().load(I64, MF, files, at);
                 let v = self.value_of(self.kinds[r], cell);
