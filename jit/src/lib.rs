@@ -348,21 +348,33 @@ impl Jit {
             };
             let builder = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
             let built = if is_body {
-                translate::translate(builder, &setup)
+                translate::translate(builder, &setup).map(Some)
             } else {
-                translate::entry_wrapper(builder, &setup)
+                translate::entry_wrapper(builder, &setup).map(|()| None)
             };
-            if let Err(e) = built {
-                // The builder may have stopped half-way: start the next function afresh.
-                jm.clear_context(&mut self.cctx);
-                self.fctx = FunctionBuilderContext::new();
-                return Err(e);
-            }
-            if is_body && translate::unroll_recursion(f, func) {
+            let native_check = match built {
+                Ok(check) => check,
+                Err(e) => {
+                    // The builder may have stopped half-way: start the next function afresh.
+                    jm.clear_context(&mut self.cctx);
+                    self.fctx = FunctionBuilderContext::new();
+                    return Err(e);
+                }
+            };
+            if let Some(check) = native_check.filter(|_| translate::unroll_recursion(f, func)) {
                 // A few levels of a small self-recursive function inlined into itself (its
                 // errors still unwind frame by frame: the inlined body pushes its own trace
-                // entry and returns its status to the call site, as a real call would).
-                let body = self.cctx.func.clone();
+                // entry and returns its status to the call site, as a real call would). The
+                // inlined copies skip the native-stack check: they are no frames of their own.
+                let mut body = self.cctx.func.clone();
+                if let Some(native) = body.dfg.insts[check]
+                    .branch_destination(&body.dfg.jump_tables, &body.dfg.exception_tables)
+                    .get(1)
+                    .map(|call| call.block(&body.dfg.value_lists))
+                {
+                    use cranelift_codegen::ir::InstBuilder;
+                    body.replace(check).jump(native, &[]);
+                }
                 for _ in 0..SELF_INLINE_LEVELS {
                     let inlined = self.cctx.inline(SelfInline {
                         body: &body,

@@ -30,8 +30,8 @@ use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Scalar, Type};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
-    types, AbiParam, AliasRegionData, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, SigRef,
-    Signature, Value,
+    types, AbiParam, AliasRegionData, Block, BlockArg, FuncRef, Inst, InstBuilder, MemFlagsData,
+    SigRef, Signature, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -144,19 +144,23 @@ fn suffix_scalar(suffix: &str) -> Option<Scalar> {
 
 /// Translates `f` into `b`'s function. On error the builder is left unfinished; the caller
 /// discards it (and its builder context).
-pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<(), JitError> {
+///
+/// Returns the prologue's native-stack branch ([`Tr::native_stack_check`]): a copy of the
+/// body inlined into itself makes it a jump (an inlined frame uses no stack of its own
+/// worth checking, and the repeated check would keep the stack pointer live).
+pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<Inst, JitError> {
     let f = s
         .module
         .functions
         .get(s.func as usize)
         .ok_or_else(|| JitError::new(Some(s.func), None, "no such function".into()))?;
-    let mut tr = Tr::prologue(b, s, f);
+    let (mut tr, check) = Tr::prologue(b, s, f);
     tr.body()?;
     tr.fill_deferred();
     tr.fault_block();
     tr.b.seal_all_blocks();
     tr.b.finalize(s.frontend);
-    Ok(())
+    Ok(check)
 }
 
 impl Tr<'_, '_> {
@@ -316,7 +320,11 @@ impl ObjectMem {
 impl<'a, 'b> Tr<'a, 'b> {
     /// Creates the blocks and variables and emits the prologue: depth check, window offset,
     /// parameter loads, fuel for the call.
-    fn prologue(mut b: FunctionBuilder<'b>, s: &'a Setup<'a>, f: &'a Function) -> Tr<'a, 'b> {
+    fn prologue(
+        mut b: FunctionBuilder<'b>,
+        s: &'a Setup<'a>,
+        f: &'a Function,
+    ) -> (Tr<'a, 'b>, Inst) {
         let leader = leaders(f);
         let uses = |ops: &[Op]| f.code.iter().any(|i| ops.contains(&i.op));
         let uses_statics = uses(&[Op::GetStatic, Op::SetStatic]);
@@ -429,7 +437,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             dev: None,
             checked: Vec::new(),
         };
-        tr.native_stack_check(&params[3..]);
+        let check = tr.native_stack_check(&params[3..]);
         // A frame with String registers uses its window: make sure it exists (callers
         // reserve nothing for native callees).
         if tr.kinds.contains(&Kind::Mem) || f.code.iter().any(|i| xpu_host(i.op)) {
@@ -449,7 +457,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         if let Some(first) = tr.blocks.first().copied().flatten() {
             tr.b.ins().jump(first, &[]);
         }
-        tr
+        (tr, check)
     }
 
     /// A native call needs native stack: below the embedder's limit
@@ -460,7 +468,7 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// arguments stored, and the `call_interp` hook's status, ownership bit and result are
     /// returned as this function's, with no trace entry (the caller pushes its call site, as
     /// for any failed call). Runs before the call's unit of fuel: the interpreter counts it.
-    fn native_stack_check(&mut self, params: &[Value]) {
+    fn native_stack_check(&mut self, params: &[Value]) -> Inst {
         let ctx = self.ctx;
         let hooks = *self.s.hooks;
         let sp = self.b.ins().get_stack_pointer(I64);
@@ -469,7 +477,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         let native = self.b.create_block();
         let interp = self.b.create_block();
         self.b.set_cold_block(interp);
-        self.b.ins().brif(low, interp, &[], native, &[]);
+        let check = self.b.ins().brif(low, interp, &[], native, &[]);
 
         self.b.switch_to_block(interp);
         let cells = self.f.regs.len() as i64;
@@ -506,6 +514,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         self.b.ins().return_(&[st, v]);
 
         self.b.switch_to_block(native);
+        check
     }
 
     /// Fills the shared error exit.
@@ -2014,9 +2023,13 @@ impl<'a, 'b> Tr<'a, 'b> {
         }
 
         // (result cell, ownership bit) of the call, from either path below.
+        // The ownership bit only matters to a function that takes it.
+        let owns = self.f.code.iter().any(|i| i.op == Op::TakeOwn);
         let done = self.b.create_block();
         self.b.append_block_param(done, I64);
-        self.b.append_block_param(done, I64);
+        if owns {
+            self.b.append_block_param(done, I64);
+        }
         let inline = self.s.inline_objects && self.fuel_var.is_none() && self.dev.is_none();
         if inline && fast_exit(module, callee) {
             let slow = self.b.create_block();
@@ -2075,19 +2088,37 @@ impl<'a, 'b> Tr<'a, 'b> {
         self.b.switch_to_block(join);
         let (st_own, v) = (self.b.block_params(join)[0], self.b.block_params(join)[1]);
         let st = self.b.ins().ireduce(I32, st_own);
-        self.fail_if(st, st, pc);
-        let own = self.b.ins().ushr_imm_u(st_own, 32);
+        if self.dev.is_none() {
+            // The error exit's pc is set in a cold block of its own, not on the way.
+            let failed = self.b.create_block();
+            let ok = self.b.create_block();
+            self.b.set_cold_block(failed);
+            self.b.ins().brif(st, failed, &[], ok, &[]);
+            self.b.switch_to_block(failed);
+            let pcv = self.b.ins().iconst(I32, i64::from(pc));
+            let args = [BlockArg::Value(st), BlockArg::Value(pcv)];
+            self.b.ins().jump(self.fault, &args);
+            self.b.switch_to_block(ok);
+        } else {
+            self.fail_if(st, st, pc);
+        }
         if let Some(fv) = self.fuel_var {
             let fuel = self.b.ins().load(I64, MF, ctx, off::FUEL);
             self.b.def_var(fv, fuel);
         }
-        self.b
-            .ins()
-            .jump(done, &[BlockArg::Value(v), BlockArg::Value(own)]);
+        let mut results = vec![BlockArg::Value(v)];
+        if owns {
+            let own = self.b.ins().ushr_imm_u(st_own, 32);
+            results.push(BlockArg::Value(own));
+        }
+        self.b.ins().jump(done, &results);
 
         self.b.switch_to_block(done);
-        let (v, own) = (self.b.block_params(done)[0], self.b.block_params(done)[1]);
-        self.b.def_var(self.own_var, own);
+        let v = self.b.block_params(done)[0];
+        if owns {
+            let own = self.b.block_params(done)[1];
+            self.b.def_var(self.own_var, own);
+        }
         if callee.ret.is_some() {
             self.set_cell(i.a, v);
         }
@@ -2257,17 +2288,15 @@ impl<'a, 'b> Tr<'a, 'b> {
                 budget -= 1;
                 let forward = ins.bc() > pc;
                 match ins.op {
-                    Op::Ret => {
-                        let v = self.get_cell(ins.a);
-                        self.b
-                            .ins()
-                            .jump(done, &[BlockArg::Value(v), BlockArg::Value(zero)]);
-                        break;
-                    }
-                    Op::RetVoid => {
-                        self.b
-                            .ins()
-                            .jump(done, &[BlockArg::Value(zero), BlockArg::Value(zero)]);
+                    Op::Ret | Op::RetVoid => {
+                        let v = match ins.op {
+                            Op::Ret => self.get_cell(ins.a),
+                            _ => zero,
+                        };
+                        // (result, and ownership bit 0 where the caller keeps it)
+                        let n = self.b.func.dfg.num_block_params(done);
+                        let args = [BlockArg::Value(v), BlockArg::Value(zero)];
+                        self.b.ins().jump(done, &args[..n]);
                         break;
                     }
                     Op::Jmp if forward => {
