@@ -32,6 +32,8 @@ Options:
   --jit off|auto|eager       host JIT mode (default: auto; also CAJETA_JIT)
   --jit-verbose              print each JIT decision (compiled in N ms, or why interpreted)
   --xpu-checks on|off        device index checks of compiled cpu kernels (default: on)
+  --xpu-lanes N              items per lockstep group of compiled cpu kernels, 1 to 64
+                             (default: 8; 1 runs items one by one)
   --xpu-sim                  run every kernel on the cpu backend's lane scheduler (checked,
                              deterministic) instead of compiling it
   --xpu-verbose              print how each kernel runs (compiled, or why not)
@@ -56,6 +58,7 @@ struct Options {
     jit: Option<String>,
     jit_verbose: bool,
     xpu_checks: Option<String>,
+    xpu_lanes: Option<String>,
     mem_stats: bool,
     verbose: bool,
     /// `dis` prints the listing even when verification fails (compiler bug reports).
@@ -136,6 +139,15 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
                     ));
                 }
                 o.xpu_checks = Some(v);
+            }
+            "--xpu-lanes" => {
+                let v = value(&mut i, name, inline)?;
+                if !v.parse::<u32>().is_ok_and(|n| (1..=64).contains(&n)) {
+                    return Err(format!(
+                        "invalid value '{v}' for --xpu-lanes (expected 1 to 64)"
+                    ));
+                }
+                o.xpu_lanes = Some(v);
             }
             "--mem-stats" => o.mem_stats = true,
             "--xpu-sim" => o.xpu_sim = true,
@@ -357,6 +369,9 @@ fn cmd_run(opts: Options) -> ExitCode {
     }
     if let Some(checks) = &opts.xpu_checks {
         std::env::set_var("CAJETA_XPU_CHECKS", checks);
+    }
+    if let Some(lanes) = &opts.xpu_lanes {
+        std::env::set_var("CAJETA_XPU_LANES", lanes);
     }
     if opts.xpu_sim {
         std::env::set_var("CAJETA_XPU_SIM", "1");

@@ -31,10 +31,11 @@
 //! # Device backends
 //!
 //! Programs below `xpu/` run once per backend of `CAJETA_CONFORMANCE_BACKENDS` (default: all of
-//! `cpu,cpu-sim,vulkan,vulkan-staging,cuda`), as `cajeta run --backend B …`, and are reported
-//! as `B/xpu/NAME.cajeta`. `cpu-sim` is `--backend cpu --xpu-sim` (kernels on the lane
-//! scheduler, where `cpu` compiles the kernels it can) and `vulkan-staging` is `--backend
-//! vulkan --vulkan-force-staging`, so both ways are compared on every program. Before them, each
+//! `cpu,cpu-sim,cpu-lanes2,vulkan,vulkan-staging,cuda`), as `cajeta run --backend B …`, and are
+//! reported as `B/xpu/NAME.cajeta`. `cpu-sim` is `--backend cpu --xpu-sim` (kernels on the lane
+//! scheduler, where `cpu` compiles the kernels it can), `cpu-lanes2` is `--backend cpu
+//! --xpu-lanes=2` (compiled kernels in lockstep groups of two items) and `vulkan-staging` is
+//! `--backend vulkan --vulkan-force-staging`, so every way is compared on every program. Before them, each
 //! backend is probed once with a tiny program printing `Device.activeBackend()`; a backend whose
 //! probe does not exit 0 printing its own name is unavailable, and every xpu program under it is
 //! **skipped** with the probe's reason. `cpu` is always available (XPU.md §8.1), so a failed `cpu`
@@ -407,10 +408,13 @@ struct Settings {
 
 /// Pseudo-backends: a backend run another way, so that both ways are compared on every
 /// program. `cpu-sim` runs every kernel on the lane scheduler (`cpu` compiles the kernels it
-/// can); `vulkan-staging` copies through staging buffers even where device memory is
-/// host-visible (lavapipe's only memory type is).
-const PSEUDO: [(&str, &str, &str); 2] = [
+/// can); `cpu-lanes2` runs compiled kernels in lockstep groups of 2 items (the default 8 is
+/// more than many test blocks hold, which would leave the lockstep code untested there);
+/// `vulkan-staging` copies through staging buffers even where device memory is host-visible
+/// (lavapipe's only memory type is).
+const PSEUDO: [(&str, &str, &str); 3] = [
     ("cpu-sim", "cpu", "--xpu-sim"),
+    ("cpu-lanes2", "cpu", "--xpu-lanes=2"),
     ("vulkan-staging", "vulkan", "--vulkan-force-staging"),
 ];
 
@@ -431,7 +435,14 @@ fn backend_flag(backend: &str) -> Option<&'static str> {
 }
 
 /// The backends xpu programs run under by default: every executor.
-const DEFAULT_BACKENDS: [&str; 5] = ["cpu", "cpu-sim", "vulkan", "vulkan-staging", "cuda"];
+const DEFAULT_BACKENDS: [&str; 6] = [
+    "cpu",
+    "cpu-sim",
+    "cpu-lanes2",
+    "vulkan",
+    "vulkan-staging",
+    "cuda",
+];
 
 /// The backend names `cajeta run --backend` accepts (XPU.md §8.1).
 const BACKEND_NAMES: [&str; 4] = ["cpu", "vulkan", "cuda", "auto"];

@@ -2148,6 +2148,11 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// edge enters the body directly. Returns false (nothing emitted) when the header does
     /// not have that shape.
     fn rotate(&mut self, t: u32) -> Result<bool, JitError> {
+        // Lockstep kernel code emits a `jmp` once for all its lanes: a copied test would be
+        // lane 0's alone.
+        if self.dev.as_ref().is_some_and(|d| d.lockstep.is_some()) {
+            return Ok(false);
+        }
         let f = self.f;
         let (start, end) = (t as usize, (t as usize + ROTATE_MAX).min(f.code.len()));
         let Some(k) = (start..end).find(|&k| f.code[k].op.is_branch()) else {
