@@ -117,30 +117,11 @@ pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
     }
     let mut loops = Vec::new();
     for (header, end) in ranges {
-        if header == 0 {
+        if header == 0 || !single_entry(code, header, end) {
             continue;
         }
-        let body = &code[header as usize..=end as usize];
-        let entered_inside = code.iter().enumerate().any(|(pc, i)| {
-            let pc = pc as u32;
-            let outside = pc < header || pc > end;
-            outside && i.op.is_branch() && i.bc() > header && i.bc() <= end
-        });
-        if entered_inside {
-            continue;
-        }
-        let written = |r: u16| body.iter().any(|i| writes(i, r));
-        let mut regs: Vec<(u16, u32)> = Vec::new();
-        // Only a loop that cannot free objects keeps their views.
-        let frees = body.iter().any(|i| matches!(i.op, Op::Call | Op::Drop));
-        for i in body.iter().filter(|_| !frees) {
-            if let Some((r, kind)) = object_operand(f, i.op, i.a, i.b) {
-                if !regs.iter().any(|&(x, _)| x == r) && !written(r) {
-                    regs.push((r, kind));
-                }
-            }
-        }
-        let reduced = reductions(header, body);
+        let regs = view_regs(f, header, end);
+        let reduced = reductions(header, &code[header as usize..=end as usize]);
         if !regs.is_empty() || !reduced.is_empty() {
             loops.push(HoistedLoop {
                 header,
@@ -150,7 +131,65 @@ pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
             });
         }
     }
+    // A loop and the next one after it (siblings, in nesting terms) share their lookups when
+    // nothing from the first one's header to the second one's end can free an object, write
+    // one of their registers or enter past that header: the first one's range is extended
+    // over the second, whose preheader then finds every view looked up already.
+    loops.sort_by_key(|l| l.header);
+    let mut k = 0;
+    while k < loops.len() {
+        let first = &loops[k];
+        let next = loops[k + 1..].iter().find(|l| l.header > first.end);
+        let merged = next.and_then(|next| {
+            let (header, end) = (first.header, next.end);
+            let regs = view_regs(f, header, end);
+            let keeps = first
+                .regs
+                .iter()
+                .chain(&next.regs)
+                .all(|r| regs.contains(r));
+            let both = !first.regs.is_empty() && !next.regs.is_empty();
+            (both && keeps && single_entry(code, header, end)).then_some((end, regs))
+        });
+        match merged {
+            Some((end, regs)) => {
+                loops[k].end = end;
+                loops[k].regs = regs;
+            }
+            None => k += 1,
+        }
+    }
     loops
+}
+
+/// Whether the code range `[header, end]` is entered only at `header`: no branch from
+/// outside it targets a pc inside it past the header.
+fn single_entry(code: &[Instr], header: u32, end: u32) -> bool {
+    !code.iter().enumerate().any(|(pc, i)| {
+        let pc = pc as u32;
+        let outside = pc < header || pc > end;
+        outside && i.op.is_branch() && i.bc() > header && i.bc() <= end
+    })
+}
+
+/// The object registers whose views the range `[header, end]` may look up once: those an
+/// element or field instruction in it uses and nothing in it writes — none when something
+/// in it may free an object (a `call` or a `drop`).
+fn view_regs(f: &Function, header: u32, end: u32) -> Vec<(u16, u32)> {
+    let body = &f.code[header as usize..=end as usize];
+    let mut regs: Vec<(u16, u32)> = Vec::new();
+    if body.iter().any(|i| matches!(i.op, Op::Call | Op::Drop)) {
+        return regs;
+    }
+    let written = |r: u16| body.iter().any(|i| writes(i, r));
+    for i in body {
+        if let Some((r, kind)) = object_operand(f, i.op, i.a, i.b) {
+            if !regs.iter().any(|&(x, _)| x == r) && !written(r) {
+                regs.push((r, kind));
+            }
+        }
+    }
+    regs
 }
 
 /// The strength-reducible multiplications of the loop `body` starting at pc `header`.
@@ -298,6 +337,33 @@ mod tests {
         ] {
             assert!(hoisted_loops(&product_loop(Some(extra))).is_empty());
         }
+    }
+
+    #[test]
+    fn consecutive_loops_share_their_lookups() {
+        // Two copies of the loop one after the other: the first range covers both.
+        let mut f = sum_loop(None, START);
+        let second: Vec<Instr> = f.code[1..7]
+            .iter()
+            .map(|&i| {
+                let mut i = i;
+                if i.op.is_branch() {
+                    i.set_bc(i.bc() + 6);
+                }
+                i
+            })
+            .collect();
+        f.code.splice(7..7, second);
+        let kind = ObjectView::array_kind(Scalar::F64);
+        let loops = hoisted_loops(&f);
+        assert_eq!(loops.len(), 2);
+        assert_eq!((loops[0].header, loops[0].end), (2, 12));
+        assert_eq!(loops[0].regs, vec![(0, kind)]);
+        assert_eq!((loops[1].header, loops[1].end), (8, 12));
+        // A write of the array between them: each keeps its own.
+        f.code[7] = Instr::new(Op::LoadNull, 0, 0, 0);
+        let loops = hoisted_loops(&f);
+        assert_eq!((loops[0].header, loops[0].end), (2, 6));
     }
 
     #[test]
