@@ -86,7 +86,9 @@ pub struct LocalName {
 pub struct SharedDecl {
     /// Element type (numeric).
     pub elem: crate::types::Scalar,
-    /// Number of elements (> 0).
+    /// Number of elements; 0 for the kernel's dynamic shared array (T2, at most one), whose
+    /// memory is the launch's `sharedBytes` (`sharedBytes / elem.size()` elements, the length
+    /// `buf.len` gives; the compiler checks accesses against `min(n, that)` with `chk.idx`).
     pub len: u32,
 }
 

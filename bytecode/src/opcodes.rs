@@ -570,7 +570,7 @@ macro_rules! for_each_opcode {
         Drop           "drop"           [Src(REF), Src(T_BOOL), N] "if r[b] (the owns-flag) then release the object r[a] (null or already released: nothing)";
         BufNew             "buf.new"            [Dst(BUFFER), Src(T_U64), N] "r[a] := new buffer of r[b] elements of Device memory, zero-filled; XPU-E-OOM";
         BufNewEmpty        "buf.empty"          [Dst(BUFFER), Src(T_U64), N] "r[a] := new unallocated buffer of r[b] elements (the (0, n) constructor)";
-        BufLength          "buf.len"            [Dst(T_U64), Src(BUFFER), N] "r[a] := r[b].length() (host and device); E-NULL";
+        BufLength          "buf.len"            [Dst(T_U64), Src(DEVMEM), N] "r[a] := r[b].length() (host and device; in device code r[b] may be a shared array: its length, for a dynamic one the launch's sharedBytes / element size); E-NULL";
         BufAllocate        "buf.allocate"       [Src(BUFFER), Src(T_I32), Imm16] "r[a].allocate(kind r[b]), or allocate() keeping the current kind when c = 1 (r[b] unused); XPU-E-KIND, XPU-E-SLICE (view), XPU-E-OOM";
         BufUpload          "buf.upload"         [Src(BUFFER), Src(ARRAY), N] "blocking copy of host array r[b] into r[a]; XPU-E-LENGTH, XPU-E-FREED";
         BufUploadN         "buf.uploadn"        [Src(BUFFER), Src(ARRAY), Src(T_I64)] "copy the first min(max(r[c],0), length, count) elements of r[b] into r[a]; XPU-E-FREED";
@@ -708,6 +708,7 @@ macro_rules! for_each_opcode {
         DevSetF16          "st.f16"             [Src(DEVMEM), Src(T_I64), Src(T_F16)] "element r[b] of buffer or shared array r[a] := r[c], float16 bits (device only; T2); XPU-E-BOUNDS";
         DevGetBF16         "ld.bf16"            [Dst(T_BF16), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b], bfloat16 bits (device only; T2); XPU-E-BOUNDS";
         DevSetBF16         "st.bf16"            [Src(DEVMEM), Src(T_I64), Src(T_BF16)] "element r[b] of buffer or shared array r[a] := r[c], bfloat16 bits (device only; T2); XPU-E-BOUNDS";
+        CheckIndex         "chk.idx"            [Src(T_I64), Src(T_I64), Src(ANY)] "nothing if 0 <= r[a] < r[b], else XPU-E-BOUNDS naming r[c] (device only; T2): r[c] is a shared array (r[b] its length, e.g. a dynamic one's) or lane 0 of a vector (r[b] its lane count; a run-time lane index)";
         }
     };
 }
@@ -765,7 +766,7 @@ impl Op {
         let m = self.mnemonic();
         matches!(
             self,
-            Op::Geom | Op::Barrier | Op::SharedRef | Op::Fence | Op::KernelAttr
+            Op::Geom | Op::Barrier | Op::SharedRef | Op::Fence | Op::KernelAttr | Op::CheckIndex
         ) || m.starts_with("wave.")
             || m.starts_with("ld.")
             || m.starts_with("st.")

@@ -90,7 +90,8 @@
 //!   `regs[a] == Buffer(T)` and `regs[b] == Array(T)`.
 //! - **V-SLICE**: `buf.slice a b c`: `regs[a] == regs[b]`, `regs[c]` and `regs[c+1]` are uint64.
 //! - **V-SHARED**: `shared.ref a b`: `b < shared.len()` and `regs[a] == Shared(shared[b].elem)`;
-//!   every shared declaration has a numeric element and `len > 0`, and only kernels have any.
+//!   every shared declaration has a numeric element and `len > 0` except at most one dynamic
+//!   declaration (`len == 0`, T2), and only kernels have any.
 //! - **V-GEOM**: `geom a b`: `b < 17`.
 //! - **V-DEVQUERY**: `device.query a b`: `b < 6` and `regs[a]` is the query's type (int32,
 //!   int64 or boolean, see the opcode table).
@@ -446,6 +447,14 @@ impl<'m> Verifier<'m> {
         }
         if f.kind == FnKind::Native {
             self.native(f)?;
+        }
+        if f.shared.iter().filter(|d| d.len == 0).count() > 1 {
+            return Err(fail(
+                "V-SHARED",
+                Some(f),
+                None,
+                "more than one dynamic shared declaration".into(),
+            ));
         }
         if f.kind == FnKind::Kernel && f.ret.is_some() {
             return Err(fail(

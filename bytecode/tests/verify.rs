@@ -906,3 +906,20 @@ fn v_devquery() {
     rejects(&body(regs.clone(), vec![q(0, 3)]), "V-DEVQUERY");
     rejects(&body(regs, vec![q(0, 6)]), "V-DEVQUERY");
 }
+
+#[test]
+fn v_shared_dynamic_at_most_one() {
+    let dynamic = SharedDecl {
+        elem: Scalar::F32,
+        len: 0,
+    };
+    // One dynamic declaration beside a static one verifies.
+    let one = sample_with(|m| m.functions[F_KERNEL as usize].shared.push(dynamic));
+    verify(&one).unwrap();
+    let two = sample_with(|m| {
+        let f = &mut m.functions[F_KERNEL as usize];
+        f.shared.push(dynamic);
+        f.shared.push(dynamic);
+    });
+    rejects(&two, "V-SHARED");
+}

@@ -84,6 +84,16 @@ pub(crate) enum FaultKind {
         /// The register holding the handle (for the variable name).
         reg: u16,
     },
+    /// `chk.idx`: index `index` is outside `0…len−1` of the shared array or vector whose
+    /// register is `reg` (a dynamic shared array's length, a vector's lane count).
+    Index {
+        /// The index.
+        index: i64,
+        /// The length it was checked against.
+        len: i64,
+        /// The register of the checked array (a shared array, or a vector's lane 0).
+        reg: u16,
+    },
     /// Register `reg` holds no valid buffer or shared handle of the access's element width
     /// (only possible in bytecode that reads a register before writing it).
     BadHandle {
@@ -894,6 +904,16 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
             // program order; kernel attributes act at launch.
             Op::Fence | Op::KernelAttr => {}
             Op::SharedRef => regs[a] = env.nbuf + b as u64,
+            Op::CheckIndex => {
+                let (index, len) = (regs[a] as i64, regs[b] as i64);
+                if !(0..len).contains(&index) {
+                    fault!(FaultKind::Index {
+                        index,
+                        len,
+                        reg: ins.c
+                    })
+                }
+            }
             Op::DevGetI8 => ld!(at8, u8, x => x as i8 as i64 as u64),
             Op::DevGetU8 => ld!(at8, u8, x => u64::from(x)),
             Op::DevGetI16 => ld!(at16, u16, x => x as i16 as i64 as u64),

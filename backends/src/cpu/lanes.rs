@@ -78,6 +78,16 @@ pub(crate) struct Launch<'a> {
     /// The kernel compiled to a workgroup function (see [`super::compiled`]), if it is run
     /// that way.
     pub compiled: Option<&'a cajeta_jit::device::CompiledKernel>,
+    /// The launch's `sharedBytes:`: the memory of the kernel's dynamic shared declaration.
+    pub shared_bytes: u64,
+}
+
+/// Elements of shared declaration `d` in launch `l` (a dynamic one: `sharedBytes / size`).
+fn shared_len(l: &Launch<'_>, d: &SharedDecl) -> u64 {
+    match d.len {
+        0 => l.shared_bytes / d.elem.size() as u64,
+        n => u64::from(n),
+    }
 }
 
 /// Why a launch did not complete.
@@ -142,7 +152,7 @@ impl Worker {
         let decls = &l.module.functions.get(l.kernel as usize)?.shared;
         let mut shared = Vec::with_capacity(decls.len());
         for d in decls {
-            let bytes = d.elem.size() as u64 * u64::from(d.len);
+            let bytes = d.elem.size() as u64 * shared_len(l, d);
             shared.push(alloc_words(bytes.div_ceil(8), 0)?);
         }
         let n = if l.plan.has_rendezvous {
@@ -304,11 +314,12 @@ fn work(
         .map_or(&[], |f| &f.shared[..]);
     let mut mems: Vec<MemRef<'_>> = l.bufs.to_vec();
     for (d, words) in decls.iter().zip(shared.iter()) {
-        let bytes = d.elem.size() as u64 * u64::from(d.len);
+        let len = shared_len(l, d);
+        let bytes = d.elem.size() as u64 * len;
         // Fits by construction (the words were allocated for exactly this declaration); the
         // empty fallback keeps later slots at their handles anyway.
         let width = d.elem.size() as u8;
-        let view = MemRef::new(words, bytes, 0, u64::from(d.len), width)
+        let view = MemRef::new(words, bytes, 0, len, width)
             .or_else(|| MemRef::new(&[], 0, 0, 0, width));
         mems.extend(view);
     }
@@ -672,6 +683,22 @@ pub(crate) fn describe(l: &Launch<'_>, env: &Env<'_>, it: &Item, kind: FaultKind
             } else {
                 "shared"
             };
+            let var = var_name(l.module, func, reg);
+            (
+                "XPU-E-BOUNDS",
+                format!(
+                    "kernel {k}: index {index} out of bounds for length {len} ({what} {var}, {at})"
+                ),
+            )
+        }
+        FaultKind::Index { index, len, reg } => {
+            let shared = l
+                .module
+                .functions
+                .get(func as usize)
+                .and_then(|f| f.regs.get(usize::from(reg)))
+                .is_some_and(|t| matches!(t, cajeta_bytecode::Type::Shared(_)));
+            let what = if shared { "shared" } else { "lane of vector" };
             let var = var_name(l.module, func, reg);
             (
                 "XPU-E-BOUNDS",

@@ -434,6 +434,7 @@ impl Backend for CpuBackend {
             workers: self.workers(),
             serial: self.serial,
             compiled: compiled.as_deref(),
+            shared_bytes: dims.shared_bytes,
         };
         lanes::execute(&launch, &self.pool).map_err(|e| match e {
             lanes::RunError::Fault(f) => LaunchError::Fault(f),

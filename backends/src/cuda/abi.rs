@@ -212,6 +212,14 @@ pub fn decode_fault(
                 if *shared { "shared" } else { "buffer" }
             ),
         ),
+        SiteKind::Lane { var } => (
+            "XPU-E-BOUNDS",
+            format!(
+                "kernel {kernel}: index {} out of bounds for length {} (lane of vector {var}, {at})",
+                u64_at(rec, 24) as i64,
+                u64_at(rec, 32)
+            ),
+        ),
         SiteKind::DivZero => (
             "E-DIVZERO",
             format!("kernel {kernel}: integer division by zero ({at})"),

@@ -78,6 +78,12 @@ pub enum SiteKind {
         /// Variable name for the message.
         var: String,
     },
+    /// A run-time lane index against a vector's lane count (`chk.idx` on a vector); `var` is
+    /// the source name of the vector.
+    Lane {
+        /// Variable name for the message.
+        var: String,
+    },
     /// Integer division or remainder by zero.
     DivZero,
     /// Signed `MIN / -1`.
@@ -230,6 +236,11 @@ pub fn lower(module: &Module, kernel: u32, arch: &str) -> Result<Lowered, LowerE
     let mut shared = String::new();
     let mut shared_bytes = 0u64;
     for (i, d) in kf.shared.iter().enumerate() {
+        if d.len == 0 {
+            // The dynamic array (T2): sized by the launch's `sharedBytes`.
+            let _ = writeln!(shared, ".extern .shared .align 16 .b8 cj_dyn[];");
+            continue;
+        }
         let bytes = d.elem.size() as u64 * u64::from(d.len);
         shared_bytes += bytes;
         let _ = writeln!(shared, ".shared .align 8 .b8 cj_sh{i}[{bytes}];");
@@ -657,8 +668,35 @@ impl Emitter<'_> {
                 if func != self.kernel_of_path(func) {
                     return Err("shared.ref outside the kernel".into());
                 }
-                self.ins(format!("mov.u64 {a}a, cj_sh{}", ins.b));
-                self.ins(format!("mov.b64 {a}n, {}", d.len));
+                if d.len == 0 {
+                    // The dynamic array: the launch's dynamic shared memory, as many elements
+                    // as fit in it.
+                    let t = self.tmp("b32");
+                    self.ins(format!("mov.u64 {a}a, cj_dyn"));
+                    self.ins(format!("mov.u32 {t}, %dynamic_smem_size"));
+                    self.ins(format!("div.u32 {t}, {t}, {}", d.elem.size()));
+                    self.ins(format!("cvt.u64.u32 {a}n, {t}"));
+                } else {
+                    self.ins(format!("mov.u64 {a}a, cj_sh{}", ins.b));
+                    self.ins(format!("mov.b64 {a}n, {}", d.len));
+                }
+            }
+            Op::CheckIndex => {
+                // Unsigned: a negative index is above every length.
+                let f = &m.functions[func as usize];
+                let var = f
+                    .locals
+                    .iter()
+                    .find(|n| n.reg == ins.c)
+                    .map_or_else(|| format!("r{}", ins.c), |n| n.name.clone());
+                let kind = match self.rk(func, ins.c)? {
+                    Kind::Mem { shared, .. } => SiteKind::Bounds { shared, var },
+                    _ => SiteKind::Lane { var },
+                };
+                let stub = self.site(kind, func, pc, &a, &b);
+                let p = self.tmp("pred");
+                self.ins(format!("setp.ge.u64 {p}, {a}, {b}"));
+                self.ins(format!("@{p} bra {stub}"));
             }
             Op::WaveSumU32 => self.wave_sum(&a, &b, false),
             Op::WaveSumF32 => self.wave_sum(&a, &b, true),

@@ -104,7 +104,8 @@ struct Kernel {
     shader: vk::ShaderModule,
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
-    pipelines: HashMap<[u32; 3], vk::Pipeline>,
+    /// By block shape and dynamic shared length in elements.
+    pipelines: HashMap<([u32; 3], u32), vk::Pipeline>,
 }
 
 impl Drop for Kernel {
@@ -590,9 +591,11 @@ impl VulkanBackend {
         let l = &k.lowered;
         let site = l.sites.get(w[1] as usize)?;
         let index = (u64::from(w[2]) | (u64::from(w[3]) << 32)) as i64;
-        let (what, n) = match site.mem {
-            Mem::Buffer(p) => ("buffer", r.lens.get(usize::from(p)).copied().unwrap_or(0)),
-            Mem::Shared(d) => (
+        let (what, n) = match (site.what, site.mem) {
+            // A `chk.idx` site: the length checked against is in the record.
+            (Some(what), _) => (what, u64::from(w[10])),
+            (None, Mem::Buffer(p)) => ("buffer", r.lens.get(usize::from(p)).copied().unwrap_or(0)),
+            (None, Mem::Shared(d)) => (
                 "shared",
                 l.shared_lens
                     .get(usize::from(d))
@@ -744,12 +747,25 @@ impl VulkanBackend {
         .map(|(_, _, what)| what)
     }
 
-    /// The pipeline of `k` for a block shape.
-    fn pipeline(&self, k: &mut Kernel, block: [u32; 3]) -> Result<vk::Pipeline, String> {
-        if let Some(p) = k.pipelines.get(&block) {
+    /// The pipeline of `k` for a block shape and a launch's `sharedBytes` (the length of the
+    /// kernel's dynamic shared array, if it has one).
+    fn pipeline(
+        &self,
+        k: &mut Kernel,
+        block: [u32; 3],
+        shared_bytes: u64,
+    ) -> Result<vk::Pipeline, String> {
+        let dyn_len = match k.lowered.dynamic_elem_bytes {
+            0 => 0,
+            size => u32::try_from(shared_bytes / u64::from(size)).unwrap_or(u32::MAX),
+        };
+        if let Some(p) = k.pipelines.get(&(block, dyn_len)) {
             return Ok(*p);
         }
-        let entries: Vec<vk::SpecializationMapEntry> = (0..3)
+        // Constants 0–2: the workgroup size; 3 and 4: the dynamic shared array's length
+        // (`spirv::SPEC_DYN_ARRAY`, at least 1) and its length in elements
+        // (`spirv::SPEC_DYN_LEN`); ids a module does not use are ignored.
+        let entries: Vec<vk::SpecializationMapEntry> = (0..5)
             .map(|i| {
                 vk::SpecializationMapEntry::default()
                     .constant_id(i)
@@ -757,7 +773,11 @@ impl VulkanBackend {
                     .size(4)
             })
             .collect();
-        let data: Vec<u8> = block.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let data: Vec<u8> = block
+            .iter()
+            .chain(&[dyn_len.max(1), dyn_len])
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
         let spec = vk::SpecializationInfo::default()
             .map_entries(&entries)
             .data(&data);
@@ -789,7 +809,7 @@ impl VulkanBackend {
         .first()
         .copied()
         .ok_or("no pipeline")?;
-        k.pipelines.insert(block, p);
+        k.pipelines.insert((block, dyn_len), p);
         Ok(p)
     }
 
@@ -953,7 +973,9 @@ impl VulkanBackend {
                 )));
             }
         }
-        let pipeline = self.pipeline(&mut kg, dims.block).map_err(&refuse)?;
+        let pipeline = self
+            .pipeline(&mut kg, dims.block, dims.shared_bytes)
+            .map_err(&refuse)?;
         if st.batch.launches.len() as u64 >= FAULT_SLOTS {
             self.flush(st);
         }

@@ -48,8 +48,16 @@ use crate::LowerError;
 /// Words of one fault record: `[0]` the key `min(g, 2^22-1) << 10 | min(l, 1023)` of the
 /// faulting item (`0xFFFF_FFFF`: none; the smallest key wins, by `OpAtomicUMin`), `[1]` the
 /// access site ([`Lowered::sites`]), `[2..4]` the index (low, high word), `[4..7]` the
-/// workgroup id, `[7..10]` the local id. Records are 64 bytes apart.
-pub const FAULT_WORDS: u32 = 10;
+/// workgroup id, `[7..10]` the local id, `[10]` the length checked against (read for
+/// `chk.idx` sites, [`Site::what`]). Records are 64 bytes apart.
+pub const FAULT_WORDS: u32 = 11;
+
+/// Specialization constant ids of the dynamic shared array (XPU §2.6, T2): its array
+/// length (at least 1) and its length in elements (`sharedBytes / size`, may be 0). Ids 0–2
+/// are the workgroup size.
+pub const SPEC_DYN_ARRAY: u32 = 3;
+/// See [`SPEC_DYN_ARRAY`].
+pub const SPEC_DYN_LEN: u32 = 4;
 
 /// How the runtime passes one kernel parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,6 +100,9 @@ pub struct Site {
     pub mem: Mem,
     /// The source name of the register naming the memory (`r<n>` if none).
     pub var: String,
+    /// For a `chk.idx` site: what is indexed (`shared`, `lane of vector`), the length being
+    /// the record's word 10; `None` for a memory access (the length is the memory's).
+    pub what: Option<&'static str>,
 }
 
 /// Device features a module needs.
@@ -142,8 +153,11 @@ pub struct Lowered {
     pub features: Features,
     /// Bytes of the kernel's shared declarations.
     pub shared_bytes: u64,
-    /// Length in elements of each shared declaration.
+    /// Length in elements of each shared declaration (0: the dynamic one).
     pub shared_lens: Vec<u32>,
+    /// Element size in bytes of the dynamic shared array (0: none); its length is the
+    /// launch's `sharedBytes` divided by it ([`SPEC_DYN_LEN`]).
+    pub dynamic_elem_bytes: u32,
     /// `@Wave(width = N)`: the subgroup size the kernel requires (XPU §8.2).
     pub wave_width: Option<u32>,
 }
@@ -192,6 +206,11 @@ pub fn lower(module: &Module, kernel: u32) -> Result<Lowered, LowerError> {
         features: cx.features,
         shared_bytes,
         shared_lens: k.shared.iter().map(|d| d.len).collect(),
+        dynamic_elem_bytes: k
+            .shared
+            .iter()
+            .find(|d| d.len == 0)
+            .map_or(0, |d| d.elem.size() as u32),
         wave_width: cajeta_bytecode::KernelAttrs::of(k).wave_width,
     })
 }
@@ -249,6 +268,8 @@ struct Cx<'m> {
     fault_var: Word,
     fault_fn: Word,
     wg_size: [Word; 3],
+    /// The dynamic shared array's length in elements ([`SPEC_DYN_LEN`]), if it has one.
+    dyn_len: Option<Word>,
     sites: Vec<Site>,
     features: Features,
     queue: Vec<Pending>,
@@ -297,6 +318,7 @@ impl<'m> Cx<'m> {
             push_size: 0,
             fault_var: 0,
             fault_fn: 0,
+            dyn_len: None,
             wg_size: [0; 3],
             sites: vec![],
             features: Features::default(),
@@ -525,7 +547,25 @@ impl<'m> Cx<'m> {
         // Shared arrays.
         for d in &k.shared {
             let e = self.elem_ty(d.elem)?;
-            let n = self.k32(d.len);
+            let n = if d.len == 0 {
+                // The dynamic array: lengths set per launch (`sharedBytes`).
+                let arr = self.b.spec_constant_bit32(self.t_u32, 1);
+                self.b.decorate(
+                    arr,
+                    Decoration::SpecId,
+                    [Operand::LiteralBit32(SPEC_DYN_ARRAY)],
+                );
+                let len = self.b.spec_constant_bit32(self.t_u32, 0);
+                self.b.decorate(
+                    len,
+                    Decoration::SpecId,
+                    [Operand::LiteralBit32(SPEC_DYN_LEN)],
+                );
+                self.dyn_len = Some(len);
+                arr
+            } else {
+                self.k32(d.len)
+            };
             let arr = self.b.type_array(e, n);
             let p = self.ptr(StorageClass::Workgroup, arr);
             let v = self.b.variable(p, None, StorageClass::Workgroup, None);
@@ -643,7 +683,7 @@ impl<'m> Cx<'m> {
     /// is the smallest `(g, l)` so far.
     fn fault_helper(&mut self) -> R<()> {
         let u = self.t_u32;
-        let ft = self.b.type_function(self.t_void, [u, u, u]);
+        let ft = self.b.type_function(self.t_void, [u, u, u, u]);
         let f = self
             .b
             .begin_function(self.t_void, None, FunctionControl::DONT_INLINE, ft)
@@ -652,6 +692,7 @@ impl<'m> Cx<'m> {
         let site = self.b.function_parameter(u).map_err(be)?;
         let lo = self.b.function_parameter(u).map_err(be)?;
         let hi = self.b.function_parameter(u).map_err(be)?;
+        let len = self.b.function_parameter(u).map_err(be)?;
         self.b.begin_block(None).map_err(be)?;
         let wid: Vec<Word> = (0..3)
             .map(|c| self.builtin(BuiltIn::WorkgroupId, Some(c)))
@@ -702,7 +743,9 @@ impl<'m> Cx<'m> {
             .map_err(be)?;
         self.b.branch_conditional(won, yes, done, []).map_err(be)?;
         self.b.begin_block(Some(yes)).map_err(be)?;
-        let vals = [site, lo, hi, wid[0], wid[1], wid[2], lid[0], lid[1], lid[2]];
+        let vals = [
+            site, lo, hi, wid[0], wid[1], wid[2], lid[0], lid[1], lid[2], len,
+        ];
         for (i, v) in vals.iter().enumerate() {
             let p = self.fault_ptr(i as u32 + 1)?;
             self.b.store(p, *v, None, []).map_err(be)?;
@@ -1913,6 +1956,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             }
 
             // Device operations.
+            Op::CheckIndex => self.check_index(pc, a, b, c)?,
             Op::BufLength => {
                 let mem = self.mem_of(b)?;
                 let len = self.mem_len(mem)?;
@@ -2555,7 +2599,11 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     .shared
                     .get(usize::from(s))
                     .ok_or("unknown shared array")?;
-                Ok(self.cx.k32(d.len))
+                match (d.len, self.cx.dyn_len) {
+                    (0, Some(len)) => Ok(len),
+                    (0, None) => Err("dynamic shared array without a length".into()),
+                    (n, _) => Ok(self.cx.k32(n)),
+                }
             }
         }
     }
@@ -2758,6 +2806,28 @@ impl<'a, 'm> FnCx<'a, 'm> {
         self.b().branch(done).map_err(be)?;
         // Out of range: record the fault; a read or atomic gives 0.
         self.b().begin_block(Some(no)).map_err(be)?;
+        self.record_fault(pc, mem, mreg, None, i64v, len)?;
+        if kind != Access::Store {
+            let z = self.cx.konst(rt, 0);
+            self.store(val, z)?;
+        }
+        self.b().branch(done).map_err(be)?;
+        self.b().begin_block(Some(done)).map_err(be)?;
+        Ok(())
+    }
+
+    /// Calls the fault helper for a new site at `pc` (memory `mem` named by register `mreg`;
+    /// `what` for a `chk.idx` site) with the 64-bit index `i64v` and the uint32 length `len`.
+    fn record_fault(
+        &mut self,
+        pc: u32,
+        mem: Mem,
+        mreg: u16,
+        what: Option<&'static str>,
+        i64v: Word,
+        len: Word,
+    ) -> R<()> {
+        let (u, t64) = (self.cx.t_u32, self.cx.u64t());
         let site = self.cx.sites.len() as u32;
         let var_name = self
             .f
@@ -2771,6 +2841,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             frames,
             mem,
             var: var_name,
+            what,
         });
         let site_k = self.cx.k32(site);
         let lo = self.b().u_convert(u, None, i64v).map_err(be)?;
@@ -2783,12 +2854,30 @@ impl<'a, 'm> FnCx<'a, 'm> {
         let ff = self.cx.fault_fn;
         let tv = self.cx.t_void;
         self.b()
-            .function_call(tv, None, ff, [site_k, lo, hi])
+            .function_call(tv, None, ff, [site_k, lo, hi, len])
             .map_err(be)?;
-        if kind != Access::Store {
-            let z = self.cx.konst(rt, 0);
-            self.store(val, z)?;
-        }
+        Ok(())
+    }
+
+    /// `chk.idx a b c`: records an `XPU-E-BOUNDS` fault unless `0 <= r[a] < r[b]` (int64;
+    /// compared unsigned, so a negative index fails); `r[c]` names what is indexed.
+    fn check_index(&mut self, pc: u32, a: u16, b: u16, c: u16) -> R<()> {
+        let (tb, u) = (self.cx.t_bool, self.cx.t_u32);
+        let i64v = self.load(a)?;
+        let n64 = self.load(b)?;
+        let (mem, what) = match self.f.regs.get(usize::from(c)) {
+            Some(Type::Shared(_)) => (self.mem_of(c)?, "shared"),
+            _ => (Mem::Shared(0), "lane of vector"),
+        };
+        let ok = self.b().u_less_than(tb, None, i64v, n64).map_err(be)?;
+        let (no, done) = (self.b().id(), self.b().id());
+        self.b()
+            .selection_merge(done, SelectionControl::NONE)
+            .map_err(be)?;
+        self.b().branch_conditional(ok, done, no, []).map_err(be)?;
+        self.b().begin_block(Some(no)).map_err(be)?;
+        let len = self.b().u_convert(u, None, n64).map_err(be)?;
+        self.record_fault(pc, mem, c, Some(what), i64v, len)?;
         self.b().branch(done).map_err(be)?;
         self.b().begin_block(Some(done)).map_err(be)?;
         Ok(())

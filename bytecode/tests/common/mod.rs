@@ -391,6 +391,10 @@ pub fn sample_module() -> Module {
                 0,
             ),
             (Op::SharedRef, _) => Instr::new(op, kregs.of(Type::Shared(Scalar::F32)), 0, 0),
+            (Op::CheckIndex, _) => {
+                let i = kregs.of(Type::Scalar(Scalar::I64));
+                Instr::new(op, i, i, kregs.of(Type::Shared(Scalar::F32)))
+            }
             (_, Some(e)) if m.starts_with("st.") => Instr::new(
                 op,
                 kregs.of(Type::Buffer(e)),

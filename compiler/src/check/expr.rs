@@ -128,6 +128,11 @@ impl FnBuilder<'_> {
         if let Some((pc, r)) = self.last_def {
             if r == src && pc + 1 == self.code.len() {
                 self.code[pc].a = dst;
+                if let Some(dy) = &mut self.dyn_shared {
+                    if dy.regs.contains(&src) {
+                        dy.regs.push(dst);
+                    }
+                }
                 self.last_def = None;
                 // A retargeted write bypasses `emit`'s bookkeeping.
                 self.forget_index(dst);

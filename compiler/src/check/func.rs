@@ -168,6 +168,18 @@ pub struct LoopCtx {
     pub is_switch: bool,
 }
 
+/// The kernel's dynamic shared array (XPU §2.6, T2; see `xpu.rs::dynamic_shared`).
+#[derive(Debug)]
+pub struct DynShared {
+    /// Registers holding the array (its `shared.ref` and the locals copied from it): accesses
+    /// through them are checked against `len` (see [`FnBuilder::emit`]).
+    pub regs: Vec<Reg>,
+    /// Its int64 length, `min(n, sharedBytes / sizeof(T))`.
+    pub len: Reg,
+    /// The declaration.
+    pub span: Span,
+}
+
 /// Lowers one function.
 pub struct FnBuilder<'a> {
     pub(super) p: &'a Program,
@@ -234,6 +246,8 @@ pub struct FnBuilder<'a> {
     /// Scopes below this index are invisible to name lookup (the caller's, while a function
     /// body is inlined).
     pub(super) scope_floor: usize,
+    /// The kernel's dynamic shared array, once declared.
+    pub(super) dyn_shared: Option<DynShared>,
 }
 
 impl<'a> FnBuilder<'a> {
@@ -291,6 +305,7 @@ impl<'a> FnBuilder<'a> {
             synced: false,
             inline_frames: vec![],
             scope_floor: 0,
+            dyn_shared: None,
         }
     }
 
@@ -625,8 +640,22 @@ impl<'a> FnBuilder<'a> {
         self.index_cache.retain(|(l, _, _)| *l != local);
     }
 
-    /// Appends an instruction.
+    /// Appends an instruction. An element access of the dynamic shared array is preceded by
+    /// its `chk.idx` (its length is per item, unlike the memory's); a copy of the array's
+    /// register marks the copy as holding it.
     pub fn emit(&mut self, op: Op, a: Reg, b: u16, c: u16) -> usize {
+        if let Some(dy) = &mut self.dyn_shared {
+            let m = op.mnemonic();
+            let (mem, idx) = if m.starts_with("st.") { (a, b) } else { (b, c) };
+            if op == Op::Mov && dy.regs.contains(&b) {
+                dy.regs.push(a);
+            } else if (m.starts_with("ld.") || m.starts_with("st.") || m.starts_with("atom."))
+                && dy.regs.contains(&mem)
+            {
+                let len = dy.len;
+                self.emit(Op::CheckIndex, idx, len, mem);
+            }
+        }
         let pc = self.code.len() as u32;
         if self
             .lines

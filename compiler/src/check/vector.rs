@@ -9,7 +9,8 @@
 //!
 //! float16/bfloat16 lanes compute in float32 (their arithmetic gives float32 vectors, which
 //! convert back lane by lane on store, see [`half_pair`]). `v[k]` with a run-time `k` is a
-//! checked int64 index and a chain of guarded moves ([`FnBuilder::lane_select`]).
+//! checked int64 index (device code: `chk.idx`) and a chain of guarded moves
+//! ([`FnBuilder::lane_select`]).
 //!
 //! Calls: a vector parameter is `N` parameter registers (as POD parameters of device code are
 //! flattened). A host function returns lane 0 with `ret` and lanes `1…N−1` through hidden
@@ -178,7 +179,7 @@ impl FnBuilder<'_> {
 
     /// The lane index of `v[k]` on a vector of `n` lanes: a constant lane, or an int64
     /// register checked at run time to be in `0…n−1`; `None` after an error.
-    fn lane_index(&mut self, index: &Expr, n: u8) -> Option<Lane> {
+    fn lane_index(&mut self, index: &Expr, n: u8, base: Reg) -> Option<Lane> {
         let iv = self.expr(index);
         match (iv.num(), iv.ty.is_int()) {
             (Some(Num::Int(k)), true) if (0..n as i128).contains(&k) => {
@@ -196,7 +197,7 @@ impl FnBuilder<'_> {
             (_, true) => {
                 let idx = self.coerce(iv, &Ty::Prim(Scalar::I64), index.span)?;
                 self.set_pos(index.span);
-                self.lane_check(idx, n, index.span)?;
+                self.lane_check(idx, n, base, index.span)?;
                 Some(Lane::Dyn(idx))
             }
             _ => {
@@ -260,7 +261,7 @@ impl FnBuilder<'_> {
         let Some(base) = self.materialize(&v) else {
             return Val::error();
         };
-        match self.lane_index(index, n) {
+        match self.lane_index(index, n, base) {
             Some(Lane::Const(k)) => Val::reg(Ty::Prim(s), base + k as u16),
             Some(Lane::Dyn(idx)) => {
                 Val::reg(Ty::Prim(s), self.lane_select(base, n, idx, s, index.span))
@@ -269,18 +270,16 @@ impl FnBuilder<'_> {
         }
     }
 
-    /// Faults unless int64 register `idx` is a lane of a vector of `n` lanes (XPU §2.11): on
-    /// the host, the failing path indexes a fresh array of `n` elements, which raises exactly
-    /// the array's `E-BOUNDS` (`index <i> out of bounds for length <n>`) on every executor;
-    /// device code has no arrays (see docs/spec-decisions.md). `None` after an error.
-    fn lane_check(&mut self, idx: Reg, n: u8, span: Span) -> Option<()> {
+    /// Faults unless int64 register `idx` is a lane of the vector of `n` lanes at `base`
+    /// (XPU §2.11): on the host, the failing path indexes a fresh array of `n` elements, which
+    /// raises exactly the array's `E-BOUNDS` (`index <i> out of bounds for length <n>`) on
+    /// every executor; device code has no arrays: there `chk.idx` raises `XPU-E-BOUNDS` naming
+    /// the vector (see docs/spec-decisions.md). `None` after an error.
+    fn lane_check(&mut self, idx: Reg, n: u8, base: Reg, span: Span) -> Option<()> {
         if self.device {
-            self.error(
-                code::NOT_IMPLEMENTED,
-                span,
-                "a lane index that is not a constant is not implemented in device code yet",
-            );
-            return None;
+            let len = self.load_bits(Type::I64, u64::from(n));
+            self.emit(Op::CheckIndex, idx, len, base);
+            return Some(());
         }
         let (lo, hi) = (
             self.load_bits(Type::I64, 0),
@@ -371,11 +370,11 @@ impl FnBuilder<'_> {
                 format!("final variable '{name}' cannot have a lane assigned"),
             );
         }
+        let reg = self.locals[li].reg;
         let k = match lane {
             Ok(name) => self.named_lane(name, n, &ty).map(Lane::Const),
-            Err(index) => self.lane_index(index, n),
+            Err(index) => self.lane_index(index, n, reg),
         };
-        let reg = self.locals[li].reg;
         Some(k.map(|k| match k {
             Lane::Const(k) => Place::Lane {
                 reg: reg + k as u16,

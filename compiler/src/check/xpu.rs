@@ -901,11 +901,25 @@ impl FnBuilder<'_> {
         let lv = self.expr(len);
         let count = match lv.loc {
             Loc::Num(super::ty::Num::Int(n)) if n > 0 && n <= (16 << 20) => n as u32,
-            _ => {
+            Loc::Num(super::ty::Num::Int(n)) => {
                 self.error(
-                    code::NOT_IMPLEMENTED,
+                    code::TYPE_MISMATCH,
                     len.span,
-                    "shared arrays need a constant size > 0 (dynamic shared memory is T2)",
+                    format!(
+                        "a constant shared array size must be 1 to {}, not {n}",
+                        16 << 20
+                    ),
+                );
+                return Val::error();
+            }
+            _ if lv.ty.is_int() => return self.dynamic_shared(et, lv, len.span),
+            _ if lv.ty == Ty::Error => return Val::error(),
+            _ => {
+                let n = self.ty_name(&lv.ty);
+                self.error(
+                    code::TYPE_MISMATCH,
+                    len.span,
+                    format!("a shared array size must be an integer, found {n}"),
                 );
                 return Val::error();
             }
@@ -917,6 +931,59 @@ impl FnBuilder<'_> {
         });
         let ty = Ty::Shared(et);
         let d = self.def(Op::SharedRef, ty.reg(), slot, 0);
+        Val::reg(ty, d)
+    }
+
+    /// `shared T[n]` with a run-time `n` (XPU §2.6, T2): the kernel's one dynamic shared
+    /// array (declaration length 0), whose memory is the launch's `sharedBytes`. Its length
+    /// is `min(n, sharedBytes / sizeof(T))` as evaluated by the executing item (a negative `n`
+    /// counts as 0), kept in a register; every access through a register holding the array is
+    /// checked against it by `chk.idx` (see [`FnBuilder::emit`]).
+    fn dynamic_shared(&mut self, et: Scalar, n: Val, span: Span) -> Val {
+        let slot = match self.shared.iter().position(|d| d.len == 0) {
+            Some(s) if self.dyn_shared.as_ref().is_some_and(|d| d.span == span) => s,
+            Some(_) => {
+                self.error(
+                    code::XPU_N01,
+                    span,
+                    "a kernel may declare at most one dynamic shared array",
+                );
+                return Val::error();
+            }
+            None => {
+                self.shared
+                    .push(cajeta_bytecode::SharedDecl { elem: et, len: 0 });
+                self.shared.len() - 1
+            }
+        };
+        let Some(n) = self.coerce(n, &Ty::Prim(Scalar::I64), span) else {
+            return Val::error();
+        };
+        let ty = Ty::Shared(et);
+        let d = self.new_reg(ty.reg());
+        self.emit(Op::SharedRef, d, slot as u16, 0);
+        let cap = self.temp(Type::Scalar(Scalar::U64));
+        self.emit(Op::BufLength, cap, d, 0);
+        let cap = self.convert(cap, Scalar::U64, Scalar::I64);
+        let zero = self.load_bits(Type::I64, 0);
+        let min = typed_op("min", Scalar::I64).expect("min.i64");
+        let max = typed_op("max", Scalar::I64).expect("max.i64");
+        let len = match &self.dyn_shared {
+            Some(dy) => dy.len,
+            None => self.new_reg(Type::I64),
+        };
+        self.emit(max, len, n, zero);
+        self.emit(min, len, len, cap);
+        match &mut self.dyn_shared {
+            Some(dy) => dy.regs.push(d),
+            None => {
+                self.dyn_shared = Some(super::func::DynShared {
+                    regs: vec![d],
+                    len,
+                    span,
+                })
+            }
+        }
         Val::reg(ty, d)
     }
 

@@ -1054,6 +1054,7 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             | XOp::WaveSumF32
             | XOp::Barrier
             | XOp::SharedRef
+            | XOp::CheckIndex
             | XOp::DevGetI8
             | XOp::DevSetI8
             | XOp::DevGetU8
