@@ -170,6 +170,8 @@ impl Tr<'_, '_> {
         let tr = self;
         let n = f.code.len();
         let mut terminated = true;
+        // Where the current block splits into two versions (see `versioned`).
+        let mut split = None;
         for (pc, &ins) in f.code.iter().enumerate() {
             if let Some(blk) = tr.blocks[pc] {
                 // A hoisting loop's header is entered from above through its preheader.
@@ -190,6 +192,10 @@ impl Tr<'_, '_> {
             }
             if tr.blocks[pc].is_some() {
                 tr.checked.clear();
+                split = tr.version_point(pc);
+            }
+            if let Some((at, end, pairs)) = split.take_if(|(at, ..)| *at == pc) {
+                tr.versioned(at, end, pairs)?;
             }
             terminated = tr.instr(pc as u32, ins)?;
             // A check is about the registers' values: forget it when one is written.
@@ -207,6 +213,124 @@ impl Tr<'_, '_> {
         Ok(())
     }
 }
+
+impl Tr<'_, '_> {
+    /// Block versioning of bounds checks, for a bytecode block starting at `start` inside a
+    /// hoisting loop whose element accesses use one index register with several arrays
+    /// (nbody: `x[i]`, `y[i]`, `vx[i]`, …, `x[j]`, …). From the split point (just after the
+    /// block's last write of an index or array register that a later access uses) to the
+    /// block's end, the block gets two translations: the usual *checked* one, and an
+    /// *unchecked* one, chosen by one test at the split — each index below the least length
+    /// of the arrays it indexes there. The unchecked copy starts with those (array, index)
+    /// pairs marked as checked ([`Tr::object_data`]): they are the accesses from the split on
+    /// that run before either register is written again, so the test covers them. When it
+    /// fails, the checked copy runs and raises any error at its own instruction, after
+    /// whatever ran before it, as always.
+    ///
+    /// Returns (split pc, end pc, pairs), or `None` when that would not save checks.
+    fn version_point(&self, start: usize) -> Option<Split> {
+        let f = self.f;
+        let end = (start + 1..f.code.len())
+            .find(|&pc| self.blocks[pc].is_some())
+            .unwrap_or(f.code.len());
+        let mut accesses = Vec::new();
+        for pc in start..end {
+            let i = f.code[pc];
+            let m = i.op.mnemonic();
+            let (arr, idx) = if m.starts_with("aget.") {
+                (i.b, i.c)
+            } else if m.starts_with("aset.") {
+                (i.a, i.b)
+            } else {
+                continue;
+            };
+            if loops::object_operand(f, i.op, i.a, i.b).is_some()
+                && self.hoisted_view(pc as u32, arr).is_some()
+            {
+                accesses.push((pc, arr, idx));
+            }
+        }
+        let written = |from: usize, to: usize, r: u16| {
+            f.code[from..to]
+                .iter()
+                .rposition(|w| loops::writes(w, r))
+                .map(|k| from + k)
+        };
+        let at = accesses
+            .iter()
+            .filter_map(|&(pc, arr, idx)| {
+                let w = written(start, pc, arr).max(written(start, pc, idx))?;
+                Some(w + 1)
+            })
+            .max()
+            .unwrap_or(start);
+        let mut pairs: Vec<(u16, u16)> = Vec::new();
+        for &(pc, arr, idx) in accesses.iter().filter(|&&(pc, ..)| pc >= at) {
+            let fresh = written(at, pc, arr).is_none() && written(at, pc, idx).is_none();
+            if fresh && !pairs.contains(&(arr, idx)) {
+                pairs.push((arr, idx));
+            }
+        }
+        let mut indices: Vec<u16> = pairs.iter().map(|&(_, x)| x).collect();
+        indices.sort_unstable();
+        indices.dedup();
+        (pairs.len() >= 2 && indices.len() < pairs.len()).then_some((at, end, pairs))
+    }
+
+    /// Emits the test at `at` and the unchecked copy of `at..end` (see
+    /// [`Tr::version_point`]); returns in the checked copy's block.
+    fn versioned(&mut self, at: usize, end: usize, pairs: Vec<(u16, u16)>) -> Result<(), JitError> {
+        let f = self.f;
+        // index < the least length of the arrays its loop looked up (computed in the
+        // preheader), for each index register and loop.
+        let mut tests: Vec<(u16, Variable)> = Vec::new();
+        for &(arr, x) in &pairs {
+            let Some(least) = self.hoisted_least(at as u32, arr) else {
+                return Ok(());
+            };
+            if !tests.contains(&(x, least)) {
+                tests.push((x, least));
+            }
+        }
+        let mut ok = None;
+        for (x, least) in tests {
+            let index = self.get(x);
+            let least = self.b.use_var(least);
+            let fits = self.b.ins().icmp(IntCC::UnsignedLessThan, index, least);
+            ok = Some(match ok {
+                Some(o) => self.b.ins().band(o, fits),
+                None => fits,
+            });
+        }
+        let Some(ok) = ok else {
+            return Ok(());
+        };
+        let unchecked = self.b.create_block();
+        let checked = self.b.create_block();
+        self.b.ins().brif(ok, unchecked, &[], checked, &[]);
+        self.b.switch_to_block(unchecked);
+        let before = self.checked.clone();
+        self.checked.extend(pairs);
+        let mut terminated = false;
+        for pc in at..end {
+            let ins = f.code[pc];
+            terminated = self.instr(pc as u32, ins)?;
+            self.checked
+                .retain(|&(a, x)| !loops::writes(&ins, a) && !loops::writes(&ins, x));
+        }
+        if !terminated {
+            let next = self.branch_block(end as u32 - 1, end as u32)?;
+            self.b.ins().jump(next, &[]);
+        }
+        self.checked = before;
+        self.b.switch_to_block(checked);
+        Ok(())
+    }
+}
+
+/// Where a block splits into two versions, where it ends, and the (array, index) register
+/// pairs the unchecked version takes as checked (see [`Tr::version_point`]).
+type Split = (usize, usize, Vec<(u16, u16)>);
 
 /// Which pcs start a block: pc 0, jump targets, and the instruction after a branch or a
 /// terminator.
@@ -275,7 +399,15 @@ struct Tr<'a, 'b> {
 /// A hoisting loop, its preheader block, per hoisted register (in the loop's order) the
 /// variables holding the object's data address and length, and per strength-reduced
 /// multiplication the variable holding its product.
-type Hoist = (HoistedLoop, Block, Vec<(Variable, Variable)>, Vec<Variable>);
+/// multiplication the variable holding its product; last, the least length of the arrays
+/// its preheader looked up (see [`Tr::versioned`]).
+type Hoist = (
+    HoistedLoop,
+    Block,
+    Vec<(Variable, Variable)>,
+    Vec<Variable>,
+    Variable,
+);
 
 /// A cold error exit still to be filled: the hook call that raises the error of the access
 /// at `pc`, then the function's error exit.
@@ -411,7 +543,8 @@ impl<'a, 'b> Tr<'a, 'b> {
                     .map(|_| (b.declare_var(I64), b.declare_var(I64)))
                     .collect();
                 let products = l.reduced.iter().map(|_| b.declare_var(I64)).collect();
-                (l, pre, vars, products)
+                let least = b.declare_var(I64);
+                (l, pre, vars, products, least)
             })
             .collect();
         let mut tr = Tr {
@@ -680,7 +813,7 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// hoisting loop whose header `target` is, when `pc` lies outside that loop, else the
     /// target's own block.
     fn branch_block(&self, pc: u32, target: u32) -> Result<Block, JitError> {
-        for (l, pre, _, _) in &self.hoisted {
+        for (l, pre, ..) in &self.hoisted {
             if l.header == target && !l.contains(pc) {
                 return Ok(*pre);
             }
@@ -694,8 +827,9 @@ impl<'a, 'b> Tr<'a, 'b> {
         let Some(k) = self.hoisted.iter().position(|(l, ..)| l.header == header) else {
             return;
         };
-        let (l, pre, vars, products) = self.hoisted[k].clone();
+        let (l, pre, vars, products, least_var) = self.hoisted[k].clone();
         self.b.switch_to_block(pre);
+        let mut least = None;
         for (&(reg, kind), &(data_var, len_var)) in l.regs.iter().zip(&vars) {
             if self.hoisted_view(header, reg) != Some((data_var, len_var)) {
                 // An enclosing loop's preheader looked it up already.
@@ -705,7 +839,15 @@ impl<'a, 'b> Tr<'a, 'b> {
             let (data, len) = self.speculative_lookup(handle, kind);
             self.b.def_var(data_var, data);
             self.b.def_var(len_var, len);
+            if ObjectView::instance_kind(kind & !0x4000_0000) != Some(kind) {
+                least = Some(match least {
+                    Some(m) => self.b.ins().umin(m, len),
+                    None => len,
+                });
+            }
         }
+        let least = least.unwrap_or_else(|| self.b.ins().iconst(I64, 0));
+        self.b.def_var(least_var, least);
         for (r, &p) in l.reduced.iter().zip(&products) {
             let (x, j) = (self.get(r.x), self.get(r.j));
             let v = self.b.ins().imul(x, j);
@@ -717,7 +859,7 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// The product variable standing for the strength-reduced `mul` at `pc`, if any (see
     /// [`loops::Reduced`]).
     fn reduced_product(&self, pc: u32) -> Option<Variable> {
-        self.hoisted.iter().find_map(|(l, _, _, products)| {
+        self.hoisted.iter().find_map(|(l, _, _, products, _)| {
             let k = l.reduced.iter().position(|r| r.mul == pc)?;
             Some(products[k])
         })
@@ -727,7 +869,7 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// induction variable, advance the product by `x * step`.
     fn advance_products(&mut self, pc: u32) {
         let mut steps = Vec::new();
-        for (l, _, _, products) in &self.hoisted {
+        for (l, _, _, products, _) in &self.hoisted {
             for (r, &p) in l.reduced.iter().zip(products) {
                 if r.inc == pc {
                     steps.push((r.x, r.step, p));
@@ -747,12 +889,24 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// loop around `pc` that hoists it (its preheader dominates the loops inside it, which
     /// then need no lookup of their own).
     fn hoisted_view(&self, pc: u32, reg: u16) -> Option<(Variable, Variable)> {
+        self.hoisted_entry(pc, reg)
+            .map(|(e, k)| self.hoisted[e].2[k])
+    }
+
+    /// The least-length variable of the loop whose lookup [`Tr::hoisted_view`] uses.
+    fn hoisted_least(&self, pc: u32, reg: u16) -> Option<Variable> {
+        self.hoisted_entry(pc, reg).map(|(e, _)| self.hoisted[e].4)
+    }
+
+    /// (index in `hoisted`, index in its registers) of [`Tr::hoisted_view`]'s loop.
+    fn hoisted_entry(&self, pc: u32, reg: u16) -> Option<(usize, usize)> {
         self.hoisted
             .iter()
-            .filter(|(l, ..)| l.contains(pc))
-            .filter_map(|(l, _, vars, _)| {
+            .enumerate()
+            .filter(|(_, (l, ..))| l.contains(pc))
+            .filter_map(|(e, (l, ..))| {
                 let k = l.regs.iter().position(|&(r, _)| r == reg)?;
-                Some((l.end - l.header, vars[k]))
+                Some((l.end - l.header, (e, k)))
             })
             .max_by_key(|&(size, _)| size)
             .map(|(_, v)| v)
