@@ -43,6 +43,9 @@ use crate::JitError;
 pub const FAULT_BOUNDS: u32 = 16;
 /// A fault status: a handle register naming no memory of the access's width (`E-NULL`).
 pub const FAULT_BAD_HANDLE: u32 = 17;
+/// A fault status: `chk.idx` found its index outside `0 … len − 1` (`XPU-E-BOUNDS`; index and
+/// length in the record).
+pub const FAULT_INDEX: u32 = 18;
 /// The status of a resumable kernel stopped *before* the rendezvous (barrier or wave
 /// collective) at [`WorkgroupCtx::stop_pc`], every register stored in [`WorkgroupCtx::regs`];
 /// call it again with [`WorkgroupCtx::resume`] as it left it to continue after the rendezvous.
@@ -79,6 +82,8 @@ pub struct DeviceFault {
     pub lane: u32,
     /// The element index of an out-of-bounds access.
     pub index: i64,
+    /// The length a `chk.idx` checked against.
+    pub len: i64,
     /// The memory handle of a failed access.
     pub handle: u64,
     /// The register that held the handle.
@@ -151,6 +156,7 @@ pub(crate) mod off {
     pub const FAULT_ITEM: i32 = (FAULT + offset_of!(DeviceFault, item)) as i32;
     pub const FAULT_LANE: i32 = (FAULT + offset_of!(DeviceFault, lane)) as i32;
     pub const FAULT_INDEX: i32 = (FAULT + offset_of!(DeviceFault, index)) as i32;
+    pub const FAULT_LEN: i32 = (FAULT + offset_of!(DeviceFault, len)) as i32;
     pub const FAULT_HANDLE: i32 = (FAULT + offset_of!(DeviceFault, handle)) as i32;
     pub const FAULT_REG: i32 = (FAULT + offset_of!(DeviceFault, reg)) as i32;
     pub const VIEW_ADDR: i32 = offset_of!(MemView, addr) as i32;

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use cajeta_bytecode::Module;
 use cajeta_jit::device::{
     compile_kernel, CompiledKernel, DeviceFault, KernelOptions, MemView, Shape, WorkgroupCtx,
-    DEFAULT_LANES, FAULT_BAD_HANDLE, FAULT_BOUNDS, STOP_BAIL, STOP_RENDEZVOUS,
+    DEFAULT_LANES, FAULT_BAD_HANDLE, FAULT_BOUNDS, FAULT_INDEX, STOP_BAIL, STOP_RENDEZVOUS,
 };
 use cajeta_jit::Status;
 
@@ -561,6 +561,11 @@ fn located_fault(
             reg,
         },
         FAULT_BAD_HANDLE => FaultKind::BadHandle { reg },
+        FAULT_INDEX => FaultKind::Index {
+            index: f.index,
+            len: f.len,
+            reg,
+        },
         s if s == Status::DivZero as u32 => FaultKind::DivZero,
         s if s == Status::Overflow as u32 => FaultKind::Overflow,
         _ => FaultKind::Internal("unknown status from a compiled kernel"),

@@ -44,7 +44,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use cajeta_bytecode::{Function, Instr, Op, Scalar, Type};
 
 use super::{kind_of, leaders, suffix_scalar, Kind, ObjectMem, Setup, Tr, F32, F64, I32, I64, MF};
-use crate::device::{off as doff, FAULT_BAD_HANDLE, FAULT_BOUNDS, STOP_RENDEZVOUS};
+use crate::device::{off as doff, FAULT_BAD_HANDLE, FAULT_BOUNDS, FAULT_INDEX, STOP_RENDEZVOUS};
 use crate::JitError;
 
 /// The kernel-specific state of the translator.
@@ -444,6 +444,12 @@ impl<'a, 'b> Tr<'a, 'b> {
             let nmems = self.ctx_load(doff::NMEMS);
             let b = &mut self.b;
             let status = match f.index {
+                // `chk.idx`: the handle is the length.
+                Some(index) if f.width == INDEX_CHECK => {
+                    b.ins().store(MF, index, ctx, doff::FAULT_INDEX);
+                    b.ins().store(MF, f.handle, ctx, doff::FAULT_LEN);
+                    b.ins().iconst(I32, i64::from(FAULT_INDEX))
+                }
                 Some(index) => {
                     // Out of bounds if the handle names a memory of the access's width; an
                     // invalid reference otherwise (the hoisted lookup gave length 0).
@@ -534,6 +540,18 @@ impl<'a, 'b> Tr<'a, 'b> {
             _ if m.starts_with("st.") || m.starts_with("atom.") => {
                 let addr = self.access_address(pc, i)?;
                 self.access(pc, i, addr)?;
+            }
+            // A run-time index into a dynamic shared array or a vector: 0 <= r[a] < r[b].
+            Op::CheckIndex => {
+                let (index, len) = (self.get(i.a), self.get(i.b));
+                let b = &mut self.b;
+                let below = b.ins().icmp_imm_s(IntCC::SignedLessThan, index, 0);
+                let above = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, index, len);
+                let outside = b.ins().bor(below, above);
+                let fail = self.dev_fault_block(pc, i.c, len, Some(index), INDEX_CHECK);
+                let good = self.b.create_block();
+                self.b.ins().brif(outside, fail, &[], good, &[]);
+                self.b.switch_to_block(good);
             }
             // Attributes are read by the backend; a fence orders this item's own accesses.
             Op::KernelAttr => {}
@@ -838,6 +856,9 @@ fn atomic_op(kind: &str, s: Scalar) -> Option<AtomicRmwOp> {
         _ => return None,
     })
 }
+
+/// The `width` of a [`DevFault`] that is a failed `chk.idx` (its `handle` is the length).
+const INDEX_CHECK: usize = usize::MAX;
 
 /// A device access's cold fault path, filled at the end.
 pub(crate) struct DevFault {
