@@ -30,6 +30,12 @@
 //!
 //! Items after the last full group (the block size modulo `W`) are left to the embedder, which
 //! runs them with the item function from their start.
+//!
+//! A kernel with workgroup barriers gets a *group* function instead of the group loop: one
+//! group, its lanes' registers loaded from their files (only those live where the group
+//! continues), continuing at the start or after a barrier, until every lane stops before the
+//! next barrier (registers stored, `STOP_RENDEZVOUS`), returns, or bails out as above. The
+//! embedder runs the groups of a workgroup phase by phase (`cpu::compiled::barrier_phases`).
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{Block, InstBuilder, Value};
