@@ -754,6 +754,25 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                     };
                     if kind != FnKind::Host {
                         errors.extend(device_signature_errors(&p, md, kind, &params, &ret));
+                    } else {
+                        // XPU-K03: a shared array exists only in device code (a `@Host @Device`
+                        // method is host code too).
+                        for (prm, (_, ty)) in md.params.iter().zip(&params) {
+                            if matches!(ty, Ty::Shared(_)) {
+                                errors.push(Diag::error(
+                                    code::XPU_K03,
+                                    prm.ty.span,
+                                    "Shared<T> parameters exist only in @Device functions",
+                                ));
+                            }
+                        }
+                        if matches!(ret, Ty::Shared(_)) {
+                            errors.push(Diag::error(
+                                code::XPU_K03,
+                                md.ret.as_ref().map_or(md.name.span, |t| t.span),
+                                "a host method cannot return Shared<T>",
+                            ));
+                        }
                     }
                     if md.modifiers.native {
                         errors.extend(native_signature_errors(md, kind, &params, &ret));
@@ -1081,6 +1100,8 @@ fn device_signature_errors(
     for (prm, (name, ty)) in md.params.iter().zip(params) {
         let ok = match ty {
             Ty::Prim(_) | Ty::Buffer(_) | Ty::Vector(..) | Ty::Error => true,
+            // XPU §2.6 T2: a workgroup array passed to a @Device function.
+            Ty::Shared(_) => kind == FnKind::Device,
             Ty::Class(c) => is_pod(p, *c),
             _ => false,
         };

@@ -128,10 +128,8 @@ impl FnBuilder<'_> {
         if let Some((pc, r)) = self.last_def {
             if r == src && pc + 1 == self.code.len() {
                 self.code[pc].a = dst;
-                if let Some(dy) = &mut self.dyn_shared {
-                    if dy.regs.contains(&src) {
-                        dy.regs.push(dst);
-                    }
+                if let Some(len) = self.mem_len_reg(src) {
+                    self.checked_mems.push((dst, len));
                 }
                 self.last_def = None;
                 // A retargeted write bypasses `emit`'s bookkeeping.
@@ -1540,6 +1538,16 @@ impl FnBuilder<'_> {
             );
             return Val::error();
         }
+        if let (Place::Local(_), Ty::Shared(_)) = (&place, &ty) {
+            // XPU §2.6: a Shared variable denotes one workgroup array for good.
+            self.error(
+                code::XPU_N01,
+                target.span,
+                "a Shared variable is never reassigned",
+            );
+            let _ = self.expr(value);
+            return Val::error();
+        }
         if let Place::Static(si) = place {
             let st = &self.p.statics[si as usize];
             if st.is_final
@@ -2048,6 +2056,12 @@ impl FnBuilder<'_> {
             let Some(r) = self.coerce(v, pty, args.get(ai).map_or(span, |a| a.value.span)) else {
                 return Val::error();
             };
+            if let Ty::Shared(_) = pty {
+                // A shared array and its length (the dynamic array's per-item length).
+                let len = self.shared_arg_len(r);
+                regs.extend([r, len]);
+                continue;
+            }
             // A vector argument is its lanes (consecutive registers).
             regs.extend((0..pty.lanes() as u16).map(|k| r + k));
         }

@@ -171,10 +171,7 @@ pub struct LoopCtx {
 /// The kernel's dynamic shared array (XPU §2.6, T2; see `xpu.rs::dynamic_shared`).
 #[derive(Debug)]
 pub struct DynShared {
-    /// Registers holding the array (its `shared.ref` and the locals copied from it): accesses
-    /// through them are checked against `len` (see [`FnBuilder::emit`]).
-    pub regs: Vec<Reg>,
-    /// Its int64 length, `min(n, sharedBytes / sizeof(T))`.
+    /// Its int64 length register, `min(n, sharedBytes / sizeof(T))`.
     pub len: Reg,
     /// The declaration.
     pub span: Span,
@@ -248,6 +245,10 @@ pub struct FnBuilder<'a> {
     pub(super) scope_floor: usize,
     /// The kernel's dynamic shared array, once declared.
     pub(super) dyn_shared: Option<DynShared>,
+    /// Shared-array registers whose accesses the compiler checks, with their int64 length
+    /// registers: the dynamic array (and copies of it), `Shared<T>` parameters of `@Device`
+    /// functions (see [`FnBuilder::emit`]).
+    pub(super) checked_mems: Vec<(Reg, Reg)>,
 }
 
 impl<'a> FnBuilder<'a> {
@@ -306,6 +307,7 @@ impl<'a> FnBuilder<'a> {
             inline_frames: vec![],
             scope_floor: 0,
             dyn_shared: None,
+            checked_mems: vec![],
         }
     }
 
@@ -355,6 +357,19 @@ impl<'a> FnBuilder<'a> {
                         let da = self.locals[li].da;
                         self.da[da] = true;
                         self.locals[li].pod = Some(regs);
+                    }
+                    continue;
+                }
+                // A shared array parameter of a device function is the array and its int64
+                // length (checked at each access, see `emit`).
+                if let Ty::Shared(s) = ty {
+                    let r = self.new_reg(Type::Shared(*s));
+                    let len = self.new_reg(Type::I64);
+                    self.checked_mems.push((r, len));
+                    let span = decl_params.get(i).map(|p| p.name.span).unwrap_or_default();
+                    if let Some(li) = self.add_local(name, ty.clone(), r, false, span) {
+                        let da = self.locals[li].da;
+                        self.da[da] = true;
                     }
                     continue;
                 }
@@ -640,20 +655,32 @@ impl<'a> FnBuilder<'a> {
         self.index_cache.retain(|(l, _, _)| *l != local);
     }
 
-    /// Appends an instruction. An element access of the dynamic shared array is preceded by
-    /// its `chk.idx` (its length is per item, unlike the memory's); a copy of the array's
-    /// register marks the copy as holding it.
+    /// The int64 length register the compiler checks accesses through shared register `r`
+    /// against, if it has one (see `checked_mems`).
+    pub fn mem_len_reg(&self, r: Reg) -> Option<Reg> {
+        self.checked_mems
+            .iter()
+            .rev()
+            .find(|(m, _)| *m == r)
+            .map(|&(_, len)| len)
+    }
+
+    /// Appends an instruction. An element access through a register of `checked_mems` is
+    /// preceded by its `chk.idx` (the dynamic array's length is per item, unlike its
+    /// memory's; a `Shared<T>` parameter carries its array's); a copy of such a register is
+    /// checked alike.
     pub fn emit(&mut self, op: Op, a: Reg, b: u16, c: u16) -> usize {
-        if let Some(dy) = &mut self.dyn_shared {
+        if !self.checked_mems.is_empty() {
             let m = op.mnemonic();
             let (mem, idx) = if m.starts_with("st.") { (a, b) } else { (b, c) };
-            if op == Op::Mov && dy.regs.contains(&b) {
-                dy.regs.push(a);
-            } else if (m.starts_with("ld.") || m.starts_with("st.") || m.starts_with("atom."))
-                && dy.regs.contains(&mem)
-            {
-                let len = dy.len;
-                self.emit(Op::CheckIndex, idx, len, mem);
+            if op == Op::Mov {
+                if let Some(len) = self.mem_len_reg(b) {
+                    self.checked_mems.push((a, len));
+                }
+            } else if m.starts_with("ld.") || m.starts_with("st.") || m.starts_with("atom.") {
+                if let Some(len) = self.mem_len_reg(mem) {
+                    self.emit(Op::CheckIndex, idx, len, mem);
+                }
             }
         }
         let pc = self.code.len() as u32;

@@ -24,6 +24,7 @@ use crate::ast::{
     Arg, BinOp, Block, Expr, ExprKind, Ident, Member, PrimType, Stmt, StmtKind, TypeKind, UnOp,
 };
 use crate::diag::{code, Span};
+use cajeta_bytecode::Type;
 
 /// A `@Device` function body being inlined (innermost last in `FnBuilder::inline_frames`).
 #[derive(Debug)]
@@ -189,6 +190,19 @@ impl FnBuilder<'_> {
                     })
                     .collect();
                 bound.push((copies.first().copied().unwrap_or(0), Some(copies)));
+                continue;
+            }
+            if let Ty::Shared(s) = pty {
+                // The array and its length, as a call passes them (`FnBuilder::emit_call`).
+                let Some(r) = self.coerce(v, pty, arg_span) else {
+                    return Val::error();
+                };
+                let len = self.shared_arg_len(r);
+                let (dst, dlen) = (self.new_reg(Type::Shared(*s)), self.new_reg(Type::I64));
+                self.emit(cajeta_bytecode::Op::Mov, dst, r, 0);
+                self.emit(cajeta_bytecode::Op::Mov, dlen, len, 0);
+                self.checked_mems.push((dst, dlen));
+                bound.push((dst, None));
                 continue;
             }
             if let (Ty::Buffer(_), false) = (pty, v.ty == *pty || v.ty == Ty::Error) {

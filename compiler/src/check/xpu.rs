@@ -53,6 +53,8 @@ pub fn param_types(fb: &FnBuilder<'_>, sig: &MethodSig) -> Vec<Type> {
                 Ty::Class(c) => {
                     out.extend(fb.p.classes[*c as usize].fields.iter().map(|f| f.ty.reg()))
                 }
+                // A shared array travels with its int64 length (see `FnBuilder::emit`).
+                Ty::Shared(s) => out.extend([Type::Shared(*s), Type::I64]),
                 t => out.extend(std::iter::repeat_n(t.reg(), t.lanes())),
             }
         }
@@ -974,17 +976,23 @@ impl FnBuilder<'_> {
         };
         self.emit(max, len, n, zero);
         self.emit(min, len, len, cap);
-        match &mut self.dyn_shared {
-            Some(dy) => dy.regs.push(d),
-            None => {
-                self.dyn_shared = Some(super::func::DynShared {
-                    regs: vec![d],
-                    len,
-                    span,
-                })
-            }
+        self.checked_mems.push((d, len));
+        if self.dyn_shared.is_none() {
+            self.dyn_shared = Some(super::func::DynShared { len, span });
         }
         Val::reg(ty, d)
+    }
+
+    /// The int64 length passed with shared array `r` to a `Shared<T>` parameter: the
+    /// register the compiler checks `r` against (the dynamic array, a parameter), else the
+    /// array's own length.
+    pub fn shared_arg_len(&mut self, r: Reg) -> Reg {
+        if let Some(len) = self.mem_len_reg(r) {
+            return len;
+        }
+        let n = self.temp(Type::Scalar(Scalar::U64));
+        self.emit(Op::BufLength, n, r, 0);
+        self.convert(n, Scalar::U64, Scalar::I64)
     }
 
     /// The launch statement `k.launch(s?, grid: …, block: …, sharedBytes: …)(args)`.
