@@ -102,7 +102,11 @@ pub(crate) fn writes(i: &Instr, r: u16) -> bool {
 /// The loops of `f` whose lookups can be hoisted (see the module documentation) or that
 /// have strength-reduced multiplications ([`Reduced`]), innermost last among loops sharing
 /// code; loops with neither are left out.
-pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
+///
+/// `frees(g)` tells whether a call of function `g` may free an object (see
+/// [`crate::translate`]'s `pure_function`); a loop that makes no such call (and has no
+/// `drop`) keeps its views.
+pub(crate) fn hoisted_loops(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<HoistedLoop> {
     let code = &f.code;
     // header -> furthest backward branch.
     let mut ranges: Vec<(u32, u32)> = Vec::new();
@@ -120,7 +124,7 @@ pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
         if header == 0 || !single_entry(code, header, end) {
             continue;
         }
-        let regs = view_regs(f, header, end);
+        let regs = view_regs(f, header, end, frees);
         let reduced = reductions(header, &code[header as usize..=end as usize]);
         if !regs.is_empty() || !reduced.is_empty() {
             loops.push(HoistedLoop {
@@ -142,7 +146,7 @@ pub(crate) fn hoisted_loops(f: &Function) -> Vec<HoistedLoop> {
         let next = loops[k + 1..].iter().find(|l| l.header > first.end);
         let merged = next.and_then(|next| {
             let (header, end) = (first.header, next.end);
-            let regs = view_regs(f, header, end);
+            let regs = view_regs(f, header, end, frees);
             let keeps = first
                 .regs
                 .iter()
@@ -174,11 +178,14 @@ fn single_entry(code: &[Instr], header: u32, end: u32) -> bool {
 
 /// The object registers whose views the range `[header, end]` may look up once: those an
 /// element or field instruction in it uses and nothing in it writes — none when something
-/// in it may free an object (a `call` or a `drop`).
-fn view_regs(f: &Function, header: u32, end: u32) -> Vec<(u16, u32)> {
+/// in it may free an object (a `drop`, or a `call` for which `frees` says so).
+fn view_regs(f: &Function, header: u32, end: u32, frees: &dyn Fn(u16) -> bool) -> Vec<(u16, u32)> {
     let body = &f.code[header as usize..=end as usize];
     let mut regs: Vec<(u16, u32)> = Vec::new();
-    if body.iter().any(|i| matches!(i.op, Op::Call | Op::Drop)) {
+    if body
+        .iter()
+        .any(|i| i.op == Op::Drop || i.op == Op::Call && frees(i.c))
+    {
         return regs;
     }
     let written = |r: u16| body.iter().any(|i| writes(i, r));
@@ -281,7 +288,7 @@ mod tests {
 
     #[test]
     fn an_invariant_array_is_hoisted() {
-        let loops = hoisted_loops(&sum_loop(None, START));
+        let loops = hoisted_loops(&sum_loop(None, START), &|_| true);
         let kind = ObjectView::array_kind(Scalar::F64);
         assert_eq!(
             loops,
@@ -315,7 +322,7 @@ mod tests {
 
     #[test]
     fn a_product_of_an_invariant_and_an_induction_variable_is_reduced() {
-        let loops = hoisted_loops(&product_loop(None));
+        let loops = hoisted_loops(&product_loop(None), &|_| true);
         let want = Reduced {
             mul: 4,
             x: 0,
@@ -328,14 +335,14 @@ mod tests {
         // Either operand order; a call does not matter (registers are the frame's own).
         let mut swapped = product_loop(Some(Instr::new(Op::Call, 3, 6, 0)));
         swapped.code[4] = Instr::new(Op::MulI64, 3, 1, 0);
-        let loops = hoisted_loops(&swapped);
+        let loops = hoisted_loops(&swapped, &|_| true);
         assert_eq!(loops[0].reduced, vec![Reduced { inc: 6, ..want }]);
         // A second write of j, or any write of x, keeps the multiplication.
         for extra in [
             Instr::new(Op::AddI64, 1, 1, 5),
             Instr::new(Op::LoadI, 0, 0, 0),
         ] {
-            assert!(hoisted_loops(&product_loop(Some(extra))).is_empty());
+            assert!(hoisted_loops(&product_loop(Some(extra)), &|_| true).is_empty());
         }
     }
 
@@ -355,28 +362,33 @@ mod tests {
             .collect();
         f.code.splice(7..7, second);
         let kind = ObjectView::array_kind(Scalar::F64);
-        let loops = hoisted_loops(&f);
+        let loops = hoisted_loops(&f, &|_| true);
         assert_eq!(loops.len(), 2);
         assert_eq!((loops[0].header, loops[0].end), (2, 12));
         assert_eq!(loops[0].regs, vec![(0, kind)]);
         assert_eq!((loops[1].header, loops[1].end), (8, 12));
         // A write of the array between them: each keeps its own.
         f.code[7] = Instr::new(Op::LoadNull, 0, 0, 0);
-        let loops = hoisted_loops(&f);
+        let loops = hoisted_loops(&f, &|_| true);
         assert_eq!((loops[0].header, loops[0].end), (2, 6));
     }
 
     #[test]
     fn calls_drops_writes_and_side_entries_prevent_hoisting() {
         let call = Instr::new(Op::Call, 3, 6, 0);
-        assert!(hoisted_loops(&sum_loop(Some(call), START)).is_empty());
+        assert!(hoisted_loops(&sum_loop(Some(call), START), &|_| true).is_empty());
+        // A callee that cannot free anything does not count.
+        assert_eq!(
+            hoisted_loops(&sum_loop(Some(call), START), &|_| false).len(),
+            1
+        );
         let drop = Instr::new(Op::Drop, 0, 4, 0);
-        assert!(hoisted_loops(&sum_loop(Some(drop), START)).is_empty());
+        assert!(hoisted_loops(&sum_loop(Some(drop), START), &|_| true).is_empty());
         // The array register is written in the loop.
         let write = Instr::new(Op::LoadNull, 0, 0, 0);
-        assert!(hoisted_loops(&sum_loop(Some(write), START)).is_empty());
+        assert!(hoisted_loops(&sum_loop(Some(write), START), &|_| true).is_empty());
         // A jump from before the loop into its body, past the header.
         let side = Instr::with_bc(Op::Jmp, 0, 4);
-        assert!(hoisted_loops(&sum_loop(None, side)).is_empty());
+        assert!(hoisted_loops(&sum_loop(None, side), &|_| true).is_empty());
     }
 }

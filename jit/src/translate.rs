@@ -530,7 +530,8 @@ impl<'a, 'b> Tr<'a, 'b> {
 
         let mem = ObjectMem::new(&mut b);
         // Loops with views to hoist or products to keep (views only with inline objects).
-        let hoisted: Vec<Hoist> = loops::hoisted_loops(f)
+        let frees = |g: u16| !pure_function(s.module, usize::from(g));
+        let hoisted: Vec<Hoist> = loops::hoisted_loops(f, &frees)
             .into_iter()
             .map(|mut l| {
                 if !s.inline_objects {
@@ -2563,6 +2564,21 @@ fn prefix_op(module: &Module, i: Instr) -> bool {
                 )
         }
     }
+}
+
+/// Whether function `g` of `module` only computes: every instruction a [`prefix_op`], a
+/// branch, `ret` or `retvoid`. A call of it cannot free an object however it runs (inlined,
+/// compiled or interpreted), so a loop around it keeps its object views (see
+/// [`crate::loops`]).
+fn pure_function(module: &Module, g: usize) -> bool {
+    module.functions.get(g).is_some_and(|g| {
+        g.code.iter().all(|&i| {
+            matches!(
+                i.op,
+                Op::Ret | Op::RetVoid | Op::Jmp | Op::JmpIf | Op::JmpIfNot
+            ) || prefix_op(module, i)
+        })
+    })
 }
 
 /// A [`prefix_op`] that cannot fail anywhere (no integer division or remainder).
