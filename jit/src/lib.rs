@@ -52,7 +52,12 @@
 //!   depth). So does every callee while the native stack pointer is below
 //!   [`JitContext::native_stack_limit`]: deep recursion then continues on the interpreter's
 //!   heap frames instead of overflowing the thread's stack. (The embedder's `call_interp`
-//!   must not enter JIT code again while below that limit.)
+//!   must not enter JIT code again while below that limit; a compiled function checks the
+//!   limit in its own prologue and hands itself to `call_interp`, and its public entry,
+//!   entered below the limit all the same, lifts the limit for that activation.)
+//!   With [`JitOptions::inline_objects`] a call may also not happen at all: a callee's pure
+//!   code runs in place when it returns without reaching anything else (partial inlining),
+//!   with the same results, depth limit and traces.
 //! * **Results.** A function returns a [`Status`] as `u32`. On 0 its result cell is in
 //!   [`JitContext::ret`] and the ownership bit (`retown`/`takeown`) in [`JitContext::own`];
 //!   the embedder copies `own` into its own state after a JIT call returns, and

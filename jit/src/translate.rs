@@ -2150,11 +2150,13 @@ impl<'a, 'b> Tr<'a, 'b> {
         };
     }
 
-    /// `call a b c`: stack room for the callee's window, then a native call of its internal
-    /// body (direct for self-recursion, through the table otherwise) with the arguments in
-    /// machine registers — or, when the callee is not compiled or the native stack is
-    /// short, the `call_interp` hook with the arguments stored in the window. Then the status
-    /// check, the ownership bit and the result.
+    /// `call a b c`: the callee's pure prefix in place when it has one
+    /// ([`Tr::inline_prefix`]); else a native call of its internal body (direct for
+    /// self-recursion, through the table otherwise) with the arguments in machine registers
+    /// (a callee short of native stack hands itself to the interpreter: see
+    /// [`Tr::native_stack_check`]) — or, when the callee is not compiled, the `call_interp`
+    /// hook with the arguments stored in the window. Then the status check, the ownership
+    /// bit (for functions that take it) and the result.
     fn call(&mut self, pc: u32, i: Instr) -> Result<(), JitError> {
         let module = self.s.module;
         let callee_idx = u32::from(i.c);
