@@ -319,8 +319,8 @@ fn work(
         // Fits by construction (the words were allocated for exactly this declaration); the
         // empty fallback keeps later slots at their handles anyway.
         let width = d.elem.size() as u8;
-        let view = MemRef::new(words, bytes, 0, len, width)
-            .or_else(|| MemRef::new(&[], 0, 0, 0, width));
+        let view =
+            MemRef::new(words, bytes, 0, len, width).or_else(|| MemRef::new(&[], 0, 0, 0, width));
         mems.extend(view);
     }
     let env = Env {
