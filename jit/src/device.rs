@@ -24,7 +24,7 @@
 //! What the translation does and refuses is described in `translate/device.rs`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -240,6 +240,11 @@ pub struct CompiledKernel {
     origins: Option<Vec<Origin>>,
     /// Resumable kernels run in lockstep groups: the group function and its width.
     group: Option<(WorkgroupFn, usize)>,
+    /// Lockstep kernels: the workgroup function that runs items one by one (from `ctx.lin`),
+    /// for kernels whose groups keep leaving lockstep.
+    sequential: Option<WorkgroupFn>,
+    /// Set once a workgroup of this lockstep kernel found its groups mostly divergent.
+    divergent: AtomicBool,
     /// Lockstep kernels: the item function that finishes lanes, and what compiles more.
     items: Option<Items>,
     /// Owns the code `entry` points into.
@@ -373,6 +378,33 @@ impl CompiledKernel {
         unsafe { (f.entry)(ctx) }
     }
 
+    /// Lockstep kernels: runs the items of workgroup `ctx.group` from item `ctx.lin` to its
+    /// end one by one, like a workgroup function (0 or the first fault's status).
+    /// `Status::Panic` for other kernels.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CompiledKernel::run`].
+    pub unsafe fn run_sequential(&self, ctx: &mut WorkgroupCtx) -> u32 {
+        match self.sequential {
+            // SAFETY: the caller's contract above is the compiled code's.
+            Some(f) => unsafe { f(ctx) },
+            None => crate::Status::Panic as u32,
+        }
+    }
+
+    /// Whether a workgroup of this lockstep kernel found most of its groups leaving lockstep
+    /// (a divergent kernel, which then runs item by item: [`CompiledKernel::run_sequential`]).
+    pub fn divergent(&self) -> bool {
+        self.divergent.load(Ordering::Relaxed)
+    }
+
+    /// Records that this kernel's groups mostly leave lockstep (see
+    /// [`CompiledKernel::divergent`]).
+    pub fn set_divergent(&self) {
+        self.divergent.store(true, Ordering::Relaxed);
+    }
+
     /// Resumable kernels that run in lockstep groups: the group's width.
     pub fn group_width(&self) -> Option<usize> {
         self.group.map(|(_, w)| w)
@@ -477,11 +509,13 @@ pub fn compile_kernel(
         Shape::Workgroup => ShapeOf::Workgroup,
     };
     let id = define(&mut jm, module, kernel, checks, main_shape, &mut code_size)?;
-    let (item_id, group_id) = match shape {
+    let (item_id, group_id, sequential_id) = match shape {
         Shape::Lockstep { .. } => {
             let item = ShapeOf::Item { resume: &points };
             let item = define(&mut jm, module, kernel, checks, item, &mut code_size)?;
-            (Some(item), None)
+            let one_by_one = ShapeOf::Workgroup;
+            let one_by_one = define(&mut jm, module, kernel, checks, one_by_one, &mut code_size)?;
+            (Some(item), None, Some(one_by_one))
         }
         Shape::Resumable if grouped => {
             let group = ShapeOf::Lockstep {
@@ -489,9 +523,9 @@ pub fn compile_kernel(
                 resume: Some(&points),
             };
             let group = define(&mut jm, module, kernel, checks, group, &mut code_size)?;
-            (Some(id), Some(group))
+            (Some(id), Some(group), None)
         }
-        _ => (None, None),
+        _ => (None, None, None),
     };
     jm.finalize_definitions()
         .map_err(|e| codegen_error(kernel, e))?;
@@ -500,6 +534,7 @@ pub fn compile_kernel(
     let as_fn = |ptr| unsafe { std::mem::transmute::<*const u8, WorkgroupFn>(ptr) };
     let entry = as_fn(jm.get_finalized_function(id));
     let group = group_id.map(|g| (as_fn(jm.get_finalized_function(g)), lanes));
+    let sequential = sequential_id.map(|f| as_fn(jm.get_finalized_function(f)));
     let items = item_id.map(|item| Items {
         main: ItemFn {
             entry: as_fn(jm.get_finalized_function(item)),
@@ -519,6 +554,8 @@ pub fn compile_kernel(
         params: usize::from(f.params),
         origins,
         group,
+        sequential,
+        divergent: AtomicBool::new(false),
         items,
         _code: Code(Mutex::new(Some(jm))),
         compile_time: start.elapsed(),

@@ -652,10 +652,14 @@ fn lockstep(
     ctx: &mut WorkgroupCtx,
     it: &mut Item,
 ) -> Result<(), KernelFault> {
+    if k.divergent() {
+        return one_by_one(l, env, k, ctx, it);
+    }
     let n = k.registers;
     let mut files = vec![0u64; lanes * (n + 1)];
     ctx.regs = files.as_mut_ptr();
     let total: u64 = ctx.block.iter().product();
+    let mut bails = 0;
     loop {
         // SAFETY: as in `workgroup`, and `regs` points at `lanes` files of `n + 1` cells that
         // nothing else touches during the call.
@@ -670,6 +674,14 @@ fn lockstep(
                 }
                 ctx.lin = first + lanes as u64;
                 ctx.regs = files.as_mut_ptr();
+                // A kernel whose groups mostly leave lockstep pays for every lane's exit and
+                // re-entry: it runs item by item from here on, in this workgroup and the rest.
+                bails += 1;
+                let groups = ctx.lin / lanes as u64;
+                if groups >= DIVERGENCE_PROBE && 2 * bails > groups {
+                    k.set_divergent();
+                    return one_by_one(l, env, k, ctx, it);
+                }
             }
             _ => {
                 it.geo = lanes::geometry(l, ctx.group.map(|g| g as u32), [0; 3], 0);
@@ -687,6 +699,28 @@ fn lockstep(
         item(l, env, k, ctx, lin, &mut regs, 0, it)?;
     }
     Ok(())
+}
+
+/// Groups of a workgroup after which a lockstep kernel whose groups mostly left lockstep is
+/// run item by item.
+const DIVERGENCE_PROBE: u64 = 4;
+
+/// Runs the items of the workgroup in `ctx` from item `ctx.lin` on one by one, with the
+/// lockstep kernel's item-by-item workgroup function.
+fn one_by_one(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    ctx: &mut WorkgroupCtx,
+    it: &mut Item,
+) -> Result<(), KernelFault> {
+    // SAFETY: as in `workgroup` (the function reads no register files).
+    let status = unsafe { k.run_sequential(ctx) };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(fault(l, env, k, it, status, ctx))
+    }
 }
 
 /// Runs item `lin` of the workgroup in `ctx` with register file `regs` from pc `pc` with the

@@ -282,16 +282,31 @@ impl<'a, 'b> Tr<'a, 'b> {
             Shape::Workgroup => {}
         }
 
-        // The item loop: (x, y, z) = (0, 0, 0) first; an empty block has no item.
-        for v in item.iter().chain([&lin, &lane]) {
-            tr.b.def_var(*v, zero);
-        }
+        // The item loop, from item `ctx.lin` (0 for a whole workgroup; a lockstep kernel's
+        // embedder may hand the rest of a workgroup over from elsewhere); none at or past the
+        // end.
+        let first = tr.ctx_load(doff::LIN);
+        let wave = tr.ctx_load(doff::WAVE);
         let xy = tr.b.ins().imul(block[0], block[1]);
         let total = tr.b.ins().imul(xy, block[2]);
+        let coords = tr.b.create_block();
         let start = tr.b.create_block();
         let exit = tr.b.create_block();
-        let none = tr.b.ins().icmp_imm_s(IntCC::Equal, total, 0);
-        tr.b.ins().brif(none, exit, &[], start, &[]);
+        let none =
+            tr.b.ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, first, total);
+        tr.b.ins().brif(none, exit, &[], coords, &[]);
+        tr.b.switch_to_block(coords);
+        let b = &mut tr.b;
+        let x = b.ins().urem(first, block[0]);
+        let q = b.ins().udiv(first, block[0]);
+        let y = b.ins().urem(q, block[1]);
+        let z = b.ins().udiv(q, block[1]);
+        let l = b.ins().urem(first, wave);
+        for (v, value) in item.iter().chain([&lin, &lane]).zip([x, y, z, first, l]) {
+            b.def_var(*v, value);
+        }
+        b.ins().jump(start, &[]);
 
         // Each item starts with the interpreter's fresh frame.
         tr.b.switch_to_block(start);
