@@ -431,7 +431,7 @@ impl Jit {
 }
 
 /// Levels of a small self-recursive function inlined into itself.
-const SELF_INLINE_LEVELS: usize = 1;
+const SELF_INLINE_LEVELS: usize = 2;
 
 /// Inlines a function's calls of itself with its own body (one level per pass).
 struct SelfInline<'a> {
