@@ -26,7 +26,7 @@
 
 use std::collections::HashMap;
 
-use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Scalar, Type};
+use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Operand, Scalar, Type};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
@@ -194,8 +194,8 @@ impl Tr<'_, '_> {
                 tr.checked.clear();
                 split = tr.version_point(pc);
             }
-            if let Some((at, end, pairs)) = split.take_if(|(at, ..)| *at == pc) {
-                tr.versioned(at, end, pairs)?;
+            if let Some((at, end, pairs, early)) = split.take_if(|(at, ..)| *at == pc) {
+                tr.versioned(at, end, pairs, &early)?;
             }
             terminated = tr.instr(pc as u32, ins)?;
             // A check is about the registers' values: forget it when one is written.
@@ -256,31 +256,80 @@ impl Tr<'_, '_> {
                 .rposition(|w| loops::writes(w, r))
                 .map(|k| from + k)
         };
-        let at = accesses
-            .iter()
-            .filter_map(|&(pc, arr, idx)| {
-                let w = written(start, pc, arr).max(written(start, pc, idx))?;
-                Some(w + 1)
-            })
-            .max()
-            .unwrap_or(start);
+        // An index computed in the block by one pure, total instruction from registers the
+        // block has not written before it, into a register nothing reads before it, can be
+        // computed early, at the block's start (and again in place: same value).
+        let early_def = |pc: usize, idx: u16| -> Option<usize> {
+            let d = written(start, pc, idx)?;
+            let i = f.code[d];
+            let ops = i.op.operands();
+            let srcs = [(ops[0], i.a), (ops[1], i.b), (ops[2], i.c)];
+            let inputs_fresh = srcs
+                .iter()
+                .filter(|(o, _)| matches!(o, Operand::Src(_)))
+                .all(|&(_, r)| written(start, d, r).is_none());
+            let unread = f.code[start..d].iter().all(|w| !reads(w, idx));
+            let once = written(start, d, idx).is_none();
+            (pure_total(self.s.module, i) && inputs_fresh && unread && once).then_some(d)
+        };
+        let mut early = Vec::new();
+        let all_early = accesses.iter().all(|&(pc, arr, idx)| {
+            if written(start, pc, arr).is_some() {
+                return false;
+            }
+            match written(start, pc, idx) {
+                None => true,
+                Some(_) => early_def(pc, idx).map(|d| early.push(d)).is_some(),
+            }
+        });
+        if !all_early {
+            early.clear();
+        }
+        early.sort_unstable();
+        early.dedup();
+        let at = if all_early {
+            start
+        } else {
+            accesses
+                .iter()
+                .filter_map(|&(pc, arr, idx)| {
+                    let w = written(start, pc, arr).max(written(start, pc, idx))?;
+                    Some(w + 1)
+                })
+                .max()
+                .unwrap_or(start)
+        };
         let mut pairs: Vec<(u16, u16)> = Vec::new();
         for &(pc, arr, idx) in accesses.iter().filter(|&&(pc, ..)| pc >= at) {
-            let fresh = written(at, pc, arr).is_none() && written(at, pc, idx).is_none();
-            if fresh && !pairs.contains(&(arr, idx)) {
+            let rewritten = |r| {
+                f.code[at..pc]
+                    .iter()
+                    .enumerate()
+                    .any(|(k, w)| loops::writes(w, r) && !early.contains(&(at + k)))
+            };
+            if !rewritten(arr) && !rewritten(idx) && !pairs.contains(&(arr, idx)) {
                 pairs.push((arr, idx));
             }
         }
         let mut indices: Vec<u16> = pairs.iter().map(|&(_, x)| x).collect();
         indices.sort_unstable();
         indices.dedup();
-        (pairs.len() >= 2 && indices.len() < pairs.len()).then_some((at, end, pairs))
+        (pairs.len() >= 2 && indices.len() < pairs.len()).then_some((at, end, pairs, early))
     }
 
     /// Emits the test at `at` and the unchecked copy of `at..end` (see
     /// [`Tr::version_point`]); returns in the checked copy's block.
-    fn versioned(&mut self, at: usize, end: usize, pairs: Vec<(u16, u16)>) -> Result<(), JitError> {
+    fn versioned(
+        &mut self,
+        at: usize,
+        end: usize,
+        pairs: Vec<(u16, u16)>,
+        early: &[usize],
+    ) -> Result<(), JitError> {
         let f = self.f;
+        for &d in early {
+            self.instr(d as u32, f.code[d])?;
+        }
         // index < the least length of the arrays its loop looked up (computed in the
         // preheader), for each index register and loop.
         let mut tests: Vec<(u16, Variable)> = Vec::new();
@@ -315,8 +364,11 @@ impl Tr<'_, '_> {
         for pc in at..end {
             let ins = f.code[pc];
             terminated = self.instr(pc as u32, ins)?;
-            self.checked
-                .retain(|&(a, x)| !loops::writes(&ins, a) && !loops::writes(&ins, x));
+            if !early.contains(&pc) {
+                // (An early computation writes the value the test saw.)
+                self.checked
+                    .retain(|&(a, x)| !loops::writes(&ins, a) && !loops::writes(&ins, x));
+            }
         }
         if !terminated {
             let next = self.branch_block(end as u32 - 1, end as u32)?;
@@ -330,7 +382,16 @@ impl Tr<'_, '_> {
 
 /// Where a block splits into two versions, where it ends, and the (array, index) register
 /// pairs the unchecked version takes as checked (see [`Tr::version_point`]).
-type Split = (usize, usize, Vec<(u16, u16)>);
+/// With the pcs of index computations made early (see [`Tr::version_point`]).
+type Split = (usize, usize, Vec<(u16, u16)>, Vec<usize>);
+
+/// Whether instruction `i` may read register `r` (a `Src` operand, or a `Special` one).
+fn reads(i: &Instr, r: u16) -> bool {
+    let ops = i.op.operands();
+    [(ops[0], i.a), (ops[1], i.b), (ops[2], i.c)]
+        .iter()
+        .any(|&(o, x)| matches!(o, Operand::Src(_) | Operand::Special) && x == r)
+}
 
 /// Which pcs start a block: pc 0, jump targets, and the instruction after a branch or a
 /// terminator.
