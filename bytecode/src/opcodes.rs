@@ -709,6 +709,10 @@ macro_rules! for_each_opcode {
         DevGetBF16         "ld.bf16"            [Dst(T_BF16), Src(DEVMEM), Src(T_I64)] "r[a] := element r[c] of buffer or shared array r[b], bfloat16 bits (device only; T2); XPU-E-BOUNDS";
         DevSetBF16         "st.bf16"            [Src(DEVMEM), Src(T_I64), Src(T_BF16)] "element r[b] of buffer or shared array r[a] := r[c], bfloat16 bits (device only; T2); XPU-E-BOUNDS";
         CheckIndex         "chk.idx"            [Src(T_I64), Src(T_I64), Src(ANY)] "nothing if 0 <= r[a] < r[b], else XPU-E-BOUNDS naming r[c] (device only; T2): r[c] is a shared array (r[b] its length, e.g. a dynamic one's) or lane 0 of a vector (r[b] its lane count; a run-time lane index)";
+        TimerMark          "device.timermark"   [Dst(T_I64), Src(T_STREAM), Imm16] "r[a] := the host's monotonic clock in ns, read once stream r[b] has run the work submitted to it so far: a host-timed KernelTimer mark (XPU §2.13, T2; c names the method for messages: 0 begin, 1 end); XPU-E-FREED (destroyed stream), E-NULL";
+        TimerLive          "device.timerlive"   [Src(T_I32), Imm16, N] "nothing if the KernelTimer state word r[a] lacks bit 2 (destroyed), else XPU-E-FREED naming method b (0 begin, 1 end, 2 elapsedNanos; T2)";
+        KernelWave         "device.kernelwave"  [Dst(T_I32), Src(T_STR), N] "r[a] := the wave width at which the active backend runs the kernel of the module named r[b] (simple, Class.k or qualified name; its @Wave width, else the backend's), 0 if there is none or the backend cannot run it (KernelManifest.of, XPU §2.13, T2; a device touch); E-NULL";
+        KernelName         "device.kernelname"  [Dst(T_STR), Src(T_STR), N] "r[a] := the qualified name of the module's kernel named r[b] (simple, Class.k or qualified name; the first match), null if there is none (KernelManifest.kernel, XPU §2.13, T2; a device touch); E-NULL";
         }
     };
 }

@@ -31,7 +31,7 @@ use cajeta_backends::cpu::CpuBackend;
 use cajeta_backends::{
     Backend, Dims, KernelArg, KernelFault, LaunchError, MemStats, MemoryKind, StreamId, XpuError,
 };
-use cajeta_bytecode::{Elem, Function, Scalar, Type};
+use cajeta_bytecode::{Elem, Function, KernelAttrs, Module, Scalar, Type};
 
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError, TraceFrame};
@@ -219,6 +219,10 @@ fn exec_instr(vm: &mut Vm, base: usize, x: XInstr) -> Result<(), XErr> {
             Ok(())
         }
         XOp::DeviceKernelOk => vm.device_kernel_ok(base, a, b),
+        XOp::KernelWave => vm.kernel_wave(base, a, b),
+        XOp::KernelName => vm.kernel_name(base, a, b),
+        XOp::TimerMark => vm.timer_mark(base, a, b, c),
+        XOp::TimerLive => timer_live(vm.reg(base, usize::from(a)), b),
         XOp::DeviceSetWorkers => {
             // Not a device touch: before one, the cap waits for the backend's selection.
             let cap = usize::try_from(vm.reg(base, usize::from(a)) as i64).unwrap_or(0);
@@ -852,11 +856,53 @@ impl Vm {
     /// `device.kernelok a b`: whether the module has a kernel named `r[b]` (simple,
     /// `Class.k` or qualified name) that the active backend can run.
     fn device_kernel_ok(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
+        let (backend, module, found) = self.kernel_named(base, b, "Device.kernelAvailable")?;
+        let ok = found.is_some_and(|k| backend.kernel_available(&module, k as u32));
+        self.set_reg(base, a, u64::from(ok));
+        Ok(())
+    }
+
+    /// `device.kernelwave a b` (`KernelManifest.of`, XPU §2.13): the wave width the active
+    /// backend runs the kernel named `r[b]` at, or 0 when it cannot run it: no such kernel,
+    /// a kernel the backend refuses (`kernel_available`), or an `@Wave` width it does not
+    /// support (which its launches would refuse).
+    fn kernel_wave(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
+        let (backend, module, found) = self.kernel_named(base, b, "KernelManifest.of")?;
+        let width = found
+            .filter(|&k| backend.kernel_available(&module, k as u32))
+            .map(|k| match KernelAttrs::of(&module.functions[k]).wave_width {
+                Some(w) if backend.supports_wave_width(w) => w,
+                Some(_) => 0,
+                None => backend.capabilities().wave_width,
+            })
+            .unwrap_or(0);
+        self.set_reg(base, a, u64::from(width));
+        Ok(())
+    }
+
+    /// `device.kernelname a b` (`KernelManifest.kernel`): the qualified name of the kernel
+    /// named `r[b]`, or null.
+    fn kernel_name(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
+        let (_, module, found) = self.kernel_named(base, b, "KernelManifest.of")?;
+        let h = match found {
+            Some(k) => self
+                .new_string(module.functions[k].name.clone())
+                .map_err(|_| err(ErrorCode::Size, "object table full (2^32 - 1 live objects)"))?,
+            None => 0,
+        };
+        self.set_reg(base, a, h);
+        Ok(())
+    }
+
+    /// The active backend (a device touch), the module and the index of its kernel named by
+    /// the string `r[b]` (simple, `Class.k` or qualified name; the first match); E-NULL
+    /// naming `what` for a null name.
+    fn kernel_named(&mut self, base: usize, b: u16, what: &str) -> Result<NamedKernel, XErr> {
         let h = self.reg(base, usize::from(b));
         let Some(name) = self.heap.str(h).map(str::to_string) else {
             return Err(err(
                 ErrorCode::Null,
-                "null reference: Device.kernelAvailable(null)",
+                format!("null reference: {what}(null)"),
             ));
         };
         let backend = self.device()?;
@@ -867,8 +913,29 @@ impl Vm {
                     || f.name.ends_with(&format!(".{name}"))
                     || f.simple_name() == name)
         });
-        let ok = found.is_some_and(|k| backend.kernel_available(&module, k as u32));
-        self.set_reg(base, a, u64::from(ok));
+        Ok((backend, module, found))
+    }
+
+    /// `device.timermark a b c`: a host-timed `KernelTimer` mark (XPU §2.13). The clock is
+    /// read once stream `r[b]` has run what was submitted to it so far, so the reading is
+    /// taken when the stream reaches the mark (on `cpu`, whose launches are synchronous,
+    /// at the call).
+    fn timer_mark(&mut self, base: usize, a: u16, b: u16, c: u16) -> Result<(), XErr> {
+        let method = timer_method(c);
+        let h = self.reg(base, usize::from(b));
+        let (backend, id) = match self.heap.get(h) {
+            Some(Obj::Stream(s)) if !s.destroyed => (Arc::clone(&s.backend), s.id),
+            _ if h == 0 => {
+                return Err(err(
+                    ErrorCode::Null,
+                    format!("null reference: {method}(null)"),
+                ))
+            }
+            _ => return Err(freed(method, "a destroyed stream")),
+        };
+        backend.stream_sync(id).map_err(XErr::Kernel)?;
+        let now = crate::interp::clock(1);
+        self.set_reg(base, a, now as u64);
         Ok(())
     }
 
@@ -1117,6 +1184,29 @@ impl Vm {
             Ok(())
         })();
         r.map_err(|e| self.xpu_error(e, None))
+    }
+}
+
+/// The active backend, the module and the index of the kernel a name found (if any).
+type NamedKernel = (Arc<dyn Backend>, Arc<Module>, Option<usize>);
+
+/// `device.timerlive a b`: XPU-E-FREED when the `KernelTimer` state word `state` has the
+/// destroyed bit (4; the compiler's layout, `check/xpu_t2.rs`), naming method `b`.
+fn timer_live(state: u64, b: u16) -> Result<(), XErr> {
+    if state & 4 == 0 {
+        Ok(())
+    } else {
+        Err(freed(timer_method(b), "a destroyed KernelTimer"))
+    }
+}
+
+/// The `KernelTimer` method named by a `device.timermark`/`device.timerlive` selector.
+fn timer_method(selector: u16) -> &'static str {
+    match selector {
+        0 => "KernelTimer.begin",
+        1 => "KernelTimer.end",
+        2 => "KernelTimer.elapsedNanos",
+        _ => "a KernelTimer method",
     }
 }
 

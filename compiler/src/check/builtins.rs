@@ -51,6 +51,15 @@ pub enum LibClass {
     Capability,
     /// `cajeta.xpu.Bits` (T2).
     Bits,
+    /// `cajeta.xpu.KernelTimer` (T2): a class of the module, see [`Program::timer_class`].
+    ///
+    /// [`Program::timer_class`]: super::collect::Program::timer_class
+    KernelTimer,
+    /// `cajeta.xpu.KernelManifest` (T2): a class of the module, see
+    /// [`Program::manifest_class`].
+    ///
+    /// [`Program::manifest_class`]: super::collect::Program::manifest_class
+    KernelManifest,
 }
 
 impl LibClass {
@@ -76,6 +85,8 @@ impl LibClass {
             LibClass::Event => "Event",
             LibClass::Capability => "Capability",
             LibClass::Bits => "Bits",
+            LibClass::KernelTimer => "KernelTimer",
+            LibClass::KernelManifest => "KernelManifest",
         }
     }
 }
@@ -128,6 +139,8 @@ pub fn library_class(q: &str) -> Option<LibClass> {
         "Event" => LibClass::Event,
         "Capability" => LibClass::Capability,
         "Bits" => LibClass::Bits,
+        "KernelTimer" => LibClass::KernelTimer,
+        "KernelManifest" => LibClass::KernelManifest,
         _ => return None,
     })
 }
@@ -138,6 +151,8 @@ pub fn ty_name(p: &Program, t: &Ty) -> String {
         Ty::Prim(s) => s.name().to_string(),
         Ty::Str => "String".into(),
         Ty::Array(e) => format!("{}[]", ty_name(p, e)),
+        // The library types' classes read as the library names (`KernelTimer`).
+        Ty::Class(c) if p.is_library_class(*c) => p.classes[*c as usize].name.clone(),
         Ty::Class(c) => p.classes[*c as usize].qual.clone(),
         Ty::Buffer(s) => format!("KernelBuffer<{}>", s.name()),
         Ty::Stream => "KernelStream".into(),

@@ -134,8 +134,29 @@ pub struct Program {
     /// Hidden statics returning lanes `1…N−1` of a host function's vector result, by
     /// (element type, lane): see `vector.rs`.
     pub vret: HashMap<(Scalar, u8), u32>,
+    /// The class standing for `KernelTimer` (XPU §2.13): fields `$begin`, `$end` (int64 host
+    /// clock readings, ns) and `$state` (int32: [`TIMER_BEGUN`] | [`TIMER_ENDED`] |
+    /// [`TIMER_DESTROYED`]), which no source name can reach. Follows the user classes; the
+    /// module keeps it only when used (`check::library_classes_kept`).
+    pub timer_class: u32,
+    /// The class standing for `KernelManifest` (XPU §2.13): public final fields
+    /// `String kernel`, `String target`, `int32 waveWidth`; right after [`Self::timer_class`].
+    pub manifest_class: u32,
     by_qual: HashMap<String, u32>,
 }
+
+/// `KernelTimer` state bit: `begin` has run (cleared by nothing but a new timer).
+pub const TIMER_BEGUN: u64 = 1;
+/// `KernelTimer` state bit: `end` has run since the last `begin`.
+pub const TIMER_ENDED: u64 = 2;
+/// `KernelTimer` state bit: `destroy` has run (the value `device.timerlive` tests).
+pub const TIMER_DESTROYED: u64 = 4;
+/// `KernelTimer` field indices (see [`Program::timer_class`]).
+pub const TIMER_BEGIN_FIELD: u16 = 0;
+/// The end mark's field.
+pub const TIMER_END_FIELD: u16 = 1;
+/// The state word's field.
+pub const TIMER_STATE_FIELD: u16 = 2;
 
 impl Program {
     /// Resolves a simple type name in a unit (LANGUAGE §5.1).
@@ -270,6 +291,8 @@ impl Program {
             LibClass::String => no_args(Ty::Str),
             LibClass::KernelStream => no_args(Ty::Stream),
             LibClass::Event => no_args(Ty::Event),
+            LibClass::KernelTimer => no_args(Ty::Class(self.timer_class)),
+            LibClass::KernelManifest => no_args(Ty::Class(self.manifest_class)),
             LibClass::MemoryKind => no_args(Ty::Enum(super::ty::EnumTy::MemoryKind)),
             LibClass::MemoryOrder => no_args(Ty::Enum(super::ty::EnumTy::MemoryOrder)),
             LibClass::Capability => no_args(Ty::Enum(super::ty::EnumTy::Capability)),
@@ -345,6 +368,12 @@ impl Program {
                 format!("'{}' cannot be used as a type here yet", other.name()),
             )),
         }
+    }
+
+    /// True for the classes that stand for library types (`KernelTimer`, `KernelManifest`):
+    /// no declaration, no methods, not POD.
+    pub fn is_library_class(&self, c: u32) -> bool {
+        c == self.timer_class || c == self.manifest_class
     }
 
     /// The qualified name of a class.
@@ -478,6 +507,8 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         envs: vec![],
         warnings: vec![],
         vret: HashMap::new(),
+        timer_class: u32::MAX,
+        manifest_class: u32::MAX,
         by_qual: HashMap::new(),
     };
     for unit in units {
@@ -559,6 +590,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         }
         p.envs.push(env);
     }
+    library_classes(&mut p);
     // Imports must name something that exists.
     for unit in units {
         for imp in &unit.imports {
@@ -579,6 +611,9 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
     }
     // Pass 2: members.
     for ci in 0..p.classes.len() {
+        if p.is_library_class(ci as u32) {
+            continue;
+        }
         let (ui, idx) = (p.classes[ci].unit, p.classes[ci].index);
         let decl = &units[ui].classes[idx];
         let file = units[ui].file;
@@ -1033,10 +1068,59 @@ fn vector_result_statics(p: &mut Program) {
     }
 }
 
-/// True for a POD class: at least one instance field, all primitive (XPU §3.2).
+/// True for a POD class: at least one instance field, all primitive (XPU §3.2); never a
+/// library type's class (a `KernelTimer` is a host object).
 pub fn is_pod(p: &Program, c: u32) -> bool {
     let fields = &p.classes[c as usize].fields;
-    !fields.is_empty() && fields.iter().all(|f| matches!(f.ty, Ty::Prim(_)))
+    !p.is_library_class(c)
+        && !fields.is_empty()
+        && fields.iter().all(|f| matches!(f.ty, Ty::Prim(_)))
+}
+
+/// Appends the classes standing for `KernelTimer` and `KernelManifest` (XPU §2.13) after the
+/// user classes. They are not in `by_qual`: source names reach them only as library classes.
+fn library_classes(p: &mut Program) {
+    let field = |name: &str, ty: Ty, public: bool| FieldInfo {
+        name: name.into(),
+        ty,
+        is_final: public,
+        access: if public {
+            Access::Public
+        } else {
+            Access::Private
+        },
+    };
+    let class = |name: &str, fields: Vec<FieldInfo>| ClassInfo {
+        name: name.into(),
+        qual: format!("cajeta.xpu.{name}"),
+        package: "cajeta.xpu".into(),
+        unit: usize::MAX,
+        index: usize::MAX,
+        fields,
+        statics: vec![],
+        methods: vec![],
+        ctors: vec![],
+        public: true,
+        drop_fn: None,
+    };
+    p.timer_class = p.classes.len() as u32;
+    p.classes.push(class(
+        "KernelTimer",
+        vec![
+            field("$begin", Ty::Prim(Scalar::I64), false),
+            field("$end", Ty::Prim(Scalar::I64), false),
+            field("$state", Ty::Prim(Scalar::I32), false),
+        ],
+    ));
+    p.manifest_class = p.classes.len() as u32;
+    p.classes.push(class(
+        "KernelManifest",
+        vec![
+            field("kernel", Ty::Str, true),
+            field("target", Ty::Str, true),
+            field("waveWidth", Ty::Prim(Scalar::I32), true),
+        ],
+    ));
 }
 
 /// XPU-K01 (kernels) and XPU-N01 (device functions): static, the right result, admissible

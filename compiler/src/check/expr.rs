@@ -2180,6 +2180,11 @@ impl FnBuilder<'_> {
                         }
                     };
                 }
+                if name.name == "manifest" {
+                    if let Some(v) = self.kernel_manifest_call(t, args, span) {
+                        return v;
+                    }
+                }
                 if let Some(v) = self.system_stream_call(t, name, args, span) {
                     return v;
                 }

@@ -12,6 +12,7 @@ mod func;
 mod inline;
 mod stmt;
 mod t2;
+mod timing;
 pub mod ty;
 mod vector;
 mod xpu;
@@ -152,8 +153,8 @@ pub fn compile_units(
         errors.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
         return Err(errors);
     }
-    let classes = program
-        .classes
+    let kept = library_classes_kept(&program, &functions);
+    let classes = program.classes[..kept]
         .iter()
         .map(|c| cajeta_bytecode::Class {
             name: c.qual.clone(),
@@ -184,6 +185,34 @@ pub fn compile_units(
         init: program.init.clone(),
         entry: program.entry,
     })
+}
+
+/// How many of the program's classes the module keeps: all, unless no register, field or
+/// static refers to the classes standing for `KernelTimer`/`KernelManifest` (they follow the
+/// user classes), so that programs without them keep the class table they always had.
+fn library_classes_kept(
+    program: &collect::Program,
+    functions: &[cajeta_bytecode::Function],
+) -> usize {
+    use cajeta_bytecode::Elem;
+    let first = program.timer_class.min(program.manifest_class);
+    let library = |t: &Type| match t {
+        Type::Object(c) | Type::Array(Elem::Object(c)) => *c >= first,
+        _ => false,
+    };
+    let used = functions.iter().any(|f| f.regs.iter().any(library))
+        || program
+            .classes
+            .iter()
+            .take(first as usize)
+            .flat_map(|c| &c.fields)
+            .any(|f| library(&f.ty.reg()))
+        || program.statics.iter().any(|s| library(&s.ty.reg()));
+    if used {
+        program.classes.len()
+    } else {
+        (first as usize).min(program.classes.len())
+    }
 }
 
 /// XPU-N01: device code may not recurse, directly or indirectly (XPU §3.3). Reported once per

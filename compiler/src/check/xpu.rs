@@ -181,7 +181,8 @@ impl FnBuilder<'_> {
     }
 
     /// Static calls on xpu library classes (`KernelBuffer<T>.alloc`, `KernelStream.current`,
-    /// `Event.create`, `Device.*`, `KernelThread.*`, `Workgroup.*`, `Barrier.*`).
+    /// `Event.create`, `KernelTimer.*`, `KernelManifest.of`, `Device.*`, `KernelThread.*`,
+    /// `Workgroup.*`, `Barrier.*`).
     pub fn xpu_static_call(
         &mut self,
         lib: LibClass,
@@ -240,6 +241,8 @@ impl FnBuilder<'_> {
                 }
             }
             LibClass::Event => self.event_static_call(name, args, span),
+            LibClass::KernelTimer => self.timer_static_call(name, args, span),
+            LibClass::KernelManifest => self.manifest_static_call(name, args, span),
             LibClass::Device => {
                 if !self.host_only("Device", span) {
                     return Some(Val::error());
@@ -442,8 +445,8 @@ impl FnBuilder<'_> {
         }
     }
 
-    /// Methods on buffers, shared arrays, streams and events; `None` if `recv` is none of
-    /// those.
+    /// Methods on buffers, shared arrays, streams, events and timers; `None` if `recv` is
+    /// none of those.
     pub fn xpu_method(
         &mut self,
         recv: &Val,
@@ -458,6 +461,9 @@ impl FnBuilder<'_> {
                 Some(self.atomic_method(recv, elem, n, name, args, span, "shared array"))
             }
             Ty::Event => Some(self.event_method(recv, name, args, span)),
+            Ty::Class(c) if c == self.p.timer_class => {
+                Some(self.timer_method(recv, name, args, span))
+            }
             Ty::Stream if n == "waitFor" => {
                 if !self.expect_args(args, 1, "KernelStream.waitFor", span)
                     || !self.host_only("KernelStream", span)

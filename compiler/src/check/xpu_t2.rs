@@ -406,18 +406,8 @@ impl FnBuilder<'_> {
     ) -> Val {
         let n = name.name.as_str();
         let arity = usize::from(n == "recordOn");
-        if !self.expect_args(args, arity, &format!("Event.{n}"), span)
-            || !self.host_only("Event", span)
-        {
-            let _ = self.eval_args(args);
-            return Val::error();
-        }
-        if !matches!(n, "recordOn" | "waitHost" | "query" | "destroy") {
-            self.error(
-                code::UNRESOLVED_METHOD,
-                name.span,
-                format!("Event has no method '{n}'"),
-            );
+        let known = ["recordOn", "waitHost", "query", "destroy"];
+        if !self.host_method_ok("Event", name, &known, arity, args, span) {
             return Val::error();
         }
         let Some(e) = self.materialize(recv) else {
@@ -450,6 +440,36 @@ impl FnBuilder<'_> {
                 Self::void()
             }
         }
+    }
+
+    /// The checks a method of a host object (`Event`, `KernelTimer`) starts with: `arity`
+    /// unnamed arguments, host code, and a name among `known` (else
+    /// `CAJETA_ERROR_UNRESOLVED_METHOD`). False once one is reported.
+    pub(super) fn host_method_ok(
+        &mut self,
+        class: &str,
+        name: &Ident,
+        known: &[&str],
+        arity: usize,
+        args: &[Arg],
+        span: Span,
+    ) -> bool {
+        let n = name.name.as_str();
+        if !self.expect_args(args, arity, &format!("{class}.{n}"), span)
+            || !self.host_only(class, span)
+        {
+            let _ = self.eval_args(args);
+            return false;
+        }
+        if !known.contains(&n) {
+            self.error(
+                code::UNRESOLVED_METHOD,
+                name.span,
+                format!("{class} has no method '{n}'"),
+            );
+            return false;
+        }
+        true
     }
 
     /// `s.waitFor(e)` (XPU §2.2): later work on stream register `s` waits for the event.

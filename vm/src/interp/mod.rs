@@ -1042,6 +1042,10 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             | XOp::DeviceSupports
             | XOp::DeviceKernelOk
             | XOp::DeviceSetWorkers
+            | XOp::KernelWave
+            | XOp::KernelName
+            | XOp::TimerMark
+            | XOp::TimerLive
             | XOp::Launch => {
                 crate::xpu::exec(vm, ip)?;
                 // `exec` accessed the stack through `vm`: re-derive the window pointer.
