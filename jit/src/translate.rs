@@ -31,7 +31,7 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
     types, AbiParam, AliasRegionData, Block, BlockArg, FuncRef, Inst, InstBuilder, MemFlagsData,
-    SigRef, Signature, Value,
+    SigRef, Signature, StackSlotData, StackSlotKind, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -675,6 +675,22 @@ impl<'a, 'b> Tr<'a, 'b> {
         let check = self.b.ins().brif(low, interp, &[], native, &[]);
 
         self.b.switch_to_block(interp);
+        // The arguments wait in a native stack slot while the window is made: live across
+        // the `grow_stack` call, they would be spilled for the whole function (float ones
+        // even inside its loops: every XMM register is caller-saved).
+        let cells_of: Vec<(u16, Value)> = (0..self.f.params)
+            .filter(|&p| self.kind(p) != Kind::Mem)
+            .zip(params.iter().copied())
+            .collect();
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            8 * cells_of.len().max(1) as u32,
+            3,
+        ));
+        for (k, &(p, v)) in cells_of.iter().enumerate() {
+            let cell = self.cell_of(self.kind(p), v);
+            self.b.ins().stack_store(I64, cell, slot, 8 * k as i32);
+        }
         let cells = self.f.regs.len() as i64;
         let need = self.b.ins().iadd_imm_s(self.regs_off_cells, cells);
         let len = self.b.ins().load(I64, MF, ctx, off::STACK_LEN);
@@ -693,16 +709,9 @@ impl<'a, 'b> Tr<'a, 'b> {
 
         self.b.switch_to_block(room);
         let regs = self.regs();
-        let mut next = params.iter();
-        for p in 0..self.f.params {
-            let k = self.kind(p);
-            if k == Kind::Mem {
-                continue;
-            }
-            if let Some(&v) = next.next() {
-                let cell = self.cell_of(k, v);
-                self.b.ins().store(MF, cell, regs, 8 * i32::from(p));
-            }
+        for (k, &(p, _)) in cells_of.iter().enumerate() {
+            let cell = self.b.ins().stack_load(I64, I64, slot, 8 * k as i32);
+            self.b.ins().store(MF, cell, regs, 8 * i32::from(p));
         }
         let caller_depth = self.b.ins().iadd_imm_s(self.depth, -1);
         let (st, v) = self.run_interpreted(self.s.func, regs, caller_depth);
@@ -2504,7 +2513,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                     self.b.ins().jump(next, &[]);
                     break;
                 }
-                if budget == 0 {
+                if budget == 0 || loop_header(g, pc) {
                     self.b.ins().jump(slow, &[]);
                     break;
                 }
@@ -2664,7 +2673,7 @@ fn fast_exit(module: &Module, g: &Function) -> bool {
         let Some(&ins) = g.code.get(pc) else {
             continue;
         };
-        if std::mem::replace(&mut seen[pc], true) || budget == 0 {
+        if std::mem::replace(&mut seen[pc], true) || budget == 0 || loop_header(g, pc as u32) {
             continue;
         }
         budget -= 1;
@@ -2680,6 +2689,16 @@ fn fast_exit(module: &Module, g: &Function) -> bool {
         }
     }
     false
+}
+
+/// Whether `pc` is the target of a backward branch of `g`. A prefix stops there: it could
+/// only run the loop's first iteration, and a path that goes on into the loop would have
+/// done that work for nothing before the real call starts over (mandelbrot's `escape`).
+fn loop_header(g: &Function, pc: u32) -> bool {
+    g.code
+        .iter()
+        .enumerate()
+        .any(|(at, i)| i.op.is_branch() && i.bc() == pc && pc as usize <= at)
 }
 
 /// The internal body's signature: `(ctx, window offset in bytes, caller's depth,
