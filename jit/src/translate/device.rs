@@ -45,6 +45,7 @@ use cajeta_bytecode::{Function, Instr, Op, Scalar, Type};
 
 use super::{kind_of, leaders, suffix_scalar, Kind, ObjectMem, Setup, Tr, F32, F64, I32, I64, MF};
 use crate::device::{off as doff, FAULT_BAD_HANDLE, FAULT_BOUNDS, FAULT_INDEX, STOP_RENDEZVOUS};
+use crate::liveness::Regs;
 use crate::JitError;
 
 /// The kernel-specific state of the translator.
@@ -391,31 +392,50 @@ impl<'a, 'b> Tr<'a, 'b> {
         self.b.def_var(lin, x);
         let x = self.ctx_load(doff::LANE);
         self.b.def_var(lane, x);
+        // Each continuation loads the registers live there (the others are written before
+        // they are read).
+        let live = crate::liveness::live_in(self.f);
         let regs = self.ctx_load(doff::REGS);
-        for r in 0..self.f.regs.len() as u16 {
-            let cell = self.b.ins().load(I64, MF, regs, 8 * i32::from(r));
-            let v = self.value_of(self.kind(r), cell);
-            self.set(r, v);
-        }
-        self.continue_at(&points, latch);
+        self.continue_at(&points, latch, &live, |tr, live| {
+            for r in 0..tr.f.regs.len() as u16 {
+                if live.contains(r) {
+                    let cell = tr.b.ins().load(I64, MF, regs, 8 * i32::from(r));
+                    let v = tr.value_of(tr.kind(r), cell);
+                    tr.set(r, v);
+                }
+            }
+        });
         self.b.switch_to_block(latch);
         let done = self.b.ins().iconst(I32, 0);
         self.b.ins().return_(&[done]);
     }
 
     /// Jumps to the continuation `ctx.resume` names (`k`: the block of `points[k - 1]`; 0: the
-    /// first block, or `empty` for empty code).
-    pub(super) fn continue_at(&mut self, points: &[u32], empty: Block) {
+    /// first block, or `empty` for empty code), each way through `load` of the registers `live`
+    /// there.
+    pub(super) fn continue_at(
+        &mut self,
+        points: &[u32],
+        empty: Block,
+        live: &[Regs],
+        mut load: impl FnMut(&mut Self, &Regs),
+    ) {
+        let none = Regs::default();
+        let live_at = |pc: u32| live.get(pc as usize).unwrap_or(&none);
         let resume = self.ctx_load(doff::RESUME);
         for (k, &pc) in points.iter().enumerate() {
             let Some(cont) = self.blocks.get(pc as usize).copied().flatten() else {
                 continue;
             };
             let here = self.b.ins().icmp_imm_s(IntCC::Equal, resume, k as i64 + 1);
-            let next = self.b.create_block();
-            self.b.ins().brif(here, cont, &[], next, &[]);
+            let (loads, next) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(here, loads, &[], next, &[]);
+            self.b.switch_to_block(loads);
+            load(self, live_at(pc));
+            self.b.ins().jump(cont, &[]);
             self.b.switch_to_block(next);
         }
+        load(self, live_at(0));
         let first = self.blocks.first().copied().flatten().unwrap_or(empty);
         self.b.ins().jump(first, &[]);
     }
@@ -429,10 +449,15 @@ impl<'a, 'b> Tr<'a, 'b> {
         let Some(k) = d.resume.iter().position(|&r| r == pc + 1) else {
             return Err(self.err(pc, "no continuation after this rendezvous".into()));
         };
+        // The registers live at the rendezvous: what the interpreter reads executing it, and
+        // what the continuation after it loads.
+        let live = crate::liveness::live_in(self.f);
         let regs = self.ctx_load(doff::REGS);
         for r in 0..self.f.regs.len() as u16 {
-            let cell = self.get_cell(r);
-            self.b.ins().store(MF, cell, regs, 8 * i32::from(r));
+            if live.get(pc as usize).is_some_and(|l| l.contains(r)) {
+                let cell = self.get_cell(r);
+                self.b.ins().store(MF, cell, regs, 8 * i32::from(r));
+            }
         }
         let ctx = self.ctx;
         let resume = self.b.ins().iconst(I64, k as i64 + 1);

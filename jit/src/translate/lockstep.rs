@@ -359,23 +359,9 @@ impl Tr<'_, '_> {
             Some(points) => {
                 // Each continuation loads what is live there (a phase of a reduction tree
                 // needs a handful of its registers, not all of them).
-                let resume = self.ctx_load(doff::RESUME);
-                for (k, &pc) in points.iter().enumerate() {
-                    let Some(cont) = self.blocks.get(pc as usize).copied().flatten() else {
-                        continue;
-                    };
-                    let here = self.b.ins().icmp_imm_s(IntCC::Equal, resume, k as i64 + 1);
-                    let (load, next) = (self.b.create_block(), self.b.create_block());
-                    self.b.ins().brif(here, load, &[], next, &[]);
-                    self.b.switch_to_block(load);
-                    self.lanes_from_files(&lanes, &live[pc as usize]);
-                    self.b.ins().jump(cont, &[]);
-                    self.b.switch_to_block(next);
-                }
-                if let Some(at_start) = live.first() {
-                    self.lanes_from_files(&lanes, at_start);
-                }
-                self.b.ins().jump(first_block, &[]);
+                self.continue_at(points, latch, &live, |tr, live| {
+                    tr.lanes_from_files(&lanes, live)
+                });
             }
         }
 
