@@ -360,7 +360,7 @@ impl Tr<'_, '_> {
                 // Each continuation loads what is live there (a phase of a reduction tree
                 // needs a handful of its registers, not all of them).
                 self.continue_at(points, latch, &live, |tr, live| {
-                    tr.lanes_from_files(&lanes, live)
+                    tr.lanes_from_files(&lanes, live, cells)
                 });
             }
         }
@@ -426,16 +426,26 @@ impl Tr<'_, '_> {
 
     /// Each lane's registers in `live` from its file at `ctx.regs` (the others are written
     /// before they are read).
-    fn lanes_from_files(&mut self, lanes: &[Lane], live: &Regs) {
+    ///
+    /// A parameter no instruction writes holds the launch frame's cell in every lane: it comes
+    /// from `cells`, one value for all lanes, which keeps one machine register for it rather
+    /// than one per lane.
+    fn lanes_from_files(&mut self, lanes: &[Lane], live: &Regs, cells: &[Value]) {
         let files = self.ctx_load(doff::REGS);
         let stride = 8 * (self.f.regs.len() as i32 + 1);
+        let f = self.f;
         for (j, lane) in lanes.iter().enumerate() {
             for (r, &var) in lane.vars.iter().enumerate() {
                 if !live.contains(r as u16) {
                     continue;
                 }
-                let at = stride * j as i32 + 8 * r as i32;
-                let cell = self.b.ins().load(I64, MF, files, at);
+                let cell = match cells.get(r) {
+                    Some(&cell) if !f.code.iter().any(|i| loops::writes(i, r as u16)) => cell,
+                    _ => {
+                        let at = stride * j as i32 + 8 * r as i32;
+                        self.b.ins().load(I64, MF, files, at)
+                    }
+                };
                 let v = self.value_of(self.kinds[r], cell);
                 self.b.def_var(var, v);
             }
