@@ -98,6 +98,23 @@ enum Kind {
     Mem,
 }
 
+impl Kind {
+    /// The Cranelift type of a register of this kind's variable (`i64` for `Mem` registers,
+    /// loaded).
+    fn ty(self) -> types::Type {
+        match self {
+            Kind::F64 => F64,
+            Kind::F32 => F32,
+            Kind::Int | Kind::Mem => I64,
+        }
+    }
+}
+
+/// One variable per register, of its kind's type.
+fn declare_vars(b: &mut FunctionBuilder<'_>, kinds: &[Kind]) -> Vec<Variable> {
+    kinds.iter().map(|k| b.declare_var(k.ty())).collect()
+}
+
 fn kind_of(t: Type) -> Kind {
     match t {
         Type::Scalar(Scalar::F64) => Kind::F64,
@@ -561,16 +578,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         };
 
         let kinds: Vec<Kind> = f.regs.iter().map(|&t| kind_of(t)).collect();
-        let vars: Vec<Variable> = kinds
-            .iter()
-            .map(|k| {
-                b.declare_var(match k {
-                    Kind::F32 => F32,
-                    Kind::F64 => F64,
-                    Kind::Int | Kind::Mem => I64,
-                })
-            })
-            .collect();
+        let vars = declare_vars(&mut b, &kinds);
         let own_var = b.declare_var(I64);
         let fuel_var = if s.fuel {
             let v = b.declare_var(I64);
@@ -760,11 +768,7 @@ impl<'a, 'b> Tr<'a, 'b> {
 
     /// The Cranelift type of register `r`'s value (`get`/`set`).
     fn var_type(&self, r: u16) -> types::Type {
-        match self.kind(r) {
-            Kind::F64 => F64,
-            Kind::F32 => F32,
-            Kind::Int | Kind::Mem => I64,
-        }
+        self.kind(r).ty()
     }
 
     /// The window's current address.

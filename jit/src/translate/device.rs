@@ -43,7 +43,9 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 
 use cajeta_bytecode::{Function, Instr, Op, Scalar, Type};
 
-use super::{kind_of, leaders, suffix_scalar, Kind, ObjectMem, Setup, Tr, F32, F64, I32, I64, MF};
+use super::{
+    declare_vars, kind_of, leaders, suffix_scalar, Kind, ObjectMem, Setup, Tr, F32, I32, I64, MF,
+};
 use crate::device::{off as doff, FAULT_BAD_HANDLE, FAULT_BOUNDS, FAULT_INDEX, STOP_RENDEZVOUS};
 use crate::liveness::Regs;
 use crate::JitError;
@@ -175,16 +177,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         let frame = load(&mut b, doff::FRAME);
 
         let kinds: Vec<Kind> = f.regs.iter().map(|&t| kind_of(t)).collect();
-        let vars: Vec<Variable> = kinds
-            .iter()
-            .map(|k| {
-                b.declare_var(match k {
-                    Kind::F32 => F32,
-                    Kind::F64 => F64,
-                    Kind::Int | Kind::Mem => I64,
-                })
-            })
-            .collect();
+        let vars = declare_vars(&mut b, &kinds);
         let item = [(); 3].map(|_| b.declare_var(I64));
         let lin = b.declare_var(I64);
         let lane = b.declare_var(I64);

@@ -43,7 +43,7 @@ use cranelift_frontend::Variable;
 
 use cajeta_bytecode::{Instr, Op};
 
-use super::{Kind, Tr, F32, F64, I32, I64, MF};
+use super::{declare_vars, Kind, Tr, I32, I64, MF};
 use crate::device::{off as doff, STOP_BAIL, STOP_RENDEZVOUS};
 use crate::liveness::{self, Regs};
 use crate::loops;
@@ -275,17 +275,7 @@ impl Tr<'_, '_> {
             lane: d.lane,
         }];
         for _ in 1..width {
-            let vars = self
-                .kinds
-                .iter()
-                .map(|k| {
-                    self.b.declare_var(match k {
-                        Kind::F32 => F32,
-                        Kind::F64 => F64,
-                        Kind::Int | Kind::Mem => I64,
-                    })
-                })
-                .collect();
+            let vars = declare_vars(&mut self.b, &self.kinds);
             let item = [(); 3].map(|_| self.b.declare_var(I64));
             let (lin, lane) = (self.b.declare_var(I64), self.b.declare_var(I64));
             lanes.push(Lane {
