@@ -110,6 +110,19 @@ impl Kind {
     }
 }
 
+/// The shared error exit (params: status `i32`, pc `i32`; cold) and the block of each leader.
+fn fault_and_blocks(b: &mut FunctionBuilder<'_>, leader: &[bool]) -> (Block, Vec<Option<Block>>) {
+    let fault = b.create_block();
+    b.set_cold_block(fault);
+    b.append_block_param(fault, I32);
+    b.append_block_param(fault, I32);
+    let blocks = leader
+        .iter()
+        .map(|&l| l.then(|| b.create_block()))
+        .collect();
+    (fault, blocks)
+}
+
 /// One variable per register, of its kind's type.
 fn declare_vars(b: &mut FunctionBuilder<'_>, kinds: &[Kind]) -> Vec<Variable> {
     kinds.iter().map(|k| b.declare_var(k.ty())).collect()
@@ -588,14 +601,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         } else {
             None
         };
-        let fault = b.create_block();
-        b.set_cold_block(fault);
-        b.append_block_param(fault, I32);
-        b.append_block_param(fault, I32);
-        let blocks = leader
-            .iter()
-            .map(|&l| if l { Some(b.create_block()) } else { None })
-            .collect();
+        let (fault, blocks) = fault_and_blocks(&mut b, &leader);
 
         let mem = ObjectMem::new(&mut b);
         // Loops with views to hoist or products to keep (views only with inline objects).

@@ -44,7 +44,8 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use cajeta_bytecode::{Function, Instr, Op, Scalar, Type};
 
 use super::{
-    declare_vars, kind_of, leaders, suffix_scalar, Kind, ObjectMem, Setup, Tr, F32, I32, I64, MF,
+    declare_vars, fault_and_blocks, kind_of, leaders, suffix_scalar, Kind, ObjectMem, Setup, Tr,
+    F32, I32, I64, MF,
 };
 use crate::device::{off as doff, FAULT_BAD_HANDLE, FAULT_BOUNDS, FAULT_INDEX, STOP_RENDEZVOUS};
 use crate::liveness::Regs;
@@ -182,14 +183,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         let lin = b.declare_var(I64);
         let lane = b.declare_var(I64);
         let own_var = b.declare_var(I64);
-        let fault = b.create_block();
-        b.set_cold_block(fault);
-        b.append_block_param(fault, I32);
-        b.append_block_param(fault, I32);
-        let blocks = leader
-            .iter()
-            .map(|&l| if l { Some(b.create_block()) } else { None })
-            .collect();
+        let (fault, blocks) = fault_and_blocks(&mut b, &leader);
         let mem = ObjectMem::new(&mut b);
         let zero = b.ins().iconst(I64, 0);
         let latch = b.create_block();
