@@ -69,6 +69,24 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn xpu_lanes_outside_1_to_64_is_a_usage_error_naming_the_option() {
+    for args in [
+        vec!["run", "--xpu-lanes", "0", "x.cajeta"],
+        vec!["run", "--xpu-lanes=65", "x.cajeta"],
+        vec!["run", "--xpu-lanes", "eight", "x.cajeta"],
+    ] {
+        let o = cajeta(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("for --xpu-lanes (expected 1 to 64)"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_clean(&o);
+    }
+}
+
+#[test]
 fn directory_without_sources_is_a_usage_error() {
     let d = tmp_dir("empty-dir");
     let o = cajeta(&["run", d.to_str().unwrap()]);
