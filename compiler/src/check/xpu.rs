@@ -124,6 +124,24 @@ impl FnBuilder<'_> {
         true
     }
 
+    /// The values of `args` when there are `n` of them, unnamed (else reported as in
+    /// [`expect_args`](Self::expect_args), the arguments still checked) and none is in error:
+    /// `None` means the call's value is an error.
+    pub(super) fn arg_vals(
+        &mut self,
+        args: &[Arg],
+        n: usize,
+        what: &str,
+        span: Span,
+    ) -> Option<Vec<Val>> {
+        if !self.expect_args(args, n, what, span) {
+            let _ = self.eval_args(args);
+            return None;
+        }
+        let vals = self.eval_args(args);
+        (!vals.iter().any(|v| v.ty == Ty::Error)).then_some(vals)
+    }
+
     /// `heap KernelBuffer<T>(n)` and `heap KernelBuffer<T>(0, n)`.
     pub fn new_buffer(&mut self, elem: Scalar, args: &[Arg], span: Span) -> Val {
         if !self.host_only("creating a buffer", span) {

@@ -34,14 +34,9 @@ impl FnBuilder<'_> {
             _ => return None,
         };
         let what = format!("{}.{}", lib.name(), name.name);
-        if !self.expect_args(args, params.len(), &what, span) {
-            let _ = self.eval_args(args);
+        let Some(vals) = self.arg_vals(args, params.len(), &what, span) else {
             return Some(Val::error());
-        }
-        let vals = self.eval_args(args);
-        if vals.iter().any(|v| v.ty == Ty::Error) {
-            return Some(Val::error());
-        }
+        };
         let mut regs = vec![];
         for (i, (v, &p)) in vals.iter().zip(params).enumerate() {
             // Numbers convert as arguments do (LANGUAGE §3.2); nothing else does.
@@ -144,14 +139,9 @@ impl FnBuilder<'_> {
         // An optional trailing MemoryOrder constant.
         let with_order = args.len() == operands + 1;
         let count = if with_order { operands + 1 } else { operands };
-        if !self.expect_args(args, count, n, span) {
-            let _ = self.eval_args(args);
+        let Some(vals) = self.arg_vals(args, count, n, span) else {
             return Val::error();
-        }
-        let vals = self.eval_args(args);
-        if vals.iter().any(|v| v.ty == Ty::Error) {
-            return Val::error();
-        }
+        };
         if with_order && !self.check_memory_order(&args[operands], &vals[operands], "an atomic") {
             return Val::error();
         }
@@ -271,14 +261,9 @@ impl FnBuilder<'_> {
             _ => return None,
         };
         let what = format!("Wave.{n}");
-        if !self.expect_args(args, params.len(), &what, span) {
-            let _ = self.eval_args(args);
+        let Some(vals) = self.arg_vals(args, params.len(), &what, span) else {
             return Some(Val::error());
-        }
-        let vals = self.eval_args(args);
-        if vals.iter().any(|v| v.ty == Ty::Error) {
-            return Some(Val::error());
-        }
+        };
         let mut regs = vec![];
         for (i, &p) in params.iter().enumerate() {
             // Integer types convert to uint32 as arguments do (XPU §2.7); floats travel as
