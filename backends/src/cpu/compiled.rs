@@ -656,7 +656,10 @@ fn lockstep(
         return one_by_one(l, env, k, ctx, it);
     }
     let n = k.registers;
-    let mut files = vec![0u64; lanes * (n + 1)];
+    // The worker's files, reused: a cell is only read after the kernel wrote it (a bail
+    // stores every live register), so stale values from an earlier workgroup are never seen.
+    let mut files = std::mem::take(&mut it.files);
+    files.resize(lanes * (n + 1), 0);
     ctx.regs = files.as_mut_ptr();
     let total: u64 = ctx.block.iter().product();
     let mut bails = 0;
@@ -691,13 +694,14 @@ fn lockstep(
         }
     }
     // The rest, each from the interpreter's fresh frame.
-    let mut regs = vec![0u64; n];
+    let regs = &mut files[..n];
     for lin in ctx.lin..total {
         regs.fill(0);
         let params = k.params.min(n).min(l.frame.len());
         regs[..params].copy_from_slice(&l.frame[..params]);
-        item(l, env, k, ctx, lin, &mut regs, 0, it)?;
+        item(l, env, k, ctx, lin, regs, 0, it)?;
     }
+    it.files = files;
     Ok(())
 }
 

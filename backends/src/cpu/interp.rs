@@ -152,6 +152,9 @@ pub(crate) struct Item {
     /// Where compiled code already ran this item to, in a lockstep group, before the scheduler
     /// got to it (see `super::compiled::step_at`).
     pub ahead: Option<super::compiled::Ahead>,
+    /// Register files of a compiled lockstep group, kept from workgroup to workgroup (see
+    /// `super::compiled::lockstep`).
+    pub files: Vec<u64>,
 }
 
 impl Item {
@@ -166,6 +169,7 @@ impl Item {
             geo: [0; GEOM_LEN],
             resume: 0,
             ahead: None,
+            files: Vec::new(),
         })
     }
 
@@ -381,6 +385,7 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
         geo,
         resume: _,
         ahead: _,
+        files: _,
     } = it;
     let stack: &mut [u64] = stack;
     let mut func = *it_func;

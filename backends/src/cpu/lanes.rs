@@ -236,9 +236,19 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
     // The lowest faulting workgroup known so far (u64::MAX: none) and its fault.
     let lowest = AtomicU64::new(u64::MAX);
     let best: Mutex<Option<(u64, KernelFault)>> = Mutex::new(None);
-    let claim = || {
-        let g = next.fetch_add(1, Ordering::Relaxed);
-        (g < total && g < lowest.load(Ordering::Acquire)).then_some(g)
+    // Workers claim runs of consecutive workgroups: one atomic per run rather than per
+    // workgroup (the counter's cache line moves between cores at each claim), and each
+    // worker walks its buffers' neighbouring elements, which the prefetchers follow. A run
+    // is run in increasing order, each workgroup only while no lower one has faulted, so the
+    // lowest faulting workgroup is still found: every workgroup below it was claimed first.
+    let run = (total / (nworkers as u64 * CLAIMS_PER_WORKER)).clamp(1, MAX_RUN);
+    let claim = |mine: &mut std::ops::Range<u64>| {
+        if mine.is_empty() {
+            let g = next.fetch_add(run, Ordering::Relaxed);
+            *mine = g.min(total)..g.saturating_add(run).min(total);
+        }
+        let g = mine.next()?;
+        (g < lowest.load(Ordering::Acquire)).then_some(g)
     };
     let report = |g: u64, fault: KernelFault| {
         let mut slot = best.lock().unwrap_or_else(PoisonError::into_inner);
@@ -253,7 +263,8 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
     let job = |slot: usize| {
         if let Some(w) = slots.get(slot) {
             let mut w = w.lock().unwrap_or_else(PoisonError::into_inner);
-            work(l, &mut w, claim, report);
+            let mut mine = 0..0;
+            work(l, &mut w, || claim(&mut mine), report);
         }
     };
     let clean = pool.run(slots.len() - 1, &job);
@@ -265,6 +276,11 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
         None => Ok(()),
     }
 }
+
+/// Runs of workgroups per worker a launch is cut into (more runs balance better, fewer
+/// claim less often), and the longest run.
+const CLAIMS_PER_WORKER: u64 = 8;
+const MAX_RUN: u64 = 64;
 
 /// The `XPU-E-LAUNCH` fault of a panic inside the backend (a bug), in workgroup `g` if known.
 fn panicked(l: &Launch<'_>, g: Option<u64>) -> KernelFault {
