@@ -34,6 +34,8 @@ Options:
   --xpu-checks on|off        device index checks of compiled cpu kernels (default: on)
   --xpu-lanes N              items per lockstep group of compiled cpu kernels, 1 to 64
                              (default: 8; 1 runs items one by one)
+  --xpu-simd on|off          lockstep groups of compiled cpu kernels in SIMD vectors where the
+                             kernel allows it (default: on; also CAJETA_XPU_SIMD)
   --xpu-sim                  run every kernel on the cpu backend's lane scheduler (checked,
                              deterministic) instead of compiling it
   --xpu-verbose              print how each kernel runs (compiled, or why not)
@@ -59,6 +61,7 @@ struct Options {
     jit_verbose: bool,
     xpu_checks: Option<String>,
     xpu_lanes: Option<String>,
+    xpu_simd: Option<String>,
     mem_stats: bool,
     verbose: bool,
     /// `dis` prints the listing even when verification fails (compiler bug reports).
@@ -148,6 +151,15 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
                     ));
                 }
                 o.xpu_lanes = Some(v);
+            }
+            "--xpu-simd" => {
+                let v = value(&mut i, name, inline)?;
+                if !matches!(v.as_str(), "on" | "off") {
+                    return Err(format!(
+                        "invalid value '{v}' for --xpu-simd (expected on or off)"
+                    ));
+                }
+                o.xpu_simd = Some(v);
             }
             "--mem-stats" => o.mem_stats = true,
             "--xpu-sim" => o.xpu_sim = true,
@@ -372,6 +384,9 @@ fn cmd_run(opts: Options) -> ExitCode {
     }
     if let Some(lanes) = &opts.xpu_lanes {
         std::env::set_var("CAJETA_XPU_LANES", lanes);
+    }
+    if let Some(simd) = &opts.xpu_simd {
+        std::env::set_var("CAJETA_XPU_SIMD", simd);
     }
     if opts.xpu_sim {
         std::env::set_var("CAJETA_XPU_SIM", "1");

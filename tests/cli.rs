@@ -87,6 +87,23 @@ fn xpu_lanes_outside_1_to_64_is_a_usage_error_naming_the_option() {
 }
 
 #[test]
+fn xpu_simd_other_than_on_or_off_is_a_usage_error_naming_the_option() {
+    for args in [
+        vec!["run", "--xpu-simd", "yes", "x.cajeta"],
+        vec!["run", "--xpu-simd=", "x.cajeta"],
+    ] {
+        let o = cajeta(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("for --xpu-simd (expected on or off)"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert_clean(&o);
+    }
+}
+
+#[test]
 fn directory_without_sources_is_a_usage_error() {
     let d = tmp_dir("empty-dir");
     let o = cajeta(&["run", d.to_str().unwrap()]);
@@ -222,4 +239,32 @@ fn check_prints_warnings_and_run_does_not() {
     let o = cajeta(&["run", &f]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(stderr(&o), "");
+}
+
+/// The benchmark kernels stay on the vector path (`--xpu-simd`, `translate/simd.rs`): a
+/// lowering that stops covering one of them shows here, not only as a slower benchmark. Each
+/// still prints its SPEC checksum.
+#[test]
+fn benchmark_kernels_run_in_simd_lockstep() {
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/xpu");
+    for (program, args, checksum) in [
+        ("saxpy.cajeta", ["100000", "4"], "341406.250000"),
+        ("stencil.cajeta", ["100000", "3"], "29549.901344"),
+    ] {
+        let path = bench.join(program).display().to_string();
+        let mut argv = vec!["run", "--backend", "cpu", "--xpu-verbose", &path, "--"];
+        argv.extend(args);
+        let o = cajeta(&argv);
+        assert_eq!(o.status.code(), Some(0), "{program}: {}", stderr(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            checksum,
+            "{program}"
+        );
+        assert!(
+            stderr(&o).contains("16 items in lockstep, in vectors"),
+            "{program}: {}",
+            stderr(&o)
+        );
+    }
 }

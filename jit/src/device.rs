@@ -173,12 +173,18 @@ type WorkgroupFn = unsafe extern "C" fn(ctx: *mut WorkgroupCtx) -> u32;
 pub struct KernelOptions {
     /// Element index checks (`--xpu-checks`); handles are checked either way.
     pub checks: bool,
-    /// Items per lockstep group for kernels without rendezvous; 1 runs them one by one.
-    pub lanes: usize,
+    /// Items per lockstep group for kernels without rendezvous (1 runs them one by one);
+    /// `None`: [`DEFAULT_LANES`], or [`DEFAULT_SIMD_LANES`] for a kernel held in vectors.
+    pub lanes: Option<usize>,
+    /// Lockstep groups in vectors where the kernel allows it (with a multiple of 4 lanes).
+    pub simd: bool,
 }
 
-/// The lockstep width used by default (see `docs/notes/cpu-backend.md` for the measurements).
+/// The lockstep width used by default in scalar code (see `docs/notes/cpu-backend.md` for the
+/// measurements).
 pub const DEFAULT_LANES: usize = 8;
+/// The lockstep width used by default when the lanes are held in vectors.
+pub const DEFAULT_SIMD_LANES: usize = 16;
 
 /// Kernels longer than this many instructions times lanes are not run in lockstep (their
 /// code would grow too much).
@@ -188,7 +194,8 @@ impl Default for KernelOptions {
     fn default() -> Self {
         KernelOptions {
             checks: true,
-            lanes: DEFAULT_LANES,
+            lanes: None,
+            simd: true,
         }
     }
 }
@@ -202,6 +209,8 @@ pub enum Shape {
     Lockstep {
         /// Items per group.
         lanes: usize,
+        /// The lanes are held in vectors (`translate/simd.rs`).
+        simd: bool,
     },
     /// One resumable function per item, stopping before each rendezvous.
     Resumable,
@@ -249,6 +258,8 @@ pub struct CompiledKernel {
     items: Option<Items>,
     /// Owns the code `entry` points into.
     _code: Code,
+    /// Why a lockstep kernel's lanes are not held in vectors (for `--xpu-verbose`).
+    pub scalar_reason: Option<String>,
     /// Time spent compiling.
     pub compile_time: Duration,
     /// Machine code bytes.
@@ -469,7 +480,7 @@ pub fn compile_kernel(
     let f = &module.functions[kernel as usize];
     let sites = crate::translate::rendezvous_sites(f);
     let after: Vec<u32> = sites.iter().map(|&pc| pc + 1).collect();
-    let lanes = options.lanes.max(1);
+    let lanes = options.lanes.unwrap_or(DEFAULT_LANES).max(1);
     // Atomics keep the items one by one: lockstep would interleave the atomics of different
     // items, which race-free kernels can observe (XPU §5.5 allows lockstep only where results
     // are identical).
@@ -484,7 +495,7 @@ pub fn compile_kernel(
     let shape = if !sites.is_empty() {
         Shape::Resumable
     } else if fits {
-        Shape::Lockstep { lanes }
+        Shape::Lockstep { lanes, simd: false }
     } else {
         Shape::Workgroup
     };
@@ -500,15 +511,66 @@ pub fn compile_kernel(
     let mut jm = crate::new_jit_module()?;
     let mut code_size = 0;
     let checks = options.checks;
-    let main_shape = match shape {
-        Shape::Resumable => ShapeOf::Item { resume: &points },
-        Shape::Lockstep { lanes } => ShapeOf::Lockstep {
-            width: lanes,
-            resume: None,
-        },
-        Shape::Workgroup => ShapeOf::Workgroup,
+    // Lockstep kernels (and the groups of kernels with barriers) hold their lanes in vectors
+    // when every instruction allows it; scalar lockstep code is the fallback (also for a
+    // vector lowering Cranelift refuses).
+    let vectors = |jm: &mut JITModule, resume: Option<&[u32]>, size: &mut usize| {
+        let width = options.lanes.unwrap_or(DEFAULT_SIMD_LANES).max(1);
+        if !options.simd {
+            return Err("SIMD off".to_string());
+        }
+        if !width.is_multiple_of(4) {
+            return Err(format!("{width} lanes are not a multiple of 4"));
+        }
+        let plan = crate::translate::simd_plan(module, f, resume.is_some())?;
+        let shape = ShapeOf::Simd {
+            width,
+            plan: &plan,
+            resume,
+        };
+        define(jm, module, kernel, checks, shape, size)
+            .map(|id| (id, width))
+            .map_err(|e| e.message)
     };
-    let id = define(&mut jm, module, kernel, checks, main_shape, &mut code_size)?;
+    let mut scalar_reason = None;
+    let mut vector = |jm: &mut JITModule, resume, size: &mut usize| {
+        vectors(jm, resume, size)
+            .map_err(|why| scalar_reason = Some(why))
+            .ok()
+    };
+    let (id, shape) = match shape {
+        Shape::Lockstep { .. } => match vector(&mut jm, None, &mut code_size) {
+            Some((id, width)) => (
+                id,
+                Shape::Lockstep {
+                    lanes: width,
+                    simd: true,
+                },
+            ),
+            None => {
+                let scalar = ShapeOf::Lockstep {
+                    width: lanes,
+                    resume: None,
+                };
+                let id = define(&mut jm, module, kernel, checks, scalar, &mut code_size)?;
+                (id, Shape::Lockstep { lanes, simd: false })
+            }
+        },
+        Shape::Resumable => {
+            let item = ShapeOf::Item { resume: &points };
+            (
+                define(&mut jm, module, kernel, checks, item, &mut code_size)?,
+                shape,
+            )
+        }
+        Shape::Workgroup => {
+            let all = ShapeOf::Workgroup;
+            (
+                define(&mut jm, module, kernel, checks, all, &mut code_size)?,
+                shape,
+            )
+        }
+    };
     let (item_id, group_id, sequential_id) = match shape {
         Shape::Lockstep { .. } => {
             let item = ShapeOf::Item { resume: &points };
@@ -518,11 +580,17 @@ pub fn compile_kernel(
             (Some(item), None, Some(one_by_one))
         }
         Shape::Resumable if grouped => {
-            let group = ShapeOf::Lockstep {
-                width: lanes,
-                resume: Some(&points),
+            let group = match vector(&mut jm, Some(&points), &mut code_size) {
+                Some(group) => group,
+                None => {
+                    let scalar = ShapeOf::Lockstep {
+                        width: lanes,
+                        resume: Some(&points),
+                    };
+                    let id = define(&mut jm, module, kernel, checks, scalar, &mut code_size)?;
+                    (id, lanes)
+                }
             };
-            let group = define(&mut jm, module, kernel, checks, group, &mut code_size)?;
             (Some(id), Some(group), None)
         }
         _ => (None, None, None),
@@ -533,7 +601,7 @@ pub fn compile_kernel(
     // default C calling convention: `WorkgroupFn`'s ABI (one pointer in, `u32` out).
     let as_fn = |ptr| unsafe { std::mem::transmute::<*const u8, WorkgroupFn>(ptr) };
     let entry = as_fn(jm.get_finalized_function(id));
-    let group = group_id.map(|g| (as_fn(jm.get_finalized_function(g)), lanes));
+    let group = group_id.map(|(g, width)| (as_fn(jm.get_finalized_function(g)), width));
     let sequential = sequential_id.map(|f| as_fn(jm.get_finalized_function(f)));
     let items = item_id.map(|item| Items {
         main: ItemFn {
@@ -557,6 +625,7 @@ pub fn compile_kernel(
         sequential,
         divergent: AtomicBool::new(false),
         items,
+        scalar_reason,
         _code: Code(Mutex::new(Some(jm))),
         compile_time: start.elapsed(),
         code_size,

@@ -44,10 +44,12 @@ use crate::loops::{self, HoistedLoop};
 
 mod device;
 mod lockstep;
+mod simd;
 use crate::JitError;
 pub(crate) use device::rendezvous;
 pub use device::rendezvous_sites;
 pub(crate) use device::{translate_kernel, Shape};
+pub(crate) use simd::{plan as simd_plan, Plan as SimdPlan};
 
 const I8: types::Type = types::I8;
 const I16: types::Type = types::I16;

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use cajeta_bytecode::Module;
 use cajeta_jit::device::{
     compile_kernel, CompiledKernel, DeviceFault, KernelOptions, MemView, Shape, WorkgroupCtx,
-    DEFAULT_LANES, FAULT_BAD_HANDLE, FAULT_BOUNDS, FAULT_INDEX, STOP_BAIL, STOP_RENDEZVOUS,
+    FAULT_BAD_HANDLE, FAULT_BOUNDS, FAULT_INDEX, STOP_BAIL, STOP_RENDEZVOUS,
 };
 use cajeta_jit::Status;
 
@@ -48,8 +48,11 @@ pub(crate) struct CompileConfig {
     /// Element index checks (`CAJETA_XPU_CHECKS` is not `off`).
     pub checks: bool,
     /// Items per lockstep group (`CAJETA_XPU_LANES`, 1 to [`MAX_LANES`]; 1 runs items one by
-    /// one).
-    pub lanes: usize,
+    /// one); `None`: the compiler's default for the kernel.
+    pub lanes: Option<usize>,
+    /// Lockstep groups in vectors where the kernel allows it (`CAJETA_XPU_SIMD` is not
+    /// `off`).
+    pub simd: bool,
 }
 
 impl CompileConfig {
@@ -62,8 +65,8 @@ impl CompileConfig {
             checks: var("CAJETA_XPU_CHECKS").is_none_or(|v| v.trim() != "off"),
             lanes: var("CAJETA_XPU_LANES")
                 .and_then(|v| v.trim().parse().ok())
-                .filter(|n| (1..=MAX_LANES).contains(n))
-                .unwrap_or(DEFAULT_LANES),
+                .filter(|n| (1..=MAX_LANES).contains(n)),
+            simd: var("CAJETA_XPU_SIMD").is_none_or(|v| v.trim() != "off"),
         }
     }
 }
@@ -118,6 +121,7 @@ impl Cache {
                 KernelOptions {
                     checks: config.checks,
                     lanes: config.lanes,
+                    simd: config.simd,
                 },
             )
             .map_err(|e| match e.pc {
@@ -132,8 +136,24 @@ impl Cache {
                     k.compile_time.as_secs_f64() * 1e3,
                     k.code_size,
                     match k.shape {
-                        Shape::Resumable => "items resumable at rendezvous".to_string(),
-                        Shape::Lockstep { lanes } => format!("{lanes} items in lockstep"),
+                        Shape::Resumable => match (k.group_width(), &k.scalar_reason) {
+                            (None, _) => "items resumable at rendezvous".to_string(),
+                            (Some(w), None) => format!(
+                                "items resumable at rendezvous, barrier phases in groups of {w} \
+                                 in vectors"
+                            ),
+                            (Some(w), Some(why)) => format!(
+                                "items resumable at rendezvous, barrier phases in groups of {w}, \
+                                 scalar: {why}"
+                            ),
+                        },
+                        Shape::Lockstep { lanes, simd: true } => {
+                            format!("{lanes} items in lockstep, in vectors")
+                        }
+                        Shape::Lockstep { lanes, simd: false } => format!(
+                            "{lanes} items in lockstep, scalar: {}",
+                            k.scalar_reason.as_deref().unwrap_or("?")
+                        ),
                         Shape::Workgroup => "items one by one".to_string(),
                     }
                 ),
@@ -609,7 +629,7 @@ pub(crate) fn workgroup(
         stop_pc: 0,
         fault: Default::default(),
     };
-    if let Shape::Lockstep { lanes } = k.shape {
+    if let Shape::Lockstep { lanes, .. } = k.shape {
         return lockstep(l, env, k, lanes, &mut ctx, it);
     }
     // SAFETY: `views` describes `env.mems` (built by `views` from the worker's memory table,

@@ -88,6 +88,14 @@ pub(crate) enum Shape<'a> {
     /// An item function: starts, or continues at `resume[k - 1]` for `ctx.resume = k`; stops
     /// before each rendezvous (whose next pc must be a continuation point).
     Item { resume: &'a [u32] },
+    /// A lockstep workgroup function of `width` lanes held in vectors ([`super::simd`]), for
+    /// a kernel `plan` accepted; with `resume`, a resumable group function as for
+    /// `Lockstep`.
+    Simd {
+        width: usize,
+        plan: &'a super::SimdPlan,
+        resume: Option<&'a [u32]>,
+    },
 }
 
 /// Translates kernel `s.func` into a function `(ctx) -> status` of the given shape (see the
@@ -110,6 +118,14 @@ pub(crate) fn translate_kernel(
             Some(pc as u32),
             format!("`{}` is not compiled for the cpu backend", i.op.mnemonic()),
         ));
+    }
+    if let Shape::Simd {
+        width,
+        plan,
+        resume,
+    } = shape
+    {
+        return super::simd::translate_simd(b, s, plan, width, checks, resume);
     }
     let mut tr = Tr::kernel_prologue(b, s, f, checks, shape);
     tr.body()?;
@@ -267,7 +283,8 @@ impl<'a, 'b> Tr<'a, 'b> {
                 tr.lockstep_prologue(width, resume, block, &cells, latch);
                 return tr;
             }
-            Shape::Workgroup => {}
+            // Translated by `translate_simd` instead.
+            Shape::Workgroup | Shape::Simd { .. } => {}
         }
 
         // The item loop, from item `ctx.lin` (0 for a whole workgroup; a lockstep kernel's
@@ -939,7 +956,7 @@ fn lookup(
 
 /// The views of `handle` as [`lookup`] reads them, for an access of `width` bytes: address
 /// and length (0 when the handle is not a memory of that width).
-fn mem_view(
+pub(super) fn mem_view(
     b: &mut FunctionBuilder<'_>,
     mems: Value,
     nmems: Value,

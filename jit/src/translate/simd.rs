@@ -1,0 +1,1571 @@
+//! SIMD lockstep functions: the lanes of a lockstep group (see [`super::lockstep`]) held in
+//! 128-bit vectors, so that one machine instruction does the work of four lanes.
+//!
+//! A kernel qualifies when every register is a 32-bit scalar (`int32`, `uint32`, `char`,
+//! `boolean`: four lanes per `i32x4`; `float32`: `f32x4`), a 64-bit integer (two lanes per
+//! `i64x2`) or a buffer parameter (or a copy of one: the same handle in every lane), and
+//! every instruction is one of the lane-wise operations lowered here ([`plan`] says which
+//! instruction or register keeps a kernel out, for `--xpu-verbose`). Everything else runs as
+//! scalar lockstep code, unchanged.
+//!
+//! The function has the interface of a scalar lockstep function (see [`crate::device`]): the
+//! full groups of `W` items from `ctx.lin`, 0 at the end with the first item not run in
+//! `ctx.lin`, or [`STOP_BAIL`] with every lane's live registers in its file. Results are those
+//! of the scalar code, bit for bit: each lane performs the same IEEE operations on the same
+//! values (vector `addps` rounds each lane as `addss` does; no contraction), integer lanes
+//! wrap at their width as canonical cells do.
+//!
+//! * **Control flow** is shared as in scalar lockstep: a branch on which every lane agrees is
+//!   one branch (`vall_true`/`vany_true` of the condition vectors); lanes that disagree bail
+//!   out, each continuing where its own condition leads.
+//! * **Memory.** A load or store checks every lane's index against the buffer's length first
+//!   (one vector compare per two lanes) and bails out before any lane's access when one is
+//!   outside — the item function then reports the fault of the first lane in item order, as
+//!   the scheduler would. When the lanes' indices are consecutive (`i₀, i₀ + 1, …`: a
+//!   grid-stride or global-id index), the access is one vector load or store per four lanes;
+//!   otherwise the lanes' elements are gathered or scattered one by one, in lane order.
+//! * **Coordinates.** When the workgroup's x extent is a multiple of `W`, a group's lanes
+//!   share y and z and have consecutive x (a vector of the first lane's x plus 0, 1, 2, …),
+//!   carried from group to group without division; otherwise each lane's coordinates are
+//!   counted on from the first one.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::immediates::Ieee32;
+use cranelift_codegen::ir::{
+    types, Block, BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, Type as ClType,
+    Value,
+};
+use cranelift_frontend::{FunctionBuilder, Variable};
+
+use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Scalar, Type};
+
+use super::{leaders, Setup, I32, I64, MF};
+use crate::device::{off as doff, STOP_BAIL, STOP_RENDEZVOUS};
+use crate::liveness::{self, Regs};
+use crate::loops;
+use crate::JitError;
+
+const I8X16: ClType = types::I8X16;
+const I32X4: ClType = types::I32X4;
+const I64X2: ClType = types::I64X2;
+const F32X4: ClType = types::F32X4;
+
+/// Lanes of a 32-bit vector.
+const WORDS: usize = 4;
+
+/// How a register is held across the lanes.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Class {
+    /// 32-bit integer lanes; `int32` cells are sign-extended, the others zero-extended.
+    Word { signed: bool },
+    /// `float32` lanes.
+    Float,
+    /// 64-bit integer lanes, two per vector.
+    Long,
+    /// A buffer handle, the same in every lane.
+    Handle,
+}
+
+impl Class {
+    fn of(t: Type) -> Option<Class> {
+        Some(match t {
+            Type::Scalar(Scalar::I32) => Class::Word { signed: true },
+            Type::Scalar(Scalar::U32 | Scalar::Char | Scalar::Bool) => {
+                Class::Word { signed: false }
+            }
+            Type::Scalar(Scalar::F32) => Class::Float,
+            Type::Scalar(Scalar::I64 | Scalar::U64) => Class::Long,
+            Type::Buffer(_) | Type::Shared(_) => Class::Handle,
+            _ => return None,
+        })
+    }
+
+    fn is_word(self) -> bool {
+        matches!(self, Class::Word { .. })
+    }
+}
+
+/// A kernel that qualifies: each register's class and, for handle registers, the memory
+/// they designate.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    classes: Vec<Class>,
+    memory: Vec<Option<Memory>>,
+    /// A kernel with workgroup barriers (compiled to a resumable group function).
+    barriers: bool,
+}
+
+/// The memory a handle register designates, the same in every lane.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Memory {
+    /// The buffer of this parameter.
+    Param(u16),
+    /// The workgroup's shared array of this index (`shared.ref`).
+    Shared(u16),
+}
+
+/// Whether kernel `f` (flattened) can run as SIMD lockstep code, and how; otherwise why not.
+/// Workgroup barriers are allowed when `barriers` (a resumable group function).
+pub(crate) fn plan(module: &Module, f: &Function, barriers: bool) -> Result<Plan, String> {
+    let mut classes = Vec::with_capacity(f.regs.len());
+    for (r, &t) in f.regs.iter().enumerate() {
+        classes.push(Class::of(t).ok_or_else(|| format!("register r{r} is a {t:?}"))?);
+    }
+    let written = |r: u16| f.code.iter().any(|i| loops::writes(i, r));
+    // Handles: buffer parameters never written, registers only ever written by a `mov` from
+    // one (a for-each over a buffer copies it), and registers only ever written by the same
+    // `shared.ref`.
+    let mut memory = vec![None; f.regs.len()];
+    for (r, class) in classes.iter().enumerate() {
+        if *class != Class::Handle {
+            continue;
+        }
+        let r = r as u16;
+        if r < f.params {
+            if written(r) {
+                return Err(format!("buffer parameter r{r} is written"));
+            }
+            memory[usize::from(r)] = Some(Memory::Param(r));
+            continue;
+        }
+        let mut sources = f
+            .code
+            .iter()
+            .filter(|i| loops::writes(i, r))
+            .map(|i| match i.op {
+                Op::Mov if i.b < f.params && !written(i.b) => Some(Memory::Param(i.b)),
+                Op::SharedRef => Some(Memory::Shared(i.b)),
+                _ => None,
+            });
+        // (A register nothing writes designates no memory, and no access may use it.)
+        let Some(first) = sources.next() else {
+            continue;
+        };
+        match first.filter(|_| sources.all(|s| s == first)) {
+            Some(m) => memory[usize::from(r)] = Some(m),
+            None => return Err(format!("memory register r{r} is not one buffer or array")),
+        }
+    }
+    let plan = Plan {
+        classes,
+        memory,
+        barriers,
+    };
+    for (pc, &i) in f.code.iter().enumerate() {
+        if !plan.supports(module, i) {
+            return Err(format!("`{}` at pc {pc}", i.op.mnemonic()));
+        }
+    }
+    Ok(plan)
+}
+
+impl Plan {
+    fn class(&self, r: u16) -> Option<Class> {
+        self.classes.get(usize::from(r)).copied()
+    }
+
+    /// Whether instruction `i` is lowered here with these register classes.
+    fn supports(&self, module: &Module, i: Instr) -> bool {
+        let (a, b, c) = (self.class(i.a), self.class(i.b), self.class(i.c));
+        let word = |x: Option<Class>| x.is_some_and(Class::is_word);
+        let float = |x: Option<Class>| x == Some(Class::Float);
+        let long = |x: Option<Class>| x == Some(Class::Long);
+        let zero_extended = |x: Option<Class>| x == Some(Class::Word { signed: false });
+        let handle = |r: u16| self.memory.get(usize::from(r)).copied().flatten().is_some();
+        match i.op {
+            Op::Nop | Op::KernelAttr | Op::Jmp | Op::RetVoid => true,
+            Op::Barrier => self.barriers,
+            Op::SharedRef => handle(i.a),
+            Op::JmpIf | Op::JmpIfNot => word(a),
+            Op::Mov => a.is_some() && a == b || word(a) && word(b),
+            Op::LoadI => word(a) || long(a),
+            Op::LoadK => {
+                float(a) && matches!(module.consts.get(i.bc() as usize), Some(Const::Bits(_)))
+            }
+            Op::Geom => word(a) && i.b <= 15,
+            Op::DevGetF32 | Op::DevGetI32 | Op::DevGetU32 | Op::DevGetI64 | Op::DevGetU64 => {
+                handle(i.b) && long(c)
+            }
+            Op::DevSetF32 | Op::DevSetI32 | Op::DevSetU32 | Op::DevSetI64 | Op::DevSetU64 => {
+                handle(i.a) && long(b)
+            }
+            Op::WrapI32 | Op::WrapU32 => word(b) || long(b),
+            Op::WrapI64 | Op::WrapU64 => word(b) || long(b),
+            Op::SToF32 => word(b),
+            Op::UToF32 => zero_extended(b),
+            Op::F32ToI32 | Op::F32ToU32 => float(b),
+            Op::Math1F32 => matches!(
+                MathFn::from_u16(i.c),
+                Some(MathFn::Sqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil | MathFn::Trunc)
+            ),
+            Op::AddImmI32 => word(a),
+            Op::AddImmI64 => long(a),
+            Op::LNot => word(a),
+            Op::BufLength => handle(i.b) && long(a),
+            op => lane_op(op).is_some() || per_lane(op).is_some(),
+        }
+    }
+}
+
+/// The lane-wise binary and unary operations: what they compute, and on which lanes.
+#[derive(Copy, Clone, Debug)]
+enum LaneOp {
+    /// A binary integer or float operation with a result of the operands' class.
+    Arith(Arith, Lanes),
+    /// A comparison, giving booleans.
+    Cmp(Cmp, Lanes),
+    /// A unary operation.
+    Unary(Unary, Lanes),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Lanes {
+    Word,
+    Long,
+    Float,
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    And,
+    Or,
+    Xor,
+    Min { signed: bool },
+    Max { signed: bool },
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Cmp {
+    Int(IntCC),
+    Float(FloatCC),
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Unary {
+    Neg,
+    Not,
+}
+
+fn lane_op(op: Op) -> Option<LaneOp> {
+    use Arith::*;
+    use LaneOp::{Arith as A, Cmp as C, Unary as U};
+    let (w, l, f) = (Lanes::Word, Lanes::Long, Lanes::Float);
+    let int = |cc| Cmp::Int(cc);
+    Some(match op {
+        Op::AddI32 | Op::AddU32 => A(Add, w),
+        Op::SubI32 | Op::SubU32 => A(Sub, w),
+        Op::MulI32 | Op::MulU32 => A(Mul, w),
+        Op::AndI32 | Op::AndU32 | Op::AndBool => A(And, w),
+        Op::OrI32 | Op::OrU32 | Op::OrBool => A(Or, w),
+        Op::XorI32 | Op::XorU32 | Op::XorBool => A(Xor, w),
+        Op::MinI32 => A(Min { signed: true }, w),
+        Op::MaxI32 => A(Max { signed: true }, w),
+        Op::MinU32 => A(Min { signed: false }, w),
+        Op::MaxU32 => A(Max { signed: false }, w),
+        Op::AddI64 | Op::AddU64 => A(Add, l),
+        Op::SubI64 | Op::SubU64 => A(Sub, l),
+        Op::MulI64 | Op::MulU64 => A(Mul, l),
+        Op::AndI64 | Op::AndU64 => A(And, l),
+        Op::OrI64 | Op::OrU64 => A(Or, l),
+        Op::XorI64 | Op::XorU64 => A(Xor, l),
+        Op::AddF32 => A(Add, f),
+        Op::SubF32 => A(Sub, f),
+        Op::MulF32 => A(Mul, f),
+        Op::DivF32 => A(Div, f),
+        Op::NegI32 | Op::NegU32 => U(Unary::Neg, w),
+        Op::NotI32 | Op::NotU32 => U(Unary::Not, w),
+        Op::NegI64 | Op::NegU64 => U(Unary::Neg, l),
+        Op::NotI64 | Op::NotU64 => U(Unary::Not, l),
+        Op::NegF32 => U(Unary::Neg, f),
+        Op::EqBool | Op::EqChar | Op::EqI32 | Op::EqU32 => C(int(IntCC::Equal), w),
+        Op::NeBool | Op::NeChar | Op::NeI32 | Op::NeU32 => C(int(IntCC::NotEqual), w),
+        Op::LtI32 => C(int(IntCC::SignedLessThan), w),
+        Op::LeI32 => C(int(IntCC::SignedLessThanOrEqual), w),
+        Op::LtU32 => C(int(IntCC::UnsignedLessThan), w),
+        Op::LeU32 => C(int(IntCC::UnsignedLessThanOrEqual), w),
+        Op::EqI64 | Op::EqU64 => C(int(IntCC::Equal), l),
+        Op::NeI64 | Op::NeU64 => C(int(IntCC::NotEqual), l),
+        Op::LtI64 => C(int(IntCC::SignedLessThan), l),
+        Op::LeI64 => C(int(IntCC::SignedLessThanOrEqual), l),
+        Op::LtU64 => C(int(IntCC::UnsignedLessThan), l),
+        Op::LeU64 => C(int(IntCC::UnsignedLessThanOrEqual), l),
+        Op::EqF32 => C(Cmp::Float(FloatCC::Equal), f),
+        Op::NeF32 => C(Cmp::Float(FloatCC::NotEqual), f),
+        Op::LtF32 => C(Cmp::Float(FloatCC::LessThan), f),
+        Op::LeF32 => C(Cmp::Float(FloatCC::LessThanOrEqual), f),
+        _ => return None,
+    })
+}
+
+/// Integer operations without a vector instruction (division, remainder, shifts by each
+/// lane's own amount): computed lane by lane. The operand's width in bits, and the operation.
+fn per_lane(op: Op) -> Option<(u32, PerLane)> {
+    use PerLane::*;
+    Some(match op {
+        Op::DivI32 => (32, Div { signed: true }),
+        Op::DivU32 => (32, Div { signed: false }),
+        Op::RemI32 => (32, Rem { signed: true }),
+        Op::RemU32 => (32, Rem { signed: false }),
+        Op::DivI64 => (64, Div { signed: true }),
+        Op::DivU64 => (64, Div { signed: false }),
+        Op::RemI64 => (64, Rem { signed: true }),
+        Op::RemU64 => (64, Rem { signed: false }),
+        Op::ShlI32 | Op::ShlU32 => (32, Shl),
+        Op::ShrI32 => (32, Sshr),
+        Op::ShrU32 | Op::UshrI32 | Op::UshrU32 => (32, Ushr),
+        Op::ShlI64 | Op::ShlU64 => (64, Shl),
+        Op::ShrI64 => (64, Sshr),
+        Op::ShrU64 | Op::UshrI64 | Op::UshrU64 => (64, Ushr),
+        _ => return None,
+    })
+}
+
+#[derive(Copy, Clone, Debug)]
+enum PerLane {
+    Div { signed: bool },
+    Rem { signed: bool },
+    Shl,
+    Sshr,
+    Ushr,
+}
+
+/// A bail-out site, filled at the end: every lane's live registers to its file.
+struct Bail {
+    block: Block,
+    pc: u32,
+    /// After a divergent branch: the condition vectors, and the continuation (+ 1) of a lane
+    /// whose condition holds, resp. does not.
+    branch: Option<(Vec<Value>, i64, i64)>,
+}
+
+/// The translator of one SIMD lockstep function.
+struct Simd<'a, 'b> {
+    s: &'a Setup<'a>,
+    f: &'a Function,
+    plan: &'a Plan,
+    b: FunctionBuilder<'b>,
+    ctx: Value,
+    /// Vectors of 32-bit lanes per register (`W / 4`); 64-bit registers have twice as many.
+    chunks: usize,
+    /// Per register: its vector variables (one scalar for a handle).
+    vars: Vec<Vec<Variable>>,
+    /// Per handle register: its buffer's (element address, length), read once.
+    views: Vec<Option<(Value, Value)>>,
+    /// The item coordinates of the group's lanes (word vectors).
+    item: [Vec<Variable>; 3],
+    /// The linear index of the group's first item.
+    lin0: Variable,
+    blocks: Vec<Option<Block>>,
+    /// Where `ret` goes: the next group.
+    latch: Block,
+    checks: bool,
+    live: Vec<Regs>,
+    bails: Vec<Bail>,
+    /// A resumable group's continuation points.
+    resume: Option<&'a [u32]>,
+}
+
+/// Translates kernel `s.func` (which `plan` accepted) to a SIMD lockstep function of `width`
+/// lanes (a multiple of 4).
+pub(crate) fn translate_simd(
+    b: FunctionBuilder<'_>,
+    s: &Setup<'_>,
+    plan: &Plan,
+    width: usize,
+    checks: bool,
+    resume: Option<&[u32]>,
+) -> Result<(), JitError> {
+    let f = s
+        .module
+        .functions
+        .get(s.func as usize)
+        .ok_or_else(|| JitError::new(Some(s.func), None, "no such function".into()))?;
+    if width == 0 || !width.is_multiple_of(WORDS) {
+        return Err(JitError::new(
+            Some(s.func),
+            None,
+            format!("SIMD lockstep needs a multiple of {WORDS} lanes, not {width}"),
+        ));
+    }
+    let mut t = Simd::prologue(b, s, f, plan, width / WORDS, checks, resume);
+    t.body()?;
+    t.epilogue();
+    t.b.seal_all_blocks();
+    t.b.finalize(s.frontend);
+    Ok(())
+}
+
+impl<'a, 'b> Simd<'a, 'b> {
+    fn width(&self) -> usize {
+        self.chunks * WORDS
+    }
+
+    /// The entry, the group loop and each group's fresh registers and coordinates; with
+    /// `resume` (a kernel with barriers), the one group at `ctx.lin` from its lanes' register
+    /// files, continuing at the start or at `resume[k - 1]` for `ctx.resume = k`.
+    fn prologue(
+        mut b: FunctionBuilder<'b>,
+        s: &'a Setup<'a>,
+        f: &'a Function,
+        plan: &'a Plan,
+        chunks: usize,
+        checks: bool,
+        resume: Option<&'a [u32]>,
+    ) -> Simd<'a, 'b> {
+        let width = chunks * WORDS;
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ctx = b.block_params(entry)[0];
+        let load = |b: &mut FunctionBuilder<'_>, offset: i32| b.ins().load(I64, MF, ctx, offset);
+        let block = [0, 1, 2].map(|k| load(&mut b, doff::BLOCK + 8 * k));
+        let mems = load(&mut b, doff::MEMS);
+        let nmems = load(&mut b, doff::NMEMS);
+        let frame = load(&mut b, doff::FRAME);
+        let cells: Vec<Value> = (0..f.params)
+            .map(|p| b.ins().load(I64, MF, frame, 8 * i32::from(p)))
+            .collect();
+        let vars = plan
+            .classes
+            .iter()
+            .map(|c| match c {
+                Class::Word { .. } => (0..chunks).map(|_| b.declare_var(I32X4)).collect(),
+                Class::Float => (0..chunks).map(|_| b.declare_var(F32X4)).collect(),
+                Class::Long => (0..2 * chunks).map(|_| b.declare_var(I64X2)).collect(),
+                Class::Handle => vec![b.declare_var(I64)],
+            })
+            .collect();
+        let nbufs = load(&mut b, doff::NBUFS);
+        let mut views = vec![None; f.regs.len()];
+        for (r, m) in plan.memory.iter().enumerate() {
+            let (Some(m), Some(Type::Buffer(e) | Type::Shared(e))) = (*m, f.regs.get(r)) else {
+                continue;
+            };
+            let handle = match m {
+                Memory::Param(p) => cells[usize::from(p)],
+                Memory::Shared(k) => b.ins().iadd_imm_s(nbufs, i64::from(k)),
+            };
+            let (addr, len) = super::device::mem_view(&mut b, mems, nmems, handle, e.size());
+            views[r] = Some((addr, len));
+        }
+        let item: [Vec<Variable>; 3] =
+            [(); 3].map(|_| (0..chunks).map(|_| b.declare_var(I32X4)).collect());
+        let lin0 = b.declare_var(I64);
+        let first = load(&mut b, doff::LIN);
+        b.def_var(lin0, first);
+        // The first lane's coordinates: by division once, then carried from group to group.
+        let coords = [(); 3].map(|_| b.declare_var(I64));
+        let q = b.ins().udiv(first, block[0]);
+        let start = [
+            b.ins().urem(first, block[0]),
+            b.ins().urem(q, block[1]),
+            b.ins().udiv(q, block[1]),
+        ];
+        for (v, x) in coords.iter().zip(start) {
+            b.def_var(*v, x);
+        }
+        // Consecutive x in every group: the x extent is a multiple of the width (groups
+        // start at multiples of it).
+        let rem = b.ins().urem_imm_s(block[0], width as i64);
+        let aligned = b.ins().icmp_imm_s(IntCC::Equal, rem, 0);
+
+        let mut leader = leaders(f);
+        // A resumable group continues at its resume points: each starts a block.
+        for &pc in resume.unwrap_or_default() {
+            if let Some(l) = leader.get_mut(pc as usize) {
+                *l = true;
+            }
+        }
+        let blocks = leader
+            .iter()
+            .map(|&l| l.then(|| b.create_block()))
+            .collect();
+        let head = b.create_block();
+        let fast = b.create_block();
+        let slow = b.create_block();
+        let body = b.create_block();
+        let exit = b.create_block();
+        let latch = b.create_block();
+        b.ins().jump(head, &[]);
+
+        // Another full group?
+        b.switch_to_block(head);
+        let l0 = b.use_var(lin0);
+        let xy = b.ins().imul(block[0], block[1]);
+        let total = b.ins().imul(xy, block[2]);
+        let end = b.ins().iadd_imm_s(l0, width as i64);
+        let over = b.ins().icmp(IntCC::UnsignedGreaterThan, end, total);
+        let go = b.create_block();
+        // (A resumable group is always full.)
+        let over = match resume {
+            Some(_) => b.ins().iconst(types::I8, 0),
+            None => over,
+        };
+        b.ins().brif(over, exit, &[], go, &[]);
+        b.switch_to_block(go);
+        b.ins().brif(aligned, fast, &[], slow, &[]);
+
+        // Aligned: x = x₀ + (0, 1, 2, …), y and z shared; the next group's first lane is
+        // `width` further along x.
+        b.switch_to_block(fast);
+        let [x0, y0, z0] = coords.map(|v| b.use_var(v));
+        let x0w = b.ins().ireduce(I32, x0);
+        let xs = b.ins().splat(I32X4, x0w);
+        let shared = [y0, z0].map(|v| {
+            let w = b.ins().ireduce(I32, v);
+            b.ins().splat(I32X4, w)
+        });
+        for (c, ((x, y), z)) in item[0].iter().zip(&item[1]).zip(&item[2]).enumerate() {
+            let iota = word_iota(&mut b, (c * WORDS) as i32);
+            let xv = b.ins().iadd(xs, iota);
+            b.def_var(*x, xv);
+            b.def_var(*y, shared[0]);
+            b.def_var(*z, shared[1]);
+        }
+        let next = carry_coords(&mut b, [x0, y0, z0], block, width as i64);
+        for (v, x) in coords.iter().zip(next) {
+            b.def_var(*v, x);
+        }
+        b.ins().jump(body, &[]);
+
+        // Otherwise lane by lane, counting on from the first lane (x fastest).
+        b.switch_to_block(slow);
+        let mut at = coords.map(|v| b.use_var(v));
+        let mut lanes: [Vec<Value>; 3] = Default::default();
+        for j in 0..=width {
+            if j > 0 {
+                at = carry_coords(&mut b, at, block, 1);
+            }
+            if j == width {
+                for (v, x) in coords.iter().zip(at) {
+                    b.def_var(*v, x);
+                }
+                break;
+            }
+            for axis in 0..3 {
+                let w = b.ins().ireduce(I32, at[axis]);
+                lanes[axis].push(w);
+            }
+        }
+        for axis in 0..3 {
+            for c in 0..chunks {
+                let v = build_vector(&mut b, I32X4, &lanes[axis][c * WORDS..(c + 1) * WORDS]);
+                b.def_var(item[axis][c], v);
+            }
+        }
+        b.ins().jump(body, &[]);
+
+        let mut t = Simd {
+            s,
+            f,
+            plan,
+            b,
+            ctx,
+            chunks,
+            vars,
+            views,
+            item,
+            lin0,
+            blocks,
+            latch,
+            checks,
+            live: liveness::live_in(f),
+            bails: Vec::new(),
+            resume,
+        };
+        t.b.switch_to_block(body);
+        if let Some(points) = resume {
+            // Each continuation loads the registers live there from the lanes' files.
+            // (A group only ever stops at barriers: the other points are the item function's.)
+            let k = t.b.ins().load(I64, MF, ctx, doff::RESUME);
+            for (n, &pc) in points.iter().enumerate() {
+                let after_barrier = pc
+                    .checked_sub(1)
+                    .and_then(|p| f.code.get(p as usize))
+                    .is_some_and(|i| i.op == Op::Barrier);
+                let cont = t.blocks.get(pc as usize).copied().flatten();
+                let Some(cont) = cont.filter(|_| after_barrier) else {
+                    continue;
+                };
+                let here = t.b.ins().icmp_imm_s(IntCC::Equal, k, n as i64 + 1);
+                let (loads, next) = (t.b.create_block(), t.b.create_block());
+                t.b.ins().brif(here, loads, &[], next, &[]);
+                t.b.switch_to_block(loads);
+                t.lanes_from_files(pc);
+                t.b.ins().jump(cont, &[]);
+                t.b.switch_to_block(next);
+            }
+            t.lanes_from_files(0);
+            let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
+            t.b.ins().jump(first_block, &[]);
+            // Every lane returned.
+            t.b.switch_to_block(latch);
+            let done = t.b.ins().iconst(I32, 0);
+            t.b.ins().return_(&[done]);
+            t.b.switch_to_block(exit);
+            t.b.ins().return_(&[done]);
+            return t;
+        }
+        // The interpreter's fresh item frame in every lane: parameters from the launch frame,
+        // every other register 0.
+        for r in 0..f.regs.len() {
+            let cell = cells.get(r).copied();
+            let zero = t.b.ins().iconst(I64, 0);
+            let cell = cell.unwrap_or(zero);
+            match plan.classes[r] {
+                Class::Handle => {
+                    let v = t.vars[r][0];
+                    t.b.def_var(v, cell);
+                }
+                class => {
+                    let v = t.splat_cell(class, cell);
+                    for k in 0..t.vars[r].len() {
+                        let var = t.vars[r][k];
+                        t.b.def_var(var, v);
+                    }
+                }
+            }
+        }
+        let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
+        t.b.ins().jump(first_block, &[]);
+
+        // The next group.
+        t.b.switch_to_block(latch);
+        let l0 = t.b.use_var(lin0);
+        let next = t.b.ins().iadd_imm_s(l0, width as i64);
+        t.b.def_var(lin0, next);
+        t.b.ins().jump(head, &[]);
+
+        // Every full group done: the first item not run to `ctx.lin`.
+        t.b.switch_to_block(exit);
+        let l0 = t.b.use_var(lin0);
+        t.b.ins().store(MF, l0, ctx, doff::LIN);
+        let done = t.b.ins().iconst(I32, 0);
+        t.b.ins().return_(&[done]);
+        t
+    }
+
+    /// Each lane's registers live at `pc` from its file at `ctx.regs`.
+    fn lanes_from_files(&mut self, pc: u32) {
+        let files = self.b.ins().load(I64, MF, self.ctx, doff::REGS);
+        let stride = 8 * (self.f.regs.len() as i32 + 1);
+        let live = self.live.get(pc as usize).cloned().unwrap_or_default();
+        let width = self.width();
+        for r in 0..self.f.regs.len() as u16 {
+            if !live.contains(r) {
+                continue;
+            }
+            let class = self.class(r);
+            let cell = |t: &mut Self, j: usize| {
+                t.b.ins()
+                    .load(I64, MF, files, stride * j as i32 + 8 * i32::from(r))
+            };
+            let values: Vec<Value> = match class {
+                // The same in every lane: lane 0's.
+                Class::Handle => vec![cell(self, 0)],
+                Class::Long => {
+                    let lanes: Vec<Value> = (0..width).map(|j| cell(self, j)).collect();
+                    lanes
+                        .chunks(2)
+                        .map(|l| build_vector(&mut self.b, I64X2, l))
+                        .collect()
+                }
+                Class::Word { .. } | Class::Float => {
+                    let lanes: Vec<Value> = (0..width)
+                        .map(|j| {
+                            let c = cell(self, j);
+                            let w = self.b.ins().ireduce(I32, c);
+                            if class == Class::Float {
+                                self.b.ins().bitcast(types::F32, MemFlagsData::new(), w)
+                            } else {
+                                w
+                            }
+                        })
+                        .collect();
+                    let ty = if class == Class::Float { F32X4 } else { I32X4 };
+                    lanes
+                        .chunks(WORDS)
+                        .map(|l| build_vector(&mut self.b, ty, l))
+                        .collect()
+                }
+            };
+            self.set(r, &values);
+        }
+    }
+
+    /// A barrier reached by every lane of a resumable group: each lane's live registers to
+    /// its file, the continuation after the barrier to `ctx.resume` and the barrier's pc to
+    /// `ctx.stop_pc`, then `STOP_RENDEZVOUS` (the embedder has each lane execute it).
+    fn barrier(&mut self, pc: u32) -> Result<(), JitError> {
+        let k = self
+            .resume
+            .and_then(|r| r.iter().position(|&c| c == pc + 1))
+            .ok_or_else(|| self.err(pc, "no continuation after this barrier".into()))?;
+        self.store_lanes(pc, None);
+        let ctx = self.ctx;
+        let cont = self.b.ins().iconst(I64, k as i64 + 1);
+        self.b.ins().store(MF, cont, ctx, doff::RESUME);
+        let at = self.b.ins().iconst(I64, i64::from(pc));
+        self.b.ins().store(MF, at, ctx, doff::STOP_PC);
+        let stop = self.b.ins().iconst(I32, i64::from(STOP_RENDEZVOUS));
+        self.b.ins().return_(&[stop]);
+        Ok(())
+    }
+
+    /// Every lane's value of a launch cell of a register of `class`.
+    fn splat_cell(&mut self, class: Class, cell: Value) -> Value {
+        let b = &mut self.b;
+        match class {
+            Class::Word { .. } => {
+                let w = b.ins().ireduce(I32, cell);
+                b.ins().splat(I32X4, w)
+            }
+            Class::Float => {
+                let w = b.ins().ireduce(I32, cell);
+                let x = b.ins().bitcast(types::F32, MemFlagsData::new(), w);
+                b.ins().splat(F32X4, x)
+            }
+            Class::Long | Class::Handle => b.ins().splat(I64X2, cell),
+        }
+    }
+
+    fn body(&mut self) -> Result<(), JitError> {
+        let f = self.f;
+        let mut open = false;
+        for (pc, &i) in f.code.iter().enumerate() {
+            let pc = pc as u32;
+            if let Some(block) = self.blocks[pc as usize] {
+                if open {
+                    self.b.ins().jump(block, &[]);
+                }
+                self.b.switch_to_block(block);
+                open = true;
+            }
+            if !open {
+                continue;
+            }
+            open = !self.instr(pc, i)?;
+        }
+        if open {
+            return Err(self.err(f.code.len() as u32, "code runs off its end".into()));
+        }
+        Ok(())
+    }
+
+    fn err(&self, pc: u32, msg: String) -> JitError {
+        JitError::new(Some(self.s.func), Some(pc), msg)
+    }
+
+    fn get(&mut self, r: u16) -> Vec<Value> {
+        let vars = self.vars[usize::from(r)].clone();
+        vars.into_iter().map(|v| self.b.use_var(v)).collect()
+    }
+
+    fn set(&mut self, r: u16, values: &[Value]) {
+        for (k, &v) in values.iter().enumerate() {
+            let var = self.vars[usize::from(r)][k];
+            self.b.def_var(var, v);
+        }
+    }
+
+    fn class(&self, r: u16) -> Class {
+        self.plan.classes[usize::from(r)]
+    }
+
+    /// One instruction; `true` if it ends the block.
+    fn instr(&mut self, pc: u32, i: Instr) -> Result<bool, JitError> {
+        match i.op {
+            Op::Nop | Op::KernelAttr => {}
+            Op::Barrier => {
+                self.barrier(pc)?;
+                return Ok(true);
+            }
+            Op::SharedRef => {
+                let nbufs = self.b.ins().load(I64, MF, self.ctx, doff::NBUFS);
+                let h = self.b.ins().iadd_imm_s(nbufs, i64::from(i.b));
+                self.set(i.a, &[h]);
+            }
+            Op::Jmp => {
+                let t = self.block(i.bc())?;
+                self.b.ins().jump(t, &[]);
+                return Ok(true);
+            }
+            Op::RetVoid => {
+                self.b.ins().jump(self.latch, &[]);
+                return Ok(true);
+            }
+            Op::JmpIf | Op::JmpIfNot => {
+                self.branch(pc, i)?;
+                return Ok(true);
+            }
+            Op::Mov => {
+                let v = self.get(i.b);
+                self.set(i.a, &v);
+            }
+            Op::LoadI => {
+                let v = i64::from(i.bc() as i32);
+                let values = self.constant(self.class(i.a), v);
+                self.set(i.a, &values);
+            }
+            Op::LoadK => {
+                let bits = match self.s.module.consts.get(i.bc() as usize) {
+                    Some(Const::Bits(bits)) => *bits,
+                    _ => return Err(self.err(pc, "bad constant".into())),
+                };
+                let x = self.b.ins().f32const(Ieee32::with_bits(bits as u32));
+                let v = self.b.ins().splat(F32X4, x);
+                let values = vec![v; self.chunks];
+                self.set(i.a, &values);
+            }
+            Op::Geom => {
+                let v = self.geom(i.b)?;
+                self.set(i.a, &v);
+            }
+            Op::AddImmI32 | Op::AddImmI64 => {
+                let class = self.class(i.a);
+                let k = self.constant(class, i64::from(i.c as i16));
+                let x = self.get(i.b);
+                let v: Vec<Value> = x
+                    .iter()
+                    .zip(&k)
+                    .map(|(&x, &k)| self.b.ins().iadd(x, k))
+                    .collect();
+                self.set(i.a, &v);
+            }
+            Op::LNot => {
+                let one = self.constant(self.class(i.a), 1);
+                let x = self.get(i.b);
+                let v: Vec<Value> = x
+                    .iter()
+                    .zip(&one)
+                    .map(|(&x, &k)| self.b.ins().bxor(x, k))
+                    .collect();
+                self.set(i.a, &v);
+            }
+            Op::WrapI32 | Op::WrapU32 => {
+                let v = match self.class(i.b) {
+                    // Same 32 bits; only their reading changes.
+                    Class::Word { .. } => self.get(i.b),
+                    _ => {
+                        let x = self.get(i.b);
+                        self.narrow(&x)
+                    }
+                };
+                self.set(i.a, &v);
+            }
+            Op::WrapI64 | Op::WrapU64 => {
+                let v = match self.class(i.b) {
+                    Class::Word { signed } => {
+                        let x = self.get(i.b);
+                        self.widen(&x, signed)
+                    }
+                    _ => self.get(i.b),
+                };
+                self.set(i.a, &v);
+            }
+            Op::SToF32 | Op::UToF32 => {
+                let signed = self.class(i.b) == Class::Word { signed: true };
+                let x = self.get(i.b);
+                let v: Vec<Value> = x
+                    .into_iter()
+                    .map(|x| match signed {
+                        true => self.b.ins().fcvt_from_sint(F32X4, x),
+                        false => self.b.ins().fcvt_from_uint(F32X4, x),
+                    })
+                    .collect();
+                self.set(i.a, &v);
+            }
+            Op::F32ToI32 | Op::F32ToU32 => {
+                let x = self.get(i.b);
+                let v: Vec<Value> = x
+                    .into_iter()
+                    .map(|x| match i.op {
+                        Op::F32ToI32 => self.b.ins().fcvt_to_sint_sat(I32X4, x),
+                        _ => self.b.ins().fcvt_to_uint_sat(I32X4, x),
+                    })
+                    .collect();
+                self.set(i.a, &v);
+            }
+            Op::Math1F32 => {
+                let x = self.get(i.b);
+                let v: Vec<Value> = x
+                    .into_iter()
+                    .map(|x| match MathFn::from_u16(i.c) {
+                        Some(MathFn::Sqrt) => self.b.ins().sqrt(x),
+                        Some(MathFn::Abs) => self.b.ins().fabs(x),
+                        Some(MathFn::Floor) => self.b.ins().floor(x),
+                        Some(MathFn::Ceil) => self.b.ins().ceil(x),
+                        _ => self.b.ins().trunc(x),
+                    })
+                    .collect();
+                self.set(i.a, &v);
+            }
+            Op::DevGetF32 => self.load(pc, i, F32X4)?,
+            Op::DevGetI32 | Op::DevGetU32 => self.load(pc, i, I32X4)?,
+            Op::DevGetI64 | Op::DevGetU64 => self.load(pc, i, I64X2)?,
+            Op::DevSetF32 | Op::DevSetI32 | Op::DevSetU32 | Op::DevSetI64 | Op::DevSetU64 => {
+                self.store(pc, i)?
+            }
+            Op::BufLength => {
+                let (_, len) = self.views[usize::from(i.b)]
+                    .ok_or_else(|| self.err(pc, format!("r{} is not a buffer parameter", i.b)))?;
+                let v = self.b.ins().splat(I64X2, len);
+                let values = vec![v; 2 * self.chunks];
+                self.set(i.a, &values);
+            }
+            op if per_lane(op).is_some() => {
+                let v = self.per_lane(pc, i)?;
+                self.set(i.a, &v);
+            }
+            op => {
+                let lane_op = lane_op(op).ok_or_else(|| {
+                    self.err(pc, format!("`{}` is not lowered to SIMD", op.mnemonic()))
+                })?;
+                let v = self.lane_op(lane_op, i);
+                self.set(i.a, &v);
+            }
+        }
+        Ok(false)
+    }
+
+    fn block(&self, pc: u32) -> Result<Block, JitError> {
+        self.blocks
+            .get(pc as usize)
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(pc, "jump to a non-leader".into()))
+    }
+
+    /// The vectors of a register of `class` holding `v` in every lane.
+    fn constant(&mut self, class: Class, v: i64) -> Vec<Value> {
+        match class {
+            Class::Long => {
+                let x = self.b.ins().iconst(I64, v);
+                vec![self.b.ins().splat(I64X2, x); 2 * self.chunks]
+            }
+            _ => {
+                let x = self.b.ins().iconst(I32, v);
+                vec![self.b.ins().splat(I32X4, x); self.chunks]
+            }
+        }
+    }
+
+    /// An operation of [`per_lane`]: divisions first check every lane (a zero divisor, and
+    /// `MIN / -1` for a signed quotient, bail out so that the item function raises the
+    /// error of the first such lane); then each lane is computed on its own.
+    fn per_lane(&mut self, pc: u32, i: Instr) -> Result<Vec<Value>, JitError> {
+        let Some((bits, op)) = per_lane(i.op) else {
+            return Err(self.err(pc, "not a per-lane operation".into()));
+        };
+        let (vty, lty, lanes_per) = if bits == 32 {
+            (I32X4, I32, WORDS)
+        } else {
+            (I64X2, I64, 2)
+        };
+        let (x, y) = (self.get(i.b), self.get(i.c));
+        if let PerLane::Div { signed } | PerLane::Rem { signed } = op {
+            let zero = self.b.ins().iconst(lty, 0);
+            let zero = self.b.ins().splat(vty, zero);
+            let min = self.b.ins().iconst(
+                lty,
+                if bits == 32 {
+                    i64::from(i32::MIN)
+                } else {
+                    i64::MIN
+                },
+            );
+            let min = self.b.ins().splat(vty, min);
+            let minus1 = self.b.ins().iconst(lty, -1);
+            let minus1 = self.b.ins().splat(vty, minus1);
+            let mut bad = None;
+            for (&x, &y) in x.iter().zip(&y) {
+                let mut b = self.b.ins().icmp(IntCC::Equal, y, zero);
+                if signed && matches!(op, PerLane::Div { .. }) {
+                    let xm = self.b.ins().icmp(IntCC::Equal, x, min);
+                    let ym = self.b.ins().icmp(IntCC::Equal, y, minus1);
+                    let ovf = self.b.ins().band(xm, ym);
+                    b = self.b.ins().bor(b, ovf);
+                }
+                bad = Some(match bad {
+                    Some(acc) => self.b.ins().bor(acc, b),
+                    None => b,
+                });
+            }
+            if let Some(bad) = bad {
+                let any = self.b.ins().vany_true(bad);
+                self.bail_if(pc, any);
+            }
+        }
+        // The amount of a shift may be of either width: its lane, reduced modulo the width.
+        let amount_long = self.class(i.c) == Class::Long;
+        let mut out = Vec::with_capacity(x.len());
+        for (k, &xv) in x.iter().enumerate() {
+            let mut lanes = Vec::with_capacity(lanes_per);
+            for l in 0..lanes_per {
+                let j = k * lanes_per + l;
+                let a = self.b.ins().extractlane(xv, l as u8);
+                let r = match op {
+                    PerLane::Div { signed } | PerLane::Rem { signed } => {
+                        let d = self.b.ins().extractlane(y[k], l as u8);
+                        self.divide(op, signed, a, d)
+                    }
+                    _ => {
+                        let m = if amount_long {
+                            self.b.ins().extractlane(y[j / 2], (j % 2) as u8)
+                        } else {
+                            self.b.ins().extractlane(y[j / WORDS], (j % WORDS) as u8)
+                        };
+                        let m = match (amount_long, bits) {
+                            (true, 32) => self.b.ins().ireduce(I32, m),
+                            (false, 64) => self.b.ins().uextend(I64, m),
+                            _ => m,
+                        };
+                        let m = self.b.ins().band_imm_s(m, i64::from(bits - 1));
+                        match op {
+                            PerLane::Shl => self.b.ins().ishl(a, m),
+                            PerLane::Sshr => self.b.ins().sshr(a, m),
+                            _ => self.b.ins().ushr(a, m),
+                        }
+                    }
+                };
+                lanes.push(r);
+            }
+            out.push(build_vector(&mut self.b, vty, &lanes));
+        }
+        Ok(out)
+    }
+
+    /// One lane's quotient or remainder (zero divisors and `MIN / -1` were excluded); a
+    /// divisor of −1 never reaches the hardware divide, which would fault on `MIN % -1`.
+    fn divide(&mut self, op: PerLane, signed: bool, x: Value, y: Value) -> Value {
+        let b = &mut self.b;
+        if !signed {
+            return match op {
+                PerLane::Div { .. } => b.ins().udiv(x, y),
+                _ => b.ins().urem(x, y),
+            };
+        }
+        let ty = b.func.dfg.value_type(x);
+        let is_m1 = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+        let one = b.ins().iconst(ty, 1);
+        let safe = b.ins().select(is_m1, one, y);
+        match op {
+            PerLane::Div { .. } => {
+                let q = b.ins().sdiv(x, safe);
+                let neg = b.ins().ineg(x);
+                b.ins().select(is_m1, neg, q)
+            }
+            _ => {
+                let r = b.ins().srem(x, safe);
+                let zero = b.ins().iconst(ty, 0);
+                b.ins().select(is_m1, zero, r)
+            }
+        }
+    }
+
+    fn lane_op(&mut self, op: LaneOp, i: Instr) -> Vec<Value> {
+        match op {
+            LaneOp::Arith(a, lanes) => {
+                let (x, y) = (self.get(i.b), self.get(i.c));
+                x.iter()
+                    .zip(&y)
+                    .map(|(&x, &y)| {
+                        let b = self.b.ins();
+                        match (a, lanes) {
+                            (Arith::Add, Lanes::Float) => b.fadd(x, y),
+                            (Arith::Sub, Lanes::Float) => b.fsub(x, y),
+                            (Arith::Mul, Lanes::Float) => b.fmul(x, y),
+                            (Arith::Div, _) => b.fdiv(x, y),
+                            (Arith::Add, _) => b.iadd(x, y),
+                            (Arith::Sub, _) => b.isub(x, y),
+                            (Arith::Mul, _) => b.imul(x, y),
+                            (Arith::And, _) => b.band(x, y),
+                            (Arith::Or, _) => b.bor(x, y),
+                            (Arith::Xor, _) => b.bxor(x, y),
+                            (Arith::Min { signed: true }, _) => b.smin(x, y),
+                            (Arith::Min { signed: false }, _) => b.umin(x, y),
+                            (Arith::Max { signed: true }, _) => b.smax(x, y),
+                            (Arith::Max { signed: false }, _) => b.umax(x, y),
+                        }
+                    })
+                    .collect()
+            }
+            LaneOp::Unary(u, lanes) => {
+                let x = self.get(i.b);
+                x.into_iter()
+                    .map(|x| {
+                        let b = self.b.ins();
+                        match (u, lanes) {
+                            (Unary::Neg, Lanes::Float) => b.fneg(x),
+                            (Unary::Neg, _) => b.ineg(x),
+                            (Unary::Not, _) => b.bnot(x),
+                        }
+                    })
+                    .collect()
+            }
+            LaneOp::Cmp(cmp, lanes) => {
+                let (x, y) = (self.get(i.b), self.get(i.c));
+                let masks: Vec<Value> = x
+                    .iter()
+                    .zip(&y)
+                    .map(|(&x, &y)| match cmp {
+                        Cmp::Int(cc) => self.b.ins().icmp(cc, x, y),
+                        Cmp::Float(cc) => self.b.ins().fcmp(cc, x, y),
+                    })
+                    .collect();
+                // All-ones or zero per lane: 64-bit masks narrowed to 32-bit lanes, then the
+                // boolean 1 or 0.
+                let masks = if lanes == Lanes::Long {
+                    self.narrow(&masks)
+                } else {
+                    masks
+                };
+                masks
+                    .into_iter()
+                    .map(|m| self.b.ins().ushr_imm_s(m, 31))
+                    .collect()
+            }
+        }
+    }
+
+    /// 64-bit lanes (pairs of `i64x2`) truncated to 32-bit lanes (`i32x4`).
+    fn narrow(&mut self, x: &[Value]) -> Vec<Value> {
+        let le = MemFlagsData::new().with_endianness(Endianness::Little);
+        let mask: Vec<u8> = [0u8, 8, 16, 24].iter().flat_map(|&s| s..s + 4).collect();
+        let mask = self.b.func.dfg.immediates.push(ConstantData::from(mask));
+        x.chunks(2)
+            .map(|pair| {
+                let lo = self.b.ins().bitcast(I8X16, le, pair[0]);
+                let hi = self.b.ins().bitcast(I8X16, le, pair[1]);
+                let bytes = self.b.ins().shuffle(lo, hi, mask);
+                self.b.ins().bitcast(I32X4, le, bytes)
+            })
+            .collect()
+    }
+
+    /// 32-bit lanes widened to 64-bit lanes (sign- or zero-extended).
+    fn widen(&mut self, x: &[Value], signed: bool) -> Vec<Value> {
+        let mut out = Vec::with_capacity(2 * x.len());
+        for &v in x {
+            let b = &mut self.b;
+            let (lo, hi) = if signed {
+                (b.ins().swiden_low(v), b.ins().swiden_high(v))
+            } else {
+                (b.ins().uwiden_low(v), b.ins().uwiden_high(v))
+            };
+            out.push(lo);
+            out.push(hi);
+        }
+        out
+    }
+
+    /// `geom`: coordinates as lanes, launch values the same in every lane (XPU §3: 32-bit,
+    /// global ids wrapping).
+    fn geom(&mut self, sel: u16) -> Result<Vec<Value>, JitError> {
+        let axis = usize::from(sel % 3);
+        let field = |base: i32| base + 8 * axis as i32;
+        let uniform = |t: &mut Self, offset: i32| {
+            let v = t.b.ins().load(I64, MF, t.ctx, offset);
+            let w = t.b.ins().ireduce(I32, v);
+            vec![t.b.ins().splat(I32X4, w); t.chunks]
+        };
+        Ok(match sel {
+            0..=2 => self.item[axis]
+                .clone()
+                .into_iter()
+                .map(|v| self.b.use_var(v))
+                .collect(),
+            3..=5 => uniform(self, field(doff::GROUP)),
+            6..=8 => uniform(self, field(doff::BLOCK)),
+            9..=11 => {
+                let group = self.b.ins().load(I64, MF, self.ctx, field(doff::GROUP));
+                let block = self.b.ins().load(I64, MF, self.ctx, field(doff::BLOCK));
+                let g = self.b.ins().imul(group, block);
+                let g = self.b.ins().ireduce(I32, g);
+                let g = self.b.ins().splat(I32X4, g);
+                self.item[axis]
+                    .clone()
+                    .into_iter()
+                    .map(|v| {
+                        let x = self.b.use_var(v);
+                        self.b.ins().iadd(g, x)
+                    })
+                    .collect()
+            }
+            12..=14 => uniform(self, field(doff::GRID)),
+            15 => uniform(self, doff::WAVE),
+            _ => return Err(self.err(0, format!("geometry selector {sel} in SIMD code"))),
+        })
+    }
+
+    /// An access at `pc` of every lane's element `r[index]` (of `size` bytes) of the memory
+    /// in handle register `handle`: when the lanes' indices are consecutive, `vector` gets the first lane's
+    /// element address (one bounds check for the group); when they are all the same,
+    /// `uniform` (if given) gets that element's address; otherwise `lanes` gets each lane's
+    /// (every lane checked). A lane outside the buffer bails out before any lane accesses
+    /// memory. Returns the values `vector` or `lanes` give, of types `results`.
+    fn access(
+        &mut self,
+        pc: u32,
+        (handle, index, size): (u16, u16, i64),
+        results: &[ClType],
+        vector: impl FnOnce(&mut Self, Value) -> Vec<Value>,
+        uniform: Option<impl FnOnce(&mut Self, Value) -> Vec<Value>>,
+        lanes: impl FnOnce(&mut Self, &[Value]) -> Vec<Value>,
+    ) -> Result<Vec<Value>, JitError> {
+        let (base, len) = self.views[usize::from(handle)]
+            .ok_or_else(|| self.err(pc, format!("r{handle} is not a buffer parameter")))?;
+        let idx = self.get(index);
+        let (all, first) = self.consecutive(&idx);
+        let (one, each, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        for &ty in results {
+            self.b.append_block_param(join, ty);
+        }
+        self.b.ins().brif(all, one, &[], each, &[]);
+
+        self.b.switch_to_block(one);
+        if self.checks {
+            // first ≤ last < len, unsigned (a negative index is a huge one).
+            let span = self.width() as i64 - 1;
+            let last = self.b.ins().iadd_imm_s(first, span);
+            let wraps = self.b.ins().icmp(IntCC::UnsignedLessThan, last, first);
+            let past = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, last, len);
+            let bad = self.b.ins().bor(wraps, past);
+            self.bail_if(pc, bad);
+        }
+        let at = self.element_addr(base, first, size);
+        let out: Vec<BlockArg> = vector(self, at).into_iter().map(Into::into).collect();
+        self.b.ins().jump(join, &out);
+
+        self.b.switch_to_block(each);
+        if let Some(uniform) = uniform {
+            // Every lane at the same element (a row index shared by a group, say): one load.
+            let base_v = self.b.ins().splat(I64X2, first);
+            let mut same = None;
+            for &x in &idx {
+                let eq = self.b.ins().icmp(IntCC::Equal, x, base_v);
+                same = Some(match same {
+                    Some(acc) => self.b.ins().band(acc, eq),
+                    None => eq,
+                });
+            }
+            let all_same = self.b.ins().vall_true(same.unwrap_or(base_v));
+            let (one_elem, differ) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(all_same, one_elem, &[], differ, &[]);
+            self.b.switch_to_block(one_elem);
+            if self.checks {
+                let past = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThanOrEqual, first, len);
+                self.bail_if(pc, past);
+            }
+            let at = self.element_addr(base, first, size);
+            let out: Vec<BlockArg> = uniform(self, at).into_iter().map(Into::into).collect();
+            self.b.ins().jump(join, &out);
+            self.b.switch_to_block(differ);
+        }
+        if self.checks {
+            let n = self.b.ins().splat(I64X2, len);
+            let mut outside = None;
+            for &x in &idx {
+                let o = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, x, n);
+                outside = Some(match outside {
+                    Some(acc) => self.b.ins().bor(acc, o),
+                    None => o,
+                });
+            }
+            if let Some(outside) = outside {
+                let any = self.b.ins().vany_true(outside);
+                self.bail_if(pc, any);
+            }
+        }
+        let ats: Vec<Value> = (0..self.width())
+            .map(|j| {
+                let i = self.b.ins().extractlane(idx[j / 2], (j % 2) as u8);
+                self.element_addr(base, i, size)
+            })
+            .collect();
+        let out: Vec<BlockArg> = lanes(self, &ats).into_iter().map(Into::into).collect();
+        self.b.ins().jump(join, &out);
+
+        self.b.switch_to_block(join);
+        Ok(self.b.block_params(join).to_vec())
+    }
+
+    /// Bails out at `pc` when `bad` is nonzero.
+    fn bail_if(&mut self, pc: u32, bad: Value) {
+        let bail = self.bail(pc, None);
+        let good = self.b.create_block();
+        self.b.ins().brif(bad, bail, &[], good, &[]);
+        self.b.switch_to_block(good);
+    }
+
+    /// Whether the 64-bit index vectors `idx` hold `i₀, i₀ + 1, …`, and `i₀`.
+    fn consecutive(&mut self, idx: &[Value]) -> (Value, Value) {
+        let first = self.b.ins().extractlane(idx[0], 0);
+        let base = self.b.ins().splat(I64X2, first);
+        let mut same = None;
+        for (k, &x) in idx.iter().enumerate() {
+            let iota = long_iota(&mut self.b, 2 * k as i64);
+            let want = self.b.ins().iadd(base, iota);
+            let eq = self.b.ins().icmp(IntCC::Equal, x, want);
+            same = Some(match same {
+                Some(acc) => self.b.ins().band(acc, eq),
+                None => eq,
+            });
+        }
+        let all = self.b.ins().vall_true(same.unwrap_or(base));
+        (all, first)
+    }
+
+    /// An element load for every lane, into vectors of `ty`.
+    fn load(&mut self, pc: u32, i: Instr, ty: ClType) -> Result<(), JitError> {
+        let per = ty.lane_count() as usize;
+        let vectors = self.width() / per;
+        let results = vec![ty; vectors];
+        let v = self.access(
+            pc,
+            (i.b, i.c, i64::from(ty.lane_bits() / 8)),
+            &results,
+            |t, at| {
+                (0..vectors)
+                    .map(|c| t.b.ins().load(ty, vector_flags(), at, (16 * c) as i32))
+                    .collect()
+            },
+            Some(|t: &mut Self, at| {
+                let x = t.b.ins().load(ty.lane_type(), MF, at, 0);
+                vec![t.b.ins().splat(ty, x); vectors]
+            }),
+            |t, ats| {
+                let lane_ty = ty.lane_type();
+                let lanes: Vec<Value> = ats
+                    .iter()
+                    .map(|&at| t.b.ins().load(lane_ty, MF, at, 0))
+                    .collect();
+                lanes
+                    .chunks(per)
+                    .map(|l| build_vector(&mut t.b, ty, l))
+                    .collect()
+            },
+        )?;
+        self.set(i.a, &v);
+        Ok(())
+    }
+
+    /// An element store for every lane; lane by lane in lane order when the indices are not
+    /// consecutive (the last lane's value wins, as in item order).
+    fn store(&mut self, pc: u32, i: Instr) -> Result<(), JitError> {
+        let v = self.get(i.c);
+        let per = self.width() / v.len();
+        let size = 16 / per as i64;
+        let stored = v.clone();
+        self.access(
+            pc,
+            (i.a, i.b, size),
+            &[],
+            |t, at| {
+                for (c, &x) in v.iter().enumerate() {
+                    t.b.ins().store(vector_flags(), x, at, (16 * c) as i32);
+                }
+                Vec::new()
+            },
+            None::<fn(&mut Self, Value) -> Vec<Value>>,
+            |t, ats| {
+                for (j, &at) in ats.iter().enumerate() {
+                    let x = t.b.ins().extractlane(stored[j / per], (j % per) as u8);
+                    t.b.ins().store(MF, x, at, 0);
+                }
+                Vec::new()
+            },
+        )?;
+        Ok(())
+    }
+
+    fn element_addr(&mut self, base: Value, index: Value, size: i64) -> Value {
+        let offset = self.b.ins().imul_imm_s(index, size);
+        self.b.ins().iadd(base, offset)
+    }
+
+    /// `jmpif`/`jmpifnot`: one branch when every lane agrees, else a bail-out in which each
+    /// lane continues where its own condition leads.
+    fn branch(&mut self, pc: u32, i: Instr) -> Result<(), JitError> {
+        let conds = self.get(i.a);
+        let (mut all, mut any) = (None, None);
+        for &c in &conds {
+            let (a, y) = (self.b.ins().vall_true(c), self.b.ins().vany_true(c));
+            all = Some(match all {
+                Some(acc) => self.b.ins().band(acc, a),
+                None => a,
+            });
+            any = Some(match any {
+                Some(acc) => self.b.ins().bor(acc, y),
+                None => y,
+            });
+        }
+        let (Some(all), Some(any)) = (all, any) else {
+            return Err(self.err(pc, "a condition without lanes".into()));
+        };
+        let target = i.bc();
+        let (taken, next) = (self.block(target)?, self.block(pc + 1)?);
+        let (on_true, on_false) = if i.op == Op::JmpIf {
+            ((taken, target), (next, pc + 1))
+        } else {
+            ((next, pc + 1), (taken, target))
+        };
+        let mixed = self.b.create_block();
+        let branch = (conds, i64::from(on_true.1) + 1, i64::from(on_false.1) + 1);
+        let bail = self.bail(pc, Some(branch));
+        self.b.ins().brif(all, on_true.0, &[], mixed, &[]);
+        self.b.switch_to_block(mixed);
+        self.b.ins().brif(any, bail, &[], on_false.0, &[]);
+        Ok(())
+    }
+
+    /// A cold bail-out block for `pc`, filled by [`Simd::epilogue`].
+    fn bail(&mut self, pc: u32, branch: Option<(Vec<Value>, i64, i64)>) -> Block {
+        let block = self.b.create_block();
+        self.b.set_cold_block(block);
+        self.bails.push(Bail { block, pc, branch });
+        block
+    }
+
+    /// Fills the bail-out blocks: each lane's live registers (as cells) and continuation to
+    /// its file at `ctx.regs`, the group to `ctx.lin`, the pc to `ctx.stop_pc`, `STOP_BAIL`.
+    fn epilogue(&mut self) {
+        let bails = std::mem::take(&mut self.bails);
+        for bail in bails {
+            self.b.switch_to_block(bail.block);
+            self.store_lanes(bail.pc, Some(bail.branch.as_ref()));
+            let l0 = self.b.use_var(self.lin0);
+            self.b.ins().store(MF, l0, self.ctx, doff::LIN);
+            let pc = self.b.ins().iconst(I64, i64::from(bail.pc));
+            self.b.ins().store(MF, pc, self.ctx, doff::STOP_PC);
+            let stop = self.b.ins().iconst(I32, i64::from(STOP_BAIL));
+            self.b.ins().return_(&[stop]);
+        }
+    }
+
+    /// Stores each lane's registers live at `pc` (as cells) to its file at `ctx.regs`, and,
+    /// for a bail (`bail`), where the lane continues: after a divergent branch where its
+    /// condition leads, else at `pc`.
+    fn store_lanes(&mut self, pc: u32, bail: Option<Option<&(Vec<Value>, i64, i64)>>) {
+        let n = self.f.regs.len();
+        let stride = 8 * (n as i32 + 1);
+        let files = self.b.ins().load(I64, MF, self.ctx, doff::REGS);
+        let live = self.live.get(pc as usize).cloned().unwrap_or_default();
+        let regs: Vec<(u16, Vec<Value>)> = (0..n as u16)
+            .filter(|&r| live.contains(r))
+            .map(|r| (r, self.get(r)))
+            .collect();
+        for j in 0..self.width() {
+            let file = stride * j as i32;
+            for (r, values) in &regs {
+                let cell = self.lane_cell(self.class(*r), values, j);
+                self.b
+                    .ins()
+                    .store(MF, cell, files, file + 8 * i32::from(*r));
+            }
+            let cont = match bail {
+                None => continue,
+                Some(Some((conds, on_true, on_false))) => {
+                    let c = self
+                        .b
+                        .ins()
+                        .extractlane(conds[j / WORDS], (j % WORDS) as u8);
+                    let t = self.b.ins().iconst(I64, *on_true);
+                    let f = self.b.ins().iconst(I64, *on_false);
+                    self.b.ins().select(c, t, f)
+                }
+                Some(None) => self.b.ins().iconst(I64, i64::from(pc) + 1),
+            };
+            self.b.ins().store(MF, cont, files, file + 8 * n as i32);
+        }
+    }
+
+    /// Lane `j` of a register of `class` (its vectors `values`) as the canonical cell.
+    fn lane_cell(&mut self, class: Class, values: &[Value], j: usize) -> Value {
+        let b = &mut self.b;
+        match class {
+            Class::Handle => values[0],
+            Class::Long => b.ins().extractlane(values[j / 2], (j % 2) as u8),
+            Class::Word { signed } => {
+                let w = b.ins().extractlane(values[j / WORDS], (j % WORDS) as u8);
+                if signed {
+                    b.ins().sextend(I64, w)
+                } else {
+                    b.ins().uextend(I64, w)
+                }
+            }
+            Class::Float => {
+                let x = b.ins().extractlane(values[j / WORDS], (j % WORDS) as u8);
+                let w = b.ins().bitcast(I32, MemFlagsData::new(), x);
+                b.ins().uextend(I64, w)
+            }
+        }
+    }
+}
+
+/// Vector loads and stores: never trapping (the lanes' indices were checked), but only
+/// element-aligned.
+fn vector_flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+/// `(from, from + 1, from + 2, from + 3)` as 32-bit lanes.
+fn word_iota(b: &mut FunctionBuilder<'_>, from: i32) -> Value {
+    let bytes: Vec<u8> = (0..WORDS as i32)
+        .flat_map(|k| (from + k).to_le_bytes())
+        .collect();
+    let c = b.func.dfg.constants.insert(ConstantData::from(bytes));
+    b.ins().vconst(I32X4, c)
+}
+
+/// `(from, from + 1)` as 64-bit lanes.
+fn long_iota(b: &mut FunctionBuilder<'_>, from: i64) -> Value {
+    let bytes: Vec<u8> = (0..2).flat_map(|k| (from + k).to_le_bytes()).collect();
+    let c = b.func.dfg.constants.insert(ConstantData::from(bytes));
+    b.ins().vconst(I64X2, c)
+}
+
+/// A vector of `ty` from its lanes' scalars.
+fn build_vector(b: &mut FunctionBuilder<'_>, ty: ClType, lanes: &[Value]) -> Value {
+    let mut v = b.ins().splat(ty, lanes[0]);
+    for (k, &x) in lanes.iter().enumerate().skip(1) {
+        v = b.ins().insertlane(v, x, k as u8);
+    }
+    v
+}
+
+/// Coordinates `at` (x, y, z) advanced by `step` items along x, wrapping into y and z
+/// (`step` at most the x extent: x wraps at most once).
+fn carry_coords(
+    b: &mut FunctionBuilder<'_>,
+    at: [Value; 3],
+    block: [Value; 3],
+    step: i64,
+) -> [Value; 3] {
+    let zero = b.ins().iconst(I64, 0);
+    let x = b.ins().iadd_imm_s(at[0], step);
+    let wrap_x = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, x, block[0]);
+    let x_wrapped = b.ins().isub(x, block[0]);
+    let x = b.ins().select(wrap_x, x_wrapped, x);
+    let y1 = b.ins().iadd_imm_s(at[1], 1);
+    let y = b.ins().select(wrap_x, y1, at[1]);
+    let wrap_y = b.ins().icmp(IntCC::Equal, y, block[1]);
+    let y = b.ins().select(wrap_y, zero, y);
+    let z1 = b.ins().iadd_imm_s(at[2], 1);
+    let z = b.ins().select(wrap_y, z1, at[2]);
+    [x, y, z]
+}
