@@ -173,7 +173,7 @@ impl Plan {
         let zero_extended = |x: Option<Class>| x == Some(Class::Word { signed: false });
         let handle = |r: u16| self.memory.get(usize::from(r)).copied().flatten().is_some();
         match i.op {
-            Op::Nop | Op::KernelAttr | Op::Jmp | Op::RetVoid => true,
+            Op::Nop | Op::KernelAttr | Op::Fence | Op::Jmp | Op::RetVoid => true,
             Op::Barrier => self.barriers,
             Op::SharedRef => handle(i.a),
             Op::JmpIf | Op::JmpIfNot => word(a),
@@ -780,6 +780,10 @@ impl<'a, 'b> Simd<'a, 'b> {
     fn instr(&mut self, pc: u32, i: Instr) -> Result<bool, JitError> {
         match i.op {
             Op::Nop | Op::KernelAttr => {}
+            // Orders this group's own accesses, as for one item.
+            Op::Fence => {
+                self.b.ins().fence();
+            }
             Op::Barrier => {
                 self.barrier(pc)?;
                 return Ok(true);
