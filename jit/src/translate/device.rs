@@ -156,6 +156,44 @@ pub fn rendezvous_sites(f: &Function) -> Vec<u32> {
         .collect()
 }
 
+/// The launch values a kernel function's entry reads from its context.
+pub(super) struct Launch {
+    /// The context (the function's parameter).
+    pub ctx: Value,
+    /// Items per workgroup per axis.
+    pub block: [Value; 3],
+    /// The memory table and its length.
+    pub mems: Value,
+    pub nmems: Value,
+    /// The launch frame's parameter cells.
+    pub cells: Vec<Value>,
+}
+
+/// Starts a kernel function `(ctx) -> status` whose kernel has `params` parameters: its entry
+/// block, and the launch values. Other launch values are loaded where they are used (the
+/// context stays in a register), which keeps the machine registers for the kernel's own values.
+pub(super) fn kernel_entry(b: &mut FunctionBuilder<'_>, params: u16) -> Launch {
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let ctx = b.block_params(entry)[0];
+    let load = |b: &mut FunctionBuilder<'_>, offset: i32| b.ins().load(I64, MF, ctx, offset);
+    let block = [0, 1, 2].map(|k| load(b, doff::BLOCK + 8 * k));
+    let mems = load(b, doff::MEMS);
+    let nmems = load(b, doff::NMEMS);
+    let frame = load(b, doff::FRAME);
+    let cells = (0..params)
+        .map(|p| b.ins().load(I64, MF, frame, 8 * i32::from(p)))
+        .collect();
+    Launch {
+        ctx,
+        block,
+        mems,
+        nmems,
+        cells,
+    }
+}
+
 impl<'a, 'b> Tr<'a, 'b> {
     /// The workgroup function's entry: launch values, the buffer parameters' views, the item
     /// loop around the kernel body.
@@ -181,17 +219,13 @@ impl<'a, 'b> Tr<'a, 'b> {
                 *l = true;
             }
         }
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        let ctx = b.block_params(entry)[0];
-        // Launch values are loaded where they are used (the context stays in a register),
-        // which keeps the item loop's registers for the kernel's own values.
-        let load = |b: &mut FunctionBuilder<'_>, offset: i32| b.ins().load(I64, MF, ctx, offset);
-        let block = [0, 1, 2].map(|k| load(&mut b, doff::BLOCK + 8 * k));
-        let mems = load(&mut b, doff::MEMS);
-        let nmems = load(&mut b, doff::NMEMS);
-        let frame = load(&mut b, doff::FRAME);
+        let Launch {
+            ctx,
+            block,
+            mems,
+            nmems,
+            cells,
+        } = kernel_entry(&mut b, f.params);
 
         let kinds: Vec<Kind> = f.regs.iter().map(|&t| kind_of(t)).collect();
         let vars = declare_vars(&mut b, &kinds);
@@ -226,10 +260,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             dev: None,
             checked: Vec::new(),
         };
-        // The launch frame's cells, and the views of buffer parameters never written.
-        let cells: Vec<Value> = (0..f.params)
-            .map(|p| tr.b.ins().load(I64, MF, frame, 8 * i32::from(p)))
-            .collect();
+        // The views of buffer parameters never written.
         let mut views = vec![None; f.regs.len()];
         for p in 0..f.params {
             let Some(Type::Buffer(s)) = f.regs.get(usize::from(p)) else {

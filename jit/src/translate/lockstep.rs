@@ -39,7 +39,7 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{Block, InstBuilder, Value};
-use cranelift_frontend::Variable;
+use cranelift_frontend::{FunctionBuilder, Variable};
 
 use cajeta_bytecode::{Instr, Op};
 
@@ -320,15 +320,7 @@ impl Tr<'_, '_> {
         let (mut x, mut y, mut z, mut ln) = (x, y, z, ln);
         for (j, lane) in lanes.iter().enumerate() {
             if j > 0 {
-                x = b.ins().iadd_imm_s(x, 1);
-                let wrap_x = b.ins().icmp(IntCC::Equal, x, block[0]);
-                x = b.ins().select(wrap_x, zero, x);
-                let y1 = b.ins().iadd_imm_s(y, 1);
-                y = b.ins().select(wrap_x, y1, y);
-                let wrap_y = b.ins().icmp(IntCC::Equal, y, block[1]);
-                y = b.ins().select(wrap_y, zero, y);
-                let z1 = b.ins().iadd_imm_s(z, 1);
-                z = b.ins().select(wrap_y, z1, z);
+                [x, y, z] = carry_coords(b, [x, y, z], block, 1);
                 ln = b.ins().iadd_imm_s(ln, 1);
                 let wrap_l = b.ins().icmp(IntCC::Equal, ln, wave);
                 ln = b.ins().select(wrap_l, zero, ln);
@@ -361,20 +353,10 @@ impl Tr<'_, '_> {
             let done = self.b.ins().iconst(I32, 0);
             self.b.ins().return_(&[done]);
         } else {
-            // The next group.
-            let l0 = self.b.use_var(lin0);
-            let next = self.b.ins().iadd_imm_s(l0, width as i64);
-            self.b.def_var(lin0, next);
-            self.b.ins().jump(head, &[]);
+            next_group(&mut self.b, lin0, width, head);
         }
-
-        // Every full group done: the first item not run to `ctx.lin`.
         self.b.switch_to_block(exit);
-        let l0 = self.b.use_var(lin0);
-        let ctx = self.ctx;
-        self.b.ins().store(MF, l0, ctx, doff::LIN);
-        let done = self.b.ins().iconst(I32, 0);
-        self.b.ins().return_(&[done]);
+        groups_done(&mut self.b, self.ctx, lin0);
 
         if let Some(d) = self.dev.as_mut() {
             d.lockstep = Some(Lanes {
@@ -532,4 +514,42 @@ impl Tr<'_, '_> {
             self.b.ins().store(MF, cont, files, base + 8 * n as i32);
         }
     }
+}
+
+/// A group loop's latch: on to the group `width` items further, back to `head`.
+pub(super) fn next_group(b: &mut FunctionBuilder<'_>, lin0: Variable, width: usize, head: Block) {
+    let l0 = b.use_var(lin0);
+    let next = b.ins().iadd_imm_s(l0, width as i64);
+    b.def_var(lin0, next);
+    b.ins().jump(head, &[]);
+}
+
+/// A group loop's exit, every full group done: the first item not run to `ctx.lin`, status 0.
+pub(super) fn groups_done(b: &mut FunctionBuilder<'_>, ctx: Value, lin0: Variable) {
+    let l0 = b.use_var(lin0);
+    b.ins().store(MF, l0, ctx, doff::LIN);
+    let done = b.ins().iconst(I32, 0);
+    b.ins().return_(&[done]);
+}
+
+/// Coordinates `at` (x, y, z) advanced by `step` items along x, wrapping into y and z
+/// (`step` at most the x extent: x wraps at most once).
+pub(super) fn carry_coords(
+    b: &mut FunctionBuilder<'_>,
+    at: [Value; 3],
+    block: [Value; 3],
+    step: i64,
+) -> [Value; 3] {
+    let zero = b.ins().iconst(I64, 0);
+    let x = b.ins().iadd_imm_s(at[0], step);
+    let wrap_x = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, x, block[0]);
+    let x_wrapped = b.ins().isub(x, block[0]);
+    let x = b.ins().select(wrap_x, x_wrapped, x);
+    let y1 = b.ins().iadd_imm_s(at[1], 1);
+    let y = b.ins().select(wrap_x, y1, at[1]);
+    let wrap_y = b.ins().icmp(IntCC::Equal, y, block[1]);
+    let y = b.ins().select(wrap_y, zero, y);
+    let z1 = b.ins().iadd_imm_s(at[2], 1);
+    let z = b.ins().select(wrap_y, z1, at[2]);
+    [x, y, z]
 }

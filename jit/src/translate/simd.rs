@@ -39,6 +39,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 
 use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Scalar, Type};
 
+use super::lockstep::carry_coords;
 use super::{leaders, Setup, I32, I64, MF};
 use crate::device::{off as doff, STOP_BAIL, STOP_RENDEZVOUS};
 use crate::liveness::{self, Regs};
@@ -417,18 +418,14 @@ impl<'a, 'b> Simd<'a, 'b> {
         resume: Option<&'a [u32]>,
     ) -> Simd<'a, 'b> {
         let width = chunks * WORDS;
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        let ctx = b.block_params(entry)[0];
+        let super::device::Launch {
+            ctx,
+            block,
+            mems,
+            nmems,
+            cells,
+        } = super::device::kernel_entry(&mut b, f.params);
         let load = |b: &mut FunctionBuilder<'_>, offset: i32| b.ins().load(I64, MF, ctx, offset);
-        let block = [0, 1, 2].map(|k| load(&mut b, doff::BLOCK + 8 * k));
-        let mems = load(&mut b, doff::MEMS);
-        let nmems = load(&mut b, doff::NMEMS);
-        let frame = load(&mut b, doff::FRAME);
-        let cells: Vec<Value> = (0..f.params)
-            .map(|p| b.ins().load(I64, MF, frame, 8 * i32::from(p)))
-            .collect();
         let vars = plan
             .classes
             .iter()
@@ -633,19 +630,10 @@ impl<'a, 'b> Simd<'a, 'b> {
         let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
         t.b.ins().jump(first_block, &[]);
 
-        // The next group.
         t.b.switch_to_block(latch);
-        let l0 = t.b.use_var(lin0);
-        let next = t.b.ins().iadd_imm_s(l0, width as i64);
-        t.b.def_var(lin0, next);
-        t.b.ins().jump(head, &[]);
-
-        // Every full group done: the first item not run to `ctx.lin`.
+        super::lockstep::next_group(&mut t.b, lin0, width, head);
         t.b.switch_to_block(exit);
-        let l0 = t.b.use_var(lin0);
-        t.b.ins().store(MF, l0, ctx, doff::LIN);
-        let done = t.b.ins().iconst(I32, 0);
-        t.b.ins().return_(&[done]);
+        super::lockstep::groups_done(&mut t.b, ctx, lin0);
         t
     }
 
@@ -1550,26 +1538,4 @@ fn build_vector(b: &mut FunctionBuilder<'_>, ty: ClType, lanes: &[Value]) -> Val
         v = b.ins().insertlane(v, x, k as u8);
     }
     v
-}
-
-/// Coordinates `at` (x, y, z) advanced by `step` items along x, wrapping into y and z
-/// (`step` at most the x extent: x wraps at most once).
-fn carry_coords(
-    b: &mut FunctionBuilder<'_>,
-    at: [Value; 3],
-    block: [Value; 3],
-    step: i64,
-) -> [Value; 3] {
-    let zero = b.ins().iconst(I64, 0);
-    let x = b.ins().iadd_imm_s(at[0], step);
-    let wrap_x = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, x, block[0]);
-    let x_wrapped = b.ins().isub(x, block[0]);
-    let x = b.ins().select(wrap_x, x_wrapped, x);
-    let y1 = b.ins().iadd_imm_s(at[1], 1);
-    let y = b.ins().select(wrap_x, y1, at[1]);
-    let wrap_y = b.ins().icmp(IntCC::Equal, y, block[1]);
-    let y = b.ins().select(wrap_y, zero, y);
-    let z1 = b.ins().iadd_imm_s(at[2], 1);
-    let z = b.ins().select(wrap_y, z1, at[2]);
-    [x, y, z]
 }
