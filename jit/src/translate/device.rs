@@ -194,6 +194,17 @@ pub(super) fn kernel_entry(b: &mut FunctionBuilder<'_>, params: u16) -> Launch {
     }
 }
 
+/// The end of a stop before the rendezvous at `pc` (registers already stored): continuation
+/// `k + 1` (after the rendezvous) to `ctx.resume`, the pc to `ctx.stop_pc`, `STOP_RENDEZVOUS`.
+pub(super) fn stop_before_rendezvous(b: &mut FunctionBuilder<'_>, ctx: Value, pc: u32, k: usize) {
+    let cont = b.ins().iconst(I64, k as i64 + 1);
+    b.ins().store(MF, cont, ctx, doff::RESUME);
+    let at = b.ins().iconst(I64, i64::from(pc));
+    b.ins().store(MF, at, ctx, doff::STOP_PC);
+    let stop = b.ins().iconst(I32, i64::from(STOP_RENDEZVOUS));
+    b.ins().return_(&[stop]);
+}
+
 impl<'a, 'b> Tr<'a, 'b> {
     /// The workgroup function's entry: launch values, the buffer parameters' views, the item
     /// loop around the kernel body.
@@ -494,13 +505,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                 self.b.ins().store(MF, cell, regs, 8 * i32::from(r));
             }
         }
-        let ctx = self.ctx;
-        let resume = self.b.ins().iconst(I64, k as i64 + 1);
-        self.b.ins().store(MF, resume, ctx, doff::RESUME);
-        let at = self.b.ins().iconst(I64, i64::from(pc));
-        self.b.ins().store(MF, at, ctx, doff::STOP_PC);
-        let stop = self.b.ins().iconst(I32, i64::from(STOP_RENDEZVOUS));
-        self.b.ins().return_(&[stop]);
+        stop_before_rendezvous(&mut self.b, self.ctx, pc, k);
         Ok(())
     }
 

@@ -44,7 +44,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use cajeta_bytecode::{Instr, Op};
 
 use super::{declare_vars, Kind, Tr, I32, I64, MF};
-use crate::device::{off as doff, STOP_BAIL, STOP_RENDEZVOUS};
+use crate::device::{off as doff, STOP_BAIL};
 use crate::liveness::{self, Regs};
 use crate::loops;
 use crate::JitError;
@@ -223,14 +223,7 @@ impl Tr<'_, '_> {
             all = self.b.ins().band(all, c);
             any = self.b.ins().bor(any, c);
         }
-        let target = i.bc();
-        let (taken, next) = (self.block(target)?, self.block(pc + 1)?);
-        // (block, continuation + 1) for a lane whose condition holds, resp. does not.
-        let (on_true, on_false) = if i.op == Op::JmpIf {
-            ((taken, target), (next, pc + 1))
-        } else {
-            ((next, pc + 1), (taken, target))
-        };
+        let (on_true, on_false) = arms(pc, i, self.block(i.bc())?, self.block(pc + 1)?);
         let mixed = self.b.create_block();
         let bail = self.b.create_block();
         self.b.set_cold_block(bail);
@@ -437,13 +430,7 @@ impl Tr<'_, '_> {
             .and_then(|r| r.iter().position(|&c| c == pc + 1))
             .ok_or_else(|| self.err(pc, "no continuation after this rendezvous".into()))?;
         self.store_lanes(pc, &[], None);
-        let ctx = self.ctx;
-        let cont = self.b.ins().iconst(I64, k as i64 + 1);
-        self.b.ins().store(MF, cont, ctx, doff::RESUME);
-        let at = self.b.ins().iconst(I64, i64::from(pc));
-        self.b.ins().store(MF, at, ctx, doff::STOP_PC);
-        let stop = self.b.ins().iconst(I32, i64::from(STOP_RENDEZVOUS));
-        self.b.ins().return_(&[stop]);
+        super::device::stop_before_rendezvous(&mut self.b, self.ctx, pc, k);
         Ok(true)
     }
 
@@ -552,4 +539,16 @@ pub(super) fn carry_coords(
     let z1 = b.ins().iadd_imm_s(at[2], 1);
     let z = b.ins().select(wrap_y, z1, at[2]);
     [x, y, z]
+}
+
+/// The arms of conditional branch `i` at `pc` (`taken`: its target's block, `next`: the next
+/// pc's): (block, pc) where a lane whose condition holds goes, and where one whose condition
+/// does not.
+pub(super) fn arms(pc: u32, i: Instr, taken: Block, next: Block) -> ((Block, u32), (Block, u32)) {
+    let (target, after) = ((taken, i.bc()), (next, pc + 1));
+    if i.op == Op::JmpIf {
+        (target, after)
+    } else {
+        (after, target)
+    }
 }

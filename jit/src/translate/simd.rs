@@ -41,7 +41,7 @@ use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Scalar, Type};
 
 use super::lockstep::carry_coords;
 use super::{leaders, Setup, I32, I64, MF};
-use crate::device::{off as doff, STOP_BAIL, STOP_RENDEZVOUS};
+use crate::device::{off as doff, STOP_BAIL};
 use crate::liveness::{self, Regs};
 use crate::loops;
 use crate::JitError;
@@ -694,13 +694,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             .and_then(|r| r.iter().position(|&c| c == pc + 1))
             .ok_or_else(|| self.err(pc, "no continuation after this barrier".into()))?;
         self.store_lanes(pc, None);
-        let ctx = self.ctx;
-        let cont = self.b.ins().iconst(I64, k as i64 + 1);
-        self.b.ins().store(MF, cont, ctx, doff::RESUME);
-        let at = self.b.ins().iconst(I64, i64::from(pc));
-        self.b.ins().store(MF, at, ctx, doff::STOP_PC);
-        let stop = self.b.ins().iconst(I32, i64::from(STOP_RENDEZVOUS));
-        self.b.ins().return_(&[stop]);
+        super::device::stop_before_rendezvous(&mut self.b, self.ctx, pc, k);
         Ok(())
     }
 
@@ -1409,13 +1403,8 @@ impl<'a, 'b> Simd<'a, 'b> {
         let (Some(all), Some(any)) = (all, any) else {
             return Err(self.err(pc, "a condition without lanes".into()));
         };
-        let target = i.bc();
-        let (taken, next) = (self.block(target)?, self.block(pc + 1)?);
-        let (on_true, on_false) = if i.op == Op::JmpIf {
-            ((taken, target), (next, pc + 1))
-        } else {
-            ((next, pc + 1), (taken, target))
-        };
+        let (on_true, on_false) =
+            super::lockstep::arms(pc, i, self.block(i.bc())?, self.block(pc + 1)?);
         let mixed = self.b.create_block();
         let branch = (conds, i64::from(on_true.1) + 1, i64::from(on_false.1) + 1);
         let bail = self.bail(pc, Some(branch));
