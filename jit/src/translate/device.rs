@@ -125,7 +125,7 @@ pub(crate) fn translate_kernel(
         resume,
     } = shape
     {
-        return super::simd::translate_simd(b, s, plan, width, checks, resume);
+        return super::simd::translate_simd(b, s, f, plan, (width, resume), checks);
     }
     let mut tr = Tr::kernel_prologue(b, s, f, checks, shape);
     tr.body()?;

@@ -370,21 +370,16 @@ struct Simd<'a, 'b> {
     resume: Option<&'a [u32]>,
 }
 
-/// Translates kernel `s.func` (which `plan` accepted) to a SIMD lockstep function of `width`
-/// lanes (a multiple of 4).
+/// Translates kernel `f` (`s.func`, which `plan` accepted) to a SIMD lockstep function of
+/// `width` lanes (a multiple of 4); with `resume`, a resumable group function.
 pub(crate) fn translate_simd(
     b: FunctionBuilder<'_>,
     s: &Setup<'_>,
+    f: &Function,
     plan: &Plan,
-    width: usize,
+    (width, resume): (usize, Option<&[u32]>),
     checks: bool,
-    resume: Option<&[u32]>,
 ) -> Result<(), JitError> {
-    let f = s
-        .module
-        .functions
-        .get(s.func as usize)
-        .ok_or_else(|| JitError::new(Some(s.func), None, "no such function".into()))?;
     if width == 0 || !width.is_multiple_of(WORDS) {
         return Err(JitError::new(
             Some(s.func),
