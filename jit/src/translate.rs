@@ -43,6 +43,7 @@ use crate::helpers;
 use crate::loops::{self, HoistedLoop};
 
 mod device;
+mod lanes_facts;
 mod lockstep;
 mod simd;
 use crate::JitError;

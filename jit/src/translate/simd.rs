@@ -39,6 +39,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 
 use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Scalar, Type};
 
+use super::lanes_facts::Fact;
 use super::lockstep::carry_coords;
 use super::{leaders, Setup, I32, I64, MF};
 use crate::device::{off as doff, STOP_BAIL};
@@ -368,6 +369,12 @@ struct Simd<'a, 'b> {
     bails: Vec<Bail>,
     /// A resumable group's continuation points.
     resume: Option<&'a [u32]>,
+    /// What is known of each register's lanes before each instruction (none in a resumable
+    /// group function: see `lanes_facts`).
+    facts: Vec<Vec<Fact>>,
+    /// Whether the groups' items have consecutive x coordinates (the launch's x extent is a
+    /// multiple of the width): affine facts hold only then.
+    aligned: Value,
 }
 
 /// Translates kernel `f` (`s.func`, which `plan` accepted) to a SIMD lockstep function of
@@ -568,6 +575,11 @@ impl<'a, 'b> Simd<'a, 'b> {
             live: liveness::live_in(f),
             bails: Vec::new(),
             resume,
+            facts: match resume {
+                None => super::lanes_facts::facts(f),
+                Some(_) => Vec::new(),
+            },
+            aligned,
         };
         t.b.switch_to_block(body);
         if let Some(points) = resume {
@@ -751,6 +763,15 @@ impl<'a, 'b> Simd<'a, 'b> {
 
     fn class(&self, r: u16) -> Class {
         self.plan.classes[usize::from(r)]
+    }
+
+    /// What is known of register `r`'s lanes before the instruction at `pc`.
+    fn fact(&self, pc: u32, r: u16) -> Fact {
+        self.facts
+            .get(pc as usize)
+            .and_then(|f| f.get(usize::from(r)))
+            .copied()
+            .unwrap_or(Fact::Varying)
     }
 
     /// One instruction; `true` if it ends the block.
@@ -1201,7 +1222,34 @@ impl<'a, 'b> Simd<'a, 'b> {
         let (base, len) = self.views[usize::from(handle)]
             .ok_or_else(|| self.err(pc, format!("r{handle} is not a buffer parameter")))?;
         let idx = self.get(index);
-        let (all, first) = self.consecutive(&idx);
+        let fact = self.fact(pc, index);
+        let (all, first) = match fact {
+            // One element for every lane.
+            Fact::Uniform if uniform.is_some() => {
+                let first = self.b.ins().extractlane(idx[0], 0);
+                if self.checks {
+                    let past = self
+                        .b
+                        .ins()
+                        .icmp(IntCC::UnsignedGreaterThanOrEqual, first, len);
+                    self.bail_if(pc, past);
+                }
+                let at = self.element_addr(base, first, size);
+                return Ok(uniform.map_or_else(Vec::new, |u| u(self, at)));
+            }
+            // Consecutive unless the group's x coordinates are not or the values wrapped:
+            // the first and last lanes tell.
+            Fact::Affine => {
+                let first = self.b.ins().extractlane(idx[0], 0);
+                let end = idx.len() - 1;
+                let last = self.b.ins().extractlane(idx[end], 1);
+                let span = self.b.ins().isub(last, first);
+                let w = self.width() as i64 - 1;
+                let ok = self.b.ins().icmp_imm_s(IntCC::Equal, span, w);
+                (self.b.ins().band(ok, self.aligned), first)
+            }
+            _ => self.consecutive(&idx),
+        };
         let (one, each, join) = (
             self.b.create_block(),
             self.b.create_block(),
@@ -1383,6 +1431,14 @@ impl<'a, 'b> Simd<'a, 'b> {
     /// lane continues where its own condition leads.
     fn branch(&mut self, pc: u32, i: Instr) -> Result<(), JitError> {
         let conds = self.get(i.a);
+        if self.fact(pc, i.a) == Fact::Uniform {
+            // Every lane agrees: lane 0 decides.
+            let (on_true, on_false) =
+                super::lockstep::arms(pc, i, self.block(i.bc())?, self.block(pc + 1)?);
+            let c = self.b.ins().extractlane(conds[0], 0);
+            self.b.ins().brif(c, on_true.0, &[], on_false.0, &[]);
+            return Ok(());
+        }
         let (mut all, mut any) = (None, None);
         for &c in &conds {
             let (a, y) = (self.b.ins().vall_true(c), self.b.ins().vany_true(c));

@@ -1,0 +1,194 @@
+//! What SIMD lockstep code knows statically about a register's lanes: the same value in every
+//! lane (*uniform*), or consecutive values `v₀, v₀ + 1, …` (*affine*, modulo the lane width,
+//! when the group's items have consecutive x coordinates), or nothing.
+//!
+//! Facts are per instruction: a forward dataflow over the kernel's control flow from the
+//! fresh item frame (every register the same in every lane: parameters and zeros), computed
+//! optimistically to a fixpoint (a loop counter `i = globalIdX; i = i + stride` is affine). They
+//! hold because lockstep code runs its lanes through the same instructions: a branch the lanes
+//! disagree on leaves lockstep, and the group never comes back to it — which is why resumable
+//! group functions, whose lanes come back from their files after running apart, use no facts.
+//!
+//! Used by `simd.rs`: an access whose index is uniform loads one element; one whose index is
+//! affine skips the lane-by-lane test for consecutive indices (only the first and last lanes
+//! are compared, which also catches a wrap-around); a branch on a uniform condition is one
+//! branch.
+
+use cajeta_bytecode::{Function, Instr, Op, Operand};
+
+/// What is known about a register's lanes.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Fact {
+    /// Not computed yet (the optimistic start; never a final fact).
+    Unknown,
+    /// The same value in every lane.
+    Uniform,
+    /// Lane `j` holds lane 0's value plus `j`, modulo the lane width, when the group's x
+    /// coordinates are consecutive.
+    Affine,
+    /// Nothing.
+    Varying,
+}
+
+impl Fact {
+    fn meet(self, other: Fact) -> Fact {
+        match (self, other) {
+            (Fact::Unknown, x) | (x, Fact::Unknown) => x,
+            (x, y) if x == y => x,
+            _ => Fact::Varying,
+        }
+    }
+}
+
+/// The facts of every register before each instruction of `f`.
+pub(crate) fn facts(f: &Function) -> Vec<Vec<Fact>> {
+    let (n, regs) = (f.code.len(), f.regs.len());
+    let mut before = vec![vec![Fact::Unknown; regs]; n];
+    if let Some(entry) = before.first_mut() {
+        // The fresh frame: launch parameters and zeros.
+        *entry = vec![Fact::Uniform; regs];
+    }
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (pc, &i) in f.code.iter().enumerate() {
+            let mut after = before[pc].clone();
+            if let Some((dst, fact)) = written(i, &after) {
+                if let Some(slot) = after.get_mut(usize::from(dst)) {
+                    *slot = fact;
+                }
+            }
+            let mut next = Vec::with_capacity(2);
+            if i.op.is_branch() {
+                next.push(i.bc() as usize);
+            }
+            if !(i.op.is_terminator() || i.op == Op::Jmp) {
+                next.push(pc + 1);
+            }
+            for to in next {
+                let Some(state) = before.get_mut(to) else {
+                    continue;
+                };
+                for (x, &y) in state.iter_mut().zip(&after) {
+                    let met = x.meet(y);
+                    if met != *x {
+                        *x = met;
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    before
+}
+
+/// The register `i` writes and the fact of the value, from the facts of its operands.
+fn written(i: Instr, facts: &[Fact]) -> Option<(u16, Fact)> {
+    let ops = i.op.operands();
+    if !matches!(ops[0], Operand::Dst(_)) {
+        return None;
+    }
+    let of = |r: u16| facts.get(usize::from(r)).copied().unwrap_or(Fact::Varying);
+    let sources: Vec<Fact> = [(ops[1], i.b), (ops[2], i.c)]
+        .iter()
+        .filter(|(o, _)| matches!(o, Operand::Src(_)))
+        .map(|&(_, r)| of(r))
+        .collect();
+    if sources.contains(&Fact::Unknown) {
+        return Some((i.a, Fact::Unknown));
+    }
+    let all_uniform = sources.iter().all(|&x| x == Fact::Uniform);
+    let fact = match i.op {
+        Op::Mov => of(i.b),
+        Op::LoadI | Op::LoadK | Op::SharedRef | Op::BufLength => Fact::Uniform,
+        // Item x and global x ids are consecutive in a group whose x coordinates are; y and z
+        // are shared only then too, so they are not uniform here.
+        Op::Geom => match i.b {
+            0 | 9 => Fact::Affine,
+            1 | 2 | 10 | 11 | 16 => Fact::Varying,
+            _ => Fact::Uniform,
+        },
+        // Re-canonicalisation keeps consecutive values consecutive modulo the width; users
+        // check the first and last lanes.
+        Op::WrapI32 | Op::WrapU32 | Op::WrapI64 | Op::WrapU64 | Op::AddImmI32 | Op::AddImmI64 => {
+            of(i.b)
+        }
+        op if is_add(op) || is_sub(op) => match (of(i.b), of(i.c)) {
+            (Fact::Uniform, Fact::Uniform) => Fact::Uniform,
+            (Fact::Affine, Fact::Uniform) => Fact::Affine,
+            (Fact::Uniform, Fact::Affine) if is_add(op) => Fact::Affine,
+            _ => Fact::Varying,
+        },
+        // Everything else computes lane by lane: uniform operands give a uniform result (a
+        // load from a uniform index included).
+        _ if all_uniform => Fact::Uniform,
+        _ => Fact::Varying,
+    };
+    Some((i.a, fact))
+}
+
+fn is_add(op: Op) -> bool {
+    matches!(op, Op::AddI32 | Op::AddU32 | Op::AddI64 | Op::AddU64)
+}
+
+fn is_sub(op: Op) -> bool {
+    matches!(op, Op::SubI32 | Op::SubU32 | Op::SubI64 | Op::SubU64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cajeta_bytecode::{FnKind, Scalar, Type};
+
+    fn kernel(regs: Vec<Type>, params: u16, code: Vec<Instr>) -> Function {
+        Function {
+            name: "k".into(),
+            kind: FnKind::Kernel,
+            params,
+            ret: None,
+            regs,
+            code,
+            file: 0,
+            lines: Vec::new(),
+            regions: Vec::new(),
+            locals: Vec::new(),
+            shared: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_grid_stride_counter_is_affine_and_a_reused_temporary_follows_its_value() {
+        let i64t = Type::Scalar(Scalar::I64);
+        let u32t = Type::Scalar(Scalar::U32);
+        // r0 = n (param); r1 temporary; r2 = i; r3 = stride; r4 = i < n; r5 = i * stride
+        let f = kernel(
+            vec![i64t, u32t, i64t, i64t, Type::Scalar(Scalar::Bool), i64t],
+            1,
+            vec![
+                Instr::new(Op::Geom, 1, 9, 0),
+                Instr::new(Op::WrapI64, 2, 1, 0),
+                Instr::new(Op::Geom, 1, 12, 0),
+                Instr::new(Op::WrapI64, 3, 1, 0),
+                Instr::new(Op::LtI64, 4, 2, 0),
+                Instr::with_bc(Op::JmpIfNot, 4, 9),
+                Instr::new(Op::MulI64, 5, 2, 3),
+                Instr::new(Op::AddI64, 2, 2, 3),
+                Instr::with_bc(Op::Jmp, 0, 4),
+                Instr::new(Op::RetVoid, 0, 0, 0),
+            ],
+        );
+        let facts = facts(&f);
+        let at = |pc: usize, r: usize| facts[pc][r];
+        assert_eq!(at(1, 1), Fact::Affine, "global x");
+        assert_eq!(
+            at(3, 1),
+            Fact::Uniform,
+            "the temporary now holds the grid size"
+        );
+        assert_eq!(at(4, 3), Fact::Uniform);
+        assert_eq!(at(4, 2), Fact::Affine, "i around the loop");
+        assert_eq!(at(5, 4), Fact::Varying, "an affine and a uniform compared");
+        assert_eq!(at(7, 5), Fact::Varying, "an affine times a uniform");
+        assert_eq!(at(4, 0), Fact::Uniform, "a parameter");
+    }
+}
