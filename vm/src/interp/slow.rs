@@ -227,19 +227,25 @@ impl Vm {
                         Access::Index => "null reference: index into null array".to_string(),
                         Access::Count => "null reference: count() of null array".to_string(),
                         Access::Field(f) => {
-                            let name = match ty {
-                                Some(Type::Object(c)) => self
-                                    .module
-                                    .classes
-                                    .get(c as usize)
-                                    .and_then(|c| c.fields.get(f as usize))
-                                    .map(|f| f.name.clone()),
-                                _ => None,
+                            let (class, name) = match ty {
+                                Some(Type::Object(c)) => {
+                                    let class = self.module.classes.get(c as usize);
+                                    let field = class.and_then(|c| c.fields.get(f as usize));
+                                    (class.map(|c| c.name.clone()), field.map(|f| f.name.clone()))
+                                }
+                                _ => (None, None),
                             };
-                            format!(
-                                "null reference: field '{}' of null",
-                                name.unwrap_or_else(|| format!("#{f}"))
-                            )
+                            match (class, name) {
+                                // A library class's hidden state (`KernelTimer`'s `$state`):
+                                // its methods read it, so the user called one on null.
+                                (Some(class), Some(name)) if name.starts_with('$') => {
+                                    format!("null reference: method of a null {class}")
+                                }
+                                (_, name) => format!(
+                                    "null reference: field '{}' of null",
+                                    name.unwrap_or_else(|| format!("#{f}"))
+                                ),
+                            }
                         }
                     };
                     (ErrorCode::Null, msg)
