@@ -3,27 +3,30 @@
 //!
 //! A kernel qualifies when every register is a 32-bit scalar (`int32`, `uint32`, `char`,
 //! `boolean`: four lanes per `i32x4`; `float32`: `f32x4`), a 64-bit integer (two lanes per
-//! `i64x2`) or a buffer parameter (or a copy of one: the same handle in every lane), and
-//! every instruction is one of the lane-wise operations lowered here ([`plan`] says which
-//! instruction or register keeps a kernel out, for `--xpu-verbose`). Everything else runs as
-//! scalar lockstep code, unchanged.
+//! `i64x2`) or a memory handle that is the same in every lane (a buffer parameter, a copy of
+//! one, a `shared.ref`), and every instruction is one [`plan`] accepts (which says what keeps
+//! a kernel out, for `--xpu-verbose`). Everything else runs as scalar lockstep code, unchanged.
 //!
 //! The function has the interface of a scalar lockstep function (see [`crate::device`]): the
 //! full groups of `W` items from `ctx.lin`, 0 at the end with the first item not run in
-//! `ctx.lin`, or [`STOP_BAIL`] with every lane's live registers in its file. Results are those
-//! of the scalar code, bit for bit: each lane performs the same IEEE operations on the same
-//! values (vector `addps` rounds each lane as `addss` does; no contraction), integer lanes
-//! wrap at their width as canonical cells do.
+//! `ctx.lin`, or [`STOP_BAIL`] with every lane's live registers in its file; with resume points
+//! (a kernel with barriers), the resumable group function of the same protocol. Results are
+//! those of the scalar code, bit for bit: each lane performs the same IEEE operations on the
+//! same values (vector `addps` rounds each lane as `addss` does; no contraction), integer
+//! lanes wrap at their width as canonical cells do; division, remainder and shifts by each
+//! lane's own amount run lane by lane.
 //!
 //! * **Control flow** is shared as in scalar lockstep: a branch on which every lane agrees is
-//!   one branch (`vall_true`/`vany_true` of the condition vectors); lanes that disagree bail
-//!   out, each continuing where its own condition leads.
-//! * **Memory.** A load or store checks every lane's index against the buffer's length first
-//!   (one vector compare per two lanes) and bails out before any lane's access when one is
-//!   outside — the item function then reports the fault of the first lane in item order, as
-//!   the scheduler would. When the lanes' indices are consecutive (`i₀, i₀ + 1, …`: a
-//!   grid-stride or global-id index), the access is one vector load or store per four lanes;
-//!   otherwise the lanes' elements are gathered or scattered one by one, in lane order.
+//!   one branch (`vall_true`/`vany_true` of the condition vectors, or lane 0 alone for a
+//!   uniform condition); lanes that disagree bail out, each continuing where its own
+//!   condition leads.
+//! * **Memory.** Every lane's index is checked before any lane's access, and a lane outside
+//!   bails out — the item function then reports the fault of the first lane in item order, as
+//!   the scheduler would. Consecutive indices (`i₀, i₀ + 1, …`: a grid-stride or global-id
+//!   index) give one bounds check and one vector access per vector of lanes; the same index
+//!   in every lane, one element; anything else, lanes gathered or scattered one by one, in
+//!   lane order. Which case applies is tested lane by lane, or known from the lane facts of
+//!   `lanes_facts.rs` (uniform and affine registers).
 //! * **Coordinates.** When the workgroup's x extent is a multiple of `W`, a group's lanes
 //!   share y and z and have consecutive x (a vector of the first lane's x plus 0, 1, 2, …),
 //!   carried from group to group without division; otherwise each lane's coordinates are
@@ -1205,11 +1208,11 @@ impl<'a, 'b> Simd<'a, 'b> {
     }
 
     /// An access at `pc` of every lane's element `r[index]` (of `size` bytes) of the memory
-    /// in handle register `handle`: when the lanes' indices are consecutive, `vector` gets the first lane's
-    /// element address (one bounds check for the group); when they are all the same,
-    /// `uniform` (if given) gets that element's address; otherwise `lanes` gets each lane's
-    /// (every lane checked). A lane outside the buffer bails out before any lane accesses
-    /// memory. Returns the values `vector` or `lanes` give, of types `results`.
+    /// in handle register `handle`: when the lanes' indices are consecutive, `vector` gets
+    /// the first lane's element address (one bounds check for the group); when they are all
+    /// the same, `uniform` (if given) gets that element's address; otherwise `lanes` gets
+    /// each lane's (every lane checked). A lane outside the buffer bails out before any lane
+    /// accesses memory. Returns the values the chosen closure gives, of types `results`.
     fn access(
         &mut self,
         pc: u32,
