@@ -248,7 +248,10 @@ pub struct CompiledKernel {
     /// With inlined calls: where each compiled pc came from (see [`CompiledKernel::origin`]).
     origins: Option<Vec<Origin>>,
     /// Resumable kernels run in lockstep groups: the group function and its width.
-    group: Option<(WorkgroupFn, usize)>,
+    groups: Vec<(WorkgroupFn, usize)>,
+    /// Resumable kernels whose groups are held in vectors: the scalar group width, for the
+    /// workgroup sizes the vector width does not divide, compiled when first needed.
+    scalar_group: Option<(usize, Mutex<Option<Arc<ItemFn>>>)>,
     /// Lockstep kernels: the workgroup function that runs items one by one (from `ctx.lin`),
     /// for kernels whose groups keep leaving lockstep.
     sequential: Option<WorkgroupFn>,
@@ -416,12 +419,24 @@ impl CompiledKernel {
         self.divergent.store(true, Ordering::Relaxed);
     }
 
-    /// Resumable kernels that run in lockstep groups: the group's width.
-    pub fn group_width(&self) -> Option<usize> {
-        self.group.map(|(_, w)| w)
+    /// Resumable kernels that run in lockstep groups: the widest group that divides a
+    /// workgroup of `items` items.
+    pub fn group_width(&self, items: usize) -> Option<usize> {
+        let scalar = self.scalar_group.as_ref().map(|(w, _)| *w);
+        self.groups
+            .iter()
+            .map(|&(_, w)| w)
+            .chain(scalar)
+            .find(|&w| w > 0 && items.is_multiple_of(w))
     }
 
-    /// Resumable kernels with a group width `W`: runs items `ctx.lin … ctx.lin + W − 1` (their
+    /// The widths of the lockstep groups of a resumable kernel, widest first (for
+    /// `--xpu-verbose`).
+    pub fn group_widths(&self) -> Vec<usize> {
+        self.groups.iter().map(|&(_, w)| w).collect()
+    }
+
+    /// Resumable kernels with a group of width `W`: runs items `ctx.lin … ctx.lin + W − 1` (their
     /// registers in `W` files of `registers + 1` cells at `ctx.regs`, all continuing at
     /// `ctx.resume`) in lockstep until they all stop before the same barrier
     /// ([`STOP_RENDEZVOUS`]: registers stored, `ctx.resume` and `ctx.stop_pc` set for every
@@ -431,12 +446,36 @@ impl CompiledKernel {
     /// # Safety
     ///
     /// As for [`CompiledKernel::run`].
-    pub unsafe fn run_group(&self, ctx: &mut WorkgroupCtx) -> u32 {
-        match self.group {
+    pub unsafe fn run_group(&self, width: usize, ctx: &mut WorkgroupCtx) -> u32 {
+        if let Some(&(f, _)) = self.groups.iter().find(|&&(_, w)| w == width) {
             // SAFETY: the caller's contract above is the compiled code's.
-            Some((f, _)) => unsafe { f(ctx) },
-            None => crate::Status::Panic as u32,
+            return unsafe { f(ctx) };
         }
+        let (Some((w, slot)), Some(items)) = (&self.scalar_group, &self.items) else {
+            return crate::Status::Panic as u32;
+        };
+        if *w != width {
+            return crate::Status::Panic as u32;
+        }
+        let f = {
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            match &*slot {
+                Some(f) => Arc::clone(f),
+                None => {
+                    let shape = ShapeOf::Lockstep {
+                        width,
+                        resume: Some(&items.main.resume),
+                    };
+                    let Ok(f) = compile_item(&items.module, items.kernel, items.checks, shape)
+                    else {
+                        return crate::Status::Panic as u32;
+                    };
+                    Arc::clone(slot.insert(Arc::new(f)))
+                }
+            }
+        };
+        // SAFETY: as above.
+        unsafe { (f.entry)(ctx) }
     }
 }
 
@@ -571,29 +610,32 @@ pub fn compile_kernel(
             )
         }
     };
+    let mut scalar_group = None;
     let (item_id, group_id, sequential_id) = match shape {
         Shape::Lockstep { .. } => {
             let item = ShapeOf::Item { resume: &points };
             let item = define(&mut jm, module, kernel, checks, item, &mut code_size)?;
             let one_by_one = ShapeOf::Workgroup;
             let one_by_one = define(&mut jm, module, kernel, checks, one_by_one, &mut code_size)?;
-            (Some(item), None, Some(one_by_one))
+            (Some(item), Vec::new(), Some(one_by_one))
         }
-        Shape::Resumable if grouped => {
-            let group = match vector(&mut jm, Some(&points), &mut code_size) {
-                Some(group) => group,
-                None => {
-                    let scalar = ShapeOf::Lockstep {
-                        width: lanes,
-                        resume: Some(&points),
-                    };
-                    let id = define(&mut jm, module, kernel, checks, scalar, &mut code_size)?;
-                    (id, lanes)
-                }
-            };
-            (Some(id), Some(group), None)
-        }
-        _ => (None, None, None),
+        Shape::Resumable if grouped => match vector(&mut jm, Some(&points), &mut code_size) {
+            // Vectors where the kernel allows it (scalar groups, for the workgroup sizes the
+            // vector width does not divide, when first needed).
+            Some((group, width)) => {
+                scalar_group = (width != lanes).then(|| (lanes, Mutex::new(None)));
+                (Some(id), vec![(group, width)], None)
+            }
+            None => {
+                let scalar = ShapeOf::Lockstep {
+                    width: lanes,
+                    resume: Some(&points),
+                };
+                let group = define(&mut jm, module, kernel, checks, scalar, &mut code_size)?;
+                (Some(id), vec![(group, lanes)], None)
+            }
+        },
+        _ => (None, Vec::new(), None),
     };
     jm.finalize_definitions()
         .map_err(|e| codegen_error(kernel, e))?;
@@ -601,7 +643,10 @@ pub fn compile_kernel(
     // default C calling convention: `WorkgroupFn`'s ABI (one pointer in, `u32` out).
     let as_fn = |ptr| unsafe { std::mem::transmute::<*const u8, WorkgroupFn>(ptr) };
     let entry = as_fn(jm.get_finalized_function(id));
-    let group = group_id.map(|(g, width)| (as_fn(jm.get_finalized_function(g)), width));
+    let groups = group_id
+        .into_iter()
+        .map(|(g, width)| (as_fn(jm.get_finalized_function(g)), width))
+        .collect();
     let sequential = sequential_id.map(|f| as_fn(jm.get_finalized_function(f)));
     let items = item_id.map(|item| Items {
         main: ItemFn {
@@ -621,7 +666,8 @@ pub fn compile_kernel(
         registers: f.regs.len(),
         params: usize::from(f.params),
         origins,
-        group,
+        groups,
+        scalar_group,
         sequential,
         divergent: AtomicBool::new(false),
         items,

@@ -136,15 +136,16 @@ impl Cache {
                     k.compile_time.as_secs_f64() * 1e3,
                     k.code_size,
                     match k.shape {
-                        Shape::Resumable => match (k.group_width(), &k.scalar_reason) {
-                            (None, _) => "items resumable at rendezvous".to_string(),
-                            (Some(w), None) => format!(
+                        Shape::Resumable => match k.group_widths()[..] {
+                            [] => "items resumable at rendezvous".to_string(),
+                            [w, ..] if k.scalar_reason.is_none() => format!(
                                 "items resumable at rendezvous, barrier phases in groups of {w} \
                                  in vectors"
                             ),
-                            (Some(w), Some(why)) => format!(
+                            [w, ..] => format!(
                                 "items resumable at rendezvous, barrier phases in groups of {w}, \
-                                 scalar: {why}"
+                                 scalar: {}",
+                                k.scalar_reason.as_deref().unwrap_or("?")
                             ),
                         },
                         Shape::Lockstep { lanes, simd: true } => {
@@ -272,7 +273,8 @@ pub(crate) fn step_at(
         return resume_ahead(l, env, k, first, ahead);
     }
     let resume = first.resume;
-    if let Some(w) = k.group_width() {
+    let block_items = l.block.iter().map(|&b| b as usize).product();
+    if let Some(w) = k.group_width(block_items) {
         let together = items.get(..w.min(runnable)).filter(|g| {
             g.len() == w && g.iter().all(|it| it.resume == resume && it.ahead.is_none())
         });
@@ -298,10 +300,7 @@ pub(crate) fn barrier_phases(
     views: &[MemView],
     items: &mut [Item],
 ) -> Result<bool, FaultKind> {
-    let Some(w) = k
-        .group_width()
-        .filter(|&w| w > 0 && items.len().is_multiple_of(w))
-    else {
+    let Some(w) = k.group_width(items.len()) else {
         return Ok(false);
     };
     let n = k.registers;
@@ -323,7 +322,7 @@ pub(crate) fn barrier_phases(
             let mut ctx = group_ctx(l, env, views, items[g * w].geo, file, resume);
             // SAFETY: as in `workgroup`, and `regs` points at the group's `w` files of
             // `n + 1` cells inside `files`, which nothing else touches during the call.
-            let status = unsafe { k.run_group(&mut ctx) };
+            let status = unsafe { k.run_group(w, &mut ctx) };
             let stop = match status {
                 0 => None,
                 STOP_RENDEZVOUS => Some((ctx.stop_pc, ctx.resume)),
@@ -488,7 +487,7 @@ fn group(
     );
     // SAFETY: as in `workgroup`, and `regs` points at one file of `n + 1` cells per item of the
     // group, which nothing else touches during the call.
-    let status = unsafe { k.run_group(&mut ctx) };
+    let status = unsafe { k.run_group(items.len(), &mut ctx) };
     for (file, it) in files.chunks_exact(n + 1).zip(items.iter_mut()) {
         it.registers()[..n].copy_from_slice(&file[..n]);
     }

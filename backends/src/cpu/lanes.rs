@@ -480,7 +480,7 @@ fn switching(
     // Kernels that run in lockstep groups go phase by phase without the scheduler while every
     // group stops at the same barrier (`compiled::barrier_phases`); the scheduler takes over
     // from wherever that ends, with the items that ran ahead holding their stops.
-    if let Some(k) = l.compiled.filter(|k| k.group_width().is_some()) {
+    if let Some(k) = l.compiled.filter(|k| k.group_width(n).is_some()) {
         match super::compiled::barrier_phases(l, env, k, views, &mut items[..n]) {
             Ok(true) => return Ok(()),
             Ok(false) => {}
