@@ -986,24 +986,22 @@ impl<'a, 'b> Simd<'a, 'b> {
             let min = self.b.ins().splat(vty, min);
             let minus1 = self.b.ins().iconst(lty, -1);
             let minus1 = self.b.ins().splat(vty, minus1);
-            let mut bad = None;
-            for (&x, &y) in x.iter().zip(&y) {
-                let mut b = self.b.ins().icmp(IntCC::Equal, y, zero);
-                if signed && matches!(op, PerLane::Div { .. }) {
+            let bad: Vec<Value> = x
+                .iter()
+                .zip(&y)
+                .map(|(&x, &y)| {
+                    let b = self.b.ins().icmp(IntCC::Equal, y, zero);
+                    if !(signed && matches!(op, PerLane::Div { .. })) {
+                        return b;
+                    }
                     let xm = self.b.ins().icmp(IntCC::Equal, x, min);
                     let ym = self.b.ins().icmp(IntCC::Equal, y, minus1);
                     let ovf = self.b.ins().band(xm, ym);
-                    b = self.b.ins().bor(b, ovf);
-                }
-                bad = Some(match bad {
-                    Some(acc) => self.b.ins().bor(acc, b),
-                    None => b,
-                });
-            }
-            if let Some(bad) = bad {
-                let any = self.b.ins().vany_true(bad);
-                self.bail_if(pc, any);
-            }
+                    self.b.ins().bor(b, ovf)
+                })
+                .collect();
+            let any = self.any_lane(&bad);
+            self.bail_if(pc, any);
         }
         // The amount of a shift may be of either width: its lane, reduced modulo the width.
         let amount_long = self.class(i.c) == Class::Long;
@@ -1284,15 +1282,11 @@ impl<'a, 'b> Simd<'a, 'b> {
         if let Some(uniform) = uniform {
             // Every lane at the same element (a row index shared by a group, say): one load.
             let base_v = self.b.ins().splat(I64X2, first);
-            let mut same = None;
-            for &x in &idx {
-                let eq = self.b.ins().icmp(IntCC::Equal, x, base_v);
-                same = Some(match same {
-                    Some(acc) => self.b.ins().band(acc, eq),
-                    None => eq,
-                });
-            }
-            let all_same = self.b.ins().vall_true(same.unwrap_or(base_v));
+            let same: Vec<Value> = idx
+                .iter()
+                .map(|&x| self.b.ins().icmp(IntCC::Equal, x, base_v))
+                .collect();
+            let all_same = self.every_lane(&same);
             let (one_elem, differ) = (self.b.create_block(), self.b.create_block());
             self.b.ins().brif(all_same, one_elem, &[], differ, &[]);
             self.b.switch_to_block(one_elem);
@@ -1310,18 +1304,12 @@ impl<'a, 'b> Simd<'a, 'b> {
         }
         if self.checks {
             let n = self.b.ins().splat(I64X2, len);
-            let mut outside = None;
-            for &x in &idx {
-                let o = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, x, n);
-                outside = Some(match outside {
-                    Some(acc) => self.b.ins().bor(acc, o),
-                    None => o,
-                });
-            }
-            if let Some(outside) = outside {
-                let any = self.b.ins().vany_true(outside);
-                self.bail_if(pc, any);
-            }
+            let outside: Vec<Value> = idx
+                .iter()
+                .map(|&x| self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, x, n))
+                .collect();
+            let any = self.any_lane(&outside);
+            self.bail_if(pc, any);
         }
         let ats: Vec<Value> = (0..self.width())
             .map(|j| {
@@ -1344,22 +1332,38 @@ impl<'a, 'b> Simd<'a, 'b> {
         self.b.switch_to_block(good);
     }
 
+    /// Whether every lane of every mask vector of `masks` is set (`i8`).
+    fn every_lane(&mut self, masks: &[Value]) -> Value {
+        let Some((&first, rest)) = masks.split_first() else {
+            return self.b.ins().iconst(types::I8, 1);
+        };
+        let all = rest.iter().fold(first, |acc, &m| self.b.ins().band(acc, m));
+        self.b.ins().vall_true(all)
+    }
+
+    /// Whether any lane of any mask vector of `masks` is set (`i8`).
+    fn any_lane(&mut self, masks: &[Value]) -> Value {
+        let Some((&first, rest)) = masks.split_first() else {
+            return self.b.ins().iconst(types::I8, 0);
+        };
+        let any = rest.iter().fold(first, |acc, &m| self.b.ins().bor(acc, m));
+        self.b.ins().vany_true(any)
+    }
+
     /// Whether the 64-bit index vectors `idx` hold `i₀, i₀ + 1, …`, and `i₀`.
     fn consecutive(&mut self, idx: &[Value]) -> (Value, Value) {
         let first = self.b.ins().extractlane(idx[0], 0);
         let base = self.b.ins().splat(I64X2, first);
-        let mut same = None;
-        for (k, &x) in idx.iter().enumerate() {
-            let iota = long_iota(&mut self.b, 2 * k as i64);
-            let want = self.b.ins().iadd(base, iota);
-            let eq = self.b.ins().icmp(IntCC::Equal, x, want);
-            same = Some(match same {
-                Some(acc) => self.b.ins().band(acc, eq),
-                None => eq,
-            });
-        }
-        let all = self.b.ins().vall_true(same.unwrap_or(base));
-        (all, first)
+        let same: Vec<Value> = idx
+            .iter()
+            .enumerate()
+            .map(|(k, &x)| {
+                let iota = long_iota(&mut self.b, 2 * k as i64);
+                let want = self.b.ins().iadd(base, iota);
+                self.b.ins().icmp(IntCC::Equal, x, want)
+            })
+            .collect();
+        (self.every_lane(&same), first)
     }
 
     /// An element load for every lane, into vectors of `ty`.
@@ -1442,21 +1446,8 @@ impl<'a, 'b> Simd<'a, 'b> {
             self.b.ins().brif(c, on_true.0, &[], on_false.0, &[]);
             return Ok(());
         }
-        let (mut all, mut any) = (None, None);
-        for &c in &conds {
-            let (a, y) = (self.b.ins().vall_true(c), self.b.ins().vany_true(c));
-            all = Some(match all {
-                Some(acc) => self.b.ins().band(acc, a),
-                None => a,
-            });
-            any = Some(match any {
-                Some(acc) => self.b.ins().bor(acc, y),
-                None => y,
-            });
-        }
-        let (Some(all), Some(any)) = (all, any) else {
-            return Err(self.err(pc, "a condition without lanes".into()));
-        };
+        // (Booleans are 0 or 1 in every lane: their `and` and `or` are lane-wise.)
+        let (all, any) = (self.every_lane(&conds), self.any_lane(&conds));
         let (on_true, on_false) =
             super::lockstep::arms(pc, i, self.block(i.bc())?, self.block(pc + 1)?);
         let mixed = self.b.create_block();
