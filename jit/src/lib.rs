@@ -101,6 +101,35 @@ mod liveness;
 mod loops;
 mod translate;
 
+/// Hand-assembled functions for the crate's unit tests.
+#[cfg(test)]
+pub(crate) mod test_function {
+    use cajeta_bytecode::{FnKind, Function, Instr, Type};
+
+    /// A function `T.f` of `kind` with `params` parameters, result `ret`, registers `regs`
+    /// and code `code` (no lines, regions, locals or shared arrays).
+    pub(crate) fn function(
+        kind: FnKind,
+        (params, ret): (u16, Option<Type>),
+        regs: Vec<Type>,
+        code: Vec<Instr>,
+    ) -> Function {
+        Function {
+            name: "T.f".into(),
+            kind,
+            params,
+            ret,
+            regs,
+            code,
+            file: 0,
+            lines: Vec::new(),
+            regions: Vec::new(),
+            locals: Vec::new(),
+            shared: Vec::new(),
+        }
+    }
+}
+
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

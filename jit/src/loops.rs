@@ -269,19 +269,7 @@ mod tests {
                 }
             }
         }
-        Function {
-            name: "T.f".into(),
-            kind: FnKind::Host,
-            params: 3,
-            ret: None,
-            regs,
-            code,
-            file: 0,
-            lines: Vec::new(),
-            regions: Vec::new(),
-            locals: Vec::new(),
-            shared: Vec::new(),
-        }
+        crate::test_function::function(FnKind::Host, (3, None), regs, code)
     }
 
     const START: Instr = Instr::new(Op::LoadI, 1, 0, 0);

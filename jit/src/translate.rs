@@ -2860,19 +2860,8 @@ mod tests {
     }
 
     fn function(regs: Vec<Type>, code: Vec<Instr>) -> Function {
-        Function {
-            name: "T.f".into(),
-            kind: cajeta_bytecode::FnKind::Host,
-            params: 1,
-            ret: Some(Type::I64),
-            regs,
-            code,
-            file: 0,
-            lines: Vec::new(),
-            regions: Vec::new(),
-            locals: Vec::new(),
-            shared: Vec::new(),
-        }
+        let host = cajeta_bytecode::FnKind::Host;
+        crate::test_function::function(host, (1, Some(Type::I64)), regs, code)
     }
 
     #[test]

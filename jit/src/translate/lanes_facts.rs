@@ -141,19 +141,7 @@ mod tests {
     use cajeta_bytecode::{FnKind, Scalar, Type};
 
     fn kernel(regs: Vec<Type>, params: u16, code: Vec<Instr>) -> Function {
-        Function {
-            name: "k".into(),
-            kind: FnKind::Kernel,
-            params,
-            ret: None,
-            regs,
-            code,
-            file: 0,
-            lines: Vec::new(),
-            regions: Vec::new(),
-            locals: Vec::new(),
-            shared: Vec::new(),
-        }
+        crate::test_function::function(FnKind::Kernel, (params, None), regs, code)
     }
 
     #[test]
