@@ -1228,14 +1228,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             // One element for every lane.
             Fact::Uniform if uniform.is_some() => {
                 let first = self.b.ins().extractlane(idx[0], 0);
-                if self.checks {
-                    let past = self
-                        .b
-                        .ins()
-                        .icmp(IntCC::UnsignedGreaterThanOrEqual, first, len);
-                    self.bail_if(pc, past);
-                }
-                let at = self.element_addr(base, first, size);
+                let at = self.checked_element(pc, (base, len), first, size);
                 return Ok(uniform.map_or_else(Vec::new, |u| u(self, at)));
             }
             // Consecutive unless the group's x coordinates are not or the values wrapped:
@@ -1290,14 +1283,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             let (one_elem, differ) = (self.b.create_block(), self.b.create_block());
             self.b.ins().brif(all_same, one_elem, &[], differ, &[]);
             self.b.switch_to_block(one_elem);
-            if self.checks {
-                let past = self
-                    .b
-                    .ins()
-                    .icmp(IntCC::UnsignedGreaterThanOrEqual, first, len);
-                self.bail_if(pc, past);
-            }
-            let at = self.element_addr(base, first, size);
+            let at = self.checked_element(pc, (base, len), first, size);
             let out: Vec<BlockArg> = uniform(self, at).into_iter().map(Into::into).collect();
             self.b.ins().jump(join, &out);
             self.b.switch_to_block(differ);
@@ -1427,6 +1413,25 @@ impl<'a, 'b> Simd<'a, 'b> {
             },
         )?;
         Ok(())
+    }
+
+    /// The address of element `index` of the memory at `base` with `len` elements, after
+    /// checking it (a bail-out at `pc` when it is outside).
+    fn checked_element(
+        &mut self,
+        pc: u32,
+        (base, len): (Value, Value),
+        index: Value,
+        size: i64,
+    ) -> Value {
+        if self.checks {
+            let past = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
+            self.bail_if(pc, past);
+        }
+        self.element_addr(base, index, size)
     }
 
     fn element_addr(&mut self, base: Value, index: Value, size: i64) -> Value {
