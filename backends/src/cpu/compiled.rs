@@ -305,13 +305,32 @@ pub(crate) fn barrier_phases(
     };
     let n = k.registers;
     let stride = n + 1;
-    let mut files = vec![0u64; items.len() * stride];
-    for (file, it) in files.chunks_exact_mut(stride).zip(items.iter_mut()) {
-        let regs = it.registers().get(..n).ok_or(FaultKind::Internal(
+    if items.iter_mut().any(|it| it.registers().len() < n) {
+        return Err(FaultKind::Internal(
             "item register file smaller than the kernel's",
-        ))?;
-        file[..n].copy_from_slice(regs);
+        ));
     }
+    // The worker's buffer, reused and not filled: groups start from the fresh item frame
+    // without reading their files, and a file is read later only where a stop wrote it.
+    let mut files = std::mem::take(&mut items[0].files);
+    files.resize(items.len() * stride, 0);
+    let phases = barrier_phases_in(l, env, k, views, items, &mut files, w);
+    items[0].files = files;
+    phases
+}
+
+/// [`barrier_phases`] with the workgroup's files in `files` and groups of `w` items.
+fn barrier_phases_in(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    items: &mut [Item],
+    files: &mut [u64],
+    w: usize,
+) -> Result<bool, FaultKind> {
+    let n = k.registers;
+    let stride = n + 1;
     let groups = items.len() / w;
     let mut resume = 0;
     loop {
@@ -334,7 +353,7 @@ pub(crate) fn barrier_phases(
                     match finish_alike(l, env, k, views, lanes, group_files, resume) {
                         Some(stop) => stop,
                         None => {
-                            hand_over(n, items, &files, g * w, common, resume, Some(g * w + w));
+                            hand_over(n, items, files, g * w, common, resume, Some(g * w + w));
                             return Ok(false);
                         }
                     }
@@ -345,7 +364,7 @@ pub(crate) fn barrier_phases(
                 None => common = Some(stop),
                 Some(c) if c == stop => {}
                 Some(_) => {
-                    hand_over(n, items, &files, g * w, common, resume, None);
+                    hand_over(n, items, files, g * w, common, resume, None);
                     // The group that differs stopped as a whole: its items hold that stop.
                     for it in &mut items[g * w..(g + 1) * w] {
                         it.ahead = Some(match stop {
@@ -369,7 +388,7 @@ pub(crate) fn barrier_phases(
 
 /// Hands a workgroup of [`barrier_phases`] over to the scheduler when the group starting at
 /// item `first` did not stop like the groups before it (`common`) in the phase that started
-/// at `resume`: registers (files of `n + 1` cells) back to the items; the items before `first`
+/// at `resume`: registers (files of `n + 1` cells) back to the items that ran; the items before `first`
 /// hold the common stop; the others continue at `resume`, except items `first..settled`,
 /// which already hold their registers and stops (else the caller settles the group at
 /// `first`).
@@ -386,7 +405,11 @@ fn hand_over(
         if settled.is_some_and(|end| (first..end).contains(&j)) {
             continue;
         }
-        it.registers()[..n].copy_from_slice(&file[..n]);
+        // In the first phase, the items from `first` on have not run: they keep their fresh
+        // frames (their files were never written).
+        if j < first || resume != 0 {
+            it.registers()[..n].copy_from_slice(&file[..n]);
+        }
         it.resume = resume;
         if j < first {
             it.ahead = match common {

@@ -442,7 +442,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         // they are read).
         let live = crate::liveness::live_in(self.f);
         let regs = self.ctx_load(doff::REGS);
-        self.continue_at(&points, latch, &live, |tr, live| {
+        let load = |tr: &mut Self, live: &Regs| {
             for r in 0..tr.f.regs.len() as u16 {
                 if live.contains(r) {
                     let cell = tr.b.ins().load(I64, MF, regs, 8 * i32::from(r));
@@ -450,7 +450,11 @@ impl<'a, 'b> Tr<'a, 'b> {
                     tr.set(r, v);
                 }
             }
-        });
+        };
+        // An item starts from its register file too (the scheduler's fresh frame).
+        let none = Regs::default();
+        let at_start = live.first().unwrap_or(&none).clone();
+        self.continue_at(&points, latch, &live, load, |tr| load(tr, &at_start));
         self.b.switch_to_block(latch);
         let done = self.b.ins().iconst(I32, 0);
         self.b.ins().return_(&[done]);
@@ -458,13 +462,14 @@ impl<'a, 'b> Tr<'a, 'b> {
 
     /// Jumps to the continuation `ctx.resume` names (`k`: the block of `points[k - 1]`; 0: the
     /// first block, or `empty` for empty code), each way through `load` of the registers `live`
-    /// there.
+    /// there, or, for the start, through `start`.
     pub(super) fn continue_at(
         &mut self,
         points: &[u32],
         empty: Block,
         live: &[Regs],
         mut load: impl FnMut(&mut Self, &Regs),
+        start: impl FnOnce(&mut Self),
     ) {
         let none = Regs::default();
         let live_at = |pc: u32| live.get(pc as usize).unwrap_or(&none);
@@ -481,7 +486,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             self.b.ins().jump(cont, &[]);
             self.b.switch_to_block(next);
         }
-        load(self, live_at(0));
+        start(self);
         let first = self.blocks.first().copied().flatten().unwrap_or(empty);
         self.b.ins().jump(first, &[]);
     }

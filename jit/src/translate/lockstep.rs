@@ -333,10 +333,15 @@ impl Tr<'_, '_> {
             }
             Some(points) => {
                 // Each continuation loads what is live there (a phase of a reduction tree
-                // needs a handful of its registers, not all of them).
-                self.continue_at(points, latch, &live, |tr, live| {
-                    tr.lanes_from_files(&lanes, live, cells)
-                });
+                // needs a handful of its registers, not all of them); the start is the fresh
+                // item frame, as for the group loop (the embedder fills no files for it).
+                self.continue_at(
+                    points,
+                    latch,
+                    &live,
+                    |tr, live| tr.lanes_from_files(&lanes, live, cells),
+                    |tr| tr.fresh_lanes(&lanes, cells),
+                );
             }
         }
 

@@ -606,7 +606,8 @@ impl<'a, 'b> Simd<'a, 'b> {
                 t.b.ins().jump(cont, &[]);
                 t.b.switch_to_block(next);
             }
-            t.lanes_from_files(0);
+            // The start: the fresh item frame (the embedder fills no files for it).
+            t.fresh_lanes(&cells);
             let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
             t.b.ins().jump(first_block, &[]);
             // Every lane returned.
@@ -617,26 +618,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             t.b.ins().return_(&[done]);
             return t;
         }
-        // The interpreter's fresh item frame in every lane: parameters from the launch frame,
-        // every other register 0.
-        for r in 0..f.regs.len() {
-            let cell = cells.get(r).copied();
-            let zero = t.b.ins().iconst(I64, 0);
-            let cell = cell.unwrap_or(zero);
-            match plan.classes[r] {
-                Class::Handle => {
-                    let v = t.vars[r][0];
-                    t.b.def_var(v, cell);
-                }
-                class => {
-                    let v = t.splat_cell(class, cell);
-                    for k in 0..t.vars[r].len() {
-                        let var = t.vars[r][k];
-                        t.b.def_var(var, v);
-                    }
-                }
-            }
-        }
+        t.fresh_lanes(&cells);
         let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
         t.b.ins().jump(first_block, &[]);
 
@@ -645,6 +627,30 @@ impl<'a, 'b> Simd<'a, 'b> {
         t.b.switch_to_block(exit);
         super::lockstep::groups_done(&mut t.b, ctx, lin0);
         t
+    }
+
+    /// The interpreter's fresh item frame in every lane: parameters from the launch frame
+    /// (`cells`), every other register 0.
+    fn fresh_lanes(&mut self, cells: &[Value]) {
+        for r in 0..self.f.regs.len() {
+            let cell = match cells.get(r) {
+                Some(&cell) => cell,
+                None => self.b.ins().iconst(I64, 0),
+            };
+            match self.plan.classes[r] {
+                Class::Handle => {
+                    let v = self.vars[r][0];
+                    self.b.def_var(v, cell);
+                }
+                class => {
+                    let v = self.splat_cell(class, cell);
+                    for k in 0..self.vars[r].len() {
+                        let var = self.vars[r][k];
+                        self.b.def_var(var, v);
+                    }
+                }
+            }
+        }
     }
 
     /// Each lane's registers live at `pc` from its file at `ctx.regs`.
