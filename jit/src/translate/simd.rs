@@ -378,6 +378,8 @@ struct Simd<'a, 'b> {
     /// Whether the groups' items have consecutive x coordinates (the launch's x extent is a
     /// multiple of the width): affine facts hold only then.
     aligned: Value,
+    /// The launch frame's parameter cells.
+    cells: Vec<Value>,
 }
 
 /// Translates kernel `f` (`s.func`, which `plan` accepted) to a SIMD lockstep function of
@@ -583,6 +585,7 @@ impl<'a, 'b> Simd<'a, 'b> {
                 Some(_) => Vec::new(),
             },
             aligned,
+            cells,
         };
         t.b.switch_to_block(body);
         if let Some(points) = resume {
@@ -607,7 +610,7 @@ impl<'a, 'b> Simd<'a, 'b> {
                 t.b.switch_to_block(next);
             }
             // The start: the fresh item frame (the embedder fills no files for it).
-            t.fresh_lanes(&cells);
+            t.fresh_lanes();
             let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
             t.b.ins().jump(first_block, &[]);
             // Every lane returned.
@@ -618,7 +621,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             t.b.ins().return_(&[done]);
             return t;
         }
-        t.fresh_lanes(&cells);
+        t.fresh_lanes();
         let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
         t.b.ins().jump(first_block, &[]);
 
@@ -629,11 +632,11 @@ impl<'a, 'b> Simd<'a, 'b> {
         t
     }
 
-    /// The interpreter's fresh item frame in every lane: parameters from the launch frame
-    /// (`cells`), every other register 0.
-    fn fresh_lanes(&mut self, cells: &[Value]) {
+    /// The interpreter's fresh item frame in every lane: parameters from the launch frame,
+    /// every other register 0.
+    fn fresh_lanes(&mut self) {
         for r in 0..self.f.regs.len() {
-            let cell = match cells.get(r) {
+            let cell = match self.cells.get(r) {
                 Some(&cell) => cell,
                 None => self.b.ins().iconst(I64, 0),
             };
@@ -664,39 +667,37 @@ impl<'a, 'b> Simd<'a, 'b> {
                 continue;
             }
             let class = self.class(r);
-            let cell = |t: &mut Self, j: usize| {
-                t.b.ins()
-                    .load(I64, MF, files, stride * j as i32 + 8 * i32::from(r))
-            };
-            let values: Vec<Value> = match class {
+            // A parameter nothing writes holds its launch value in every lane.
+            if let Some(&cell) = self.cells.get(usize::from(r)) {
+                if !self.f.code.iter().any(|i| loops::writes(i, r)) {
+                    let values = match class {
+                        Class::Handle => vec![cell],
+                        _ => vec![self.splat_cell(class, cell); self.vars[usize::from(r)].len()],
+                    };
+                    self.set(r, &values);
+                    continue;
+                }
+            }
+            // Lane j's cell (little-endian: a 32-bit value is its first half).
+            let at = |j: usize| stride * j as i32 + 8 * i32::from(r);
+            let (ty, lane_ty, per) = match class {
                 // The same in every lane: lane 0's.
-                Class::Handle => vec![cell(self, 0)],
-                Class::Long => {
-                    let lanes: Vec<Value> = (0..width).map(|j| cell(self, j)).collect();
-                    lanes
-                        .chunks(2)
-                        .map(|l| build_vector(&mut self.b, I64X2, l))
-                        .collect()
+                Class::Handle => {
+                    let v = self.b.ins().load(I64, MF, files, at(0));
+                    self.set(r, &[v]);
+                    continue;
                 }
-                Class::Word { .. } | Class::Float => {
-                    let lanes: Vec<Value> = (0..width)
-                        .map(|j| {
-                            let c = cell(self, j);
-                            let w = self.b.ins().ireduce(I32, c);
-                            if class == Class::Float {
-                                self.b.ins().bitcast(types::F32, MemFlagsData::new(), w)
-                            } else {
-                                w
-                            }
-                        })
-                        .collect();
-                    let ty = if class == Class::Float { F32X4 } else { I32X4 };
-                    lanes
-                        .chunks(WORDS)
-                        .map(|l| build_vector(&mut self.b, ty, l))
-                        .collect()
-                }
+                Class::Long => (I64X2, I64, 2),
+                Class::Word { .. } => (I32X4, I32, WORDS),
+                Class::Float => (F32X4, types::F32, WORDS),
             };
+            let lanes: Vec<Value> = (0..width)
+                .map(|j| self.b.ins().load(lane_ty, MF, files, at(j)))
+                .collect();
+            let values: Vec<Value> = lanes
+                .chunks(per)
+                .map(|l| build_vector(&mut self.b, ty, l))
+                .collect();
             self.set(r, &values);
         }
     }
