@@ -68,39 +68,37 @@ fn usage_errors_exit_2() {
     }
 }
 
-#[test]
-fn xpu_lanes_outside_1_to_64_is_a_usage_error_naming_the_option() {
-    for args in [
-        vec!["run", "--xpu-lanes", "0", "x.cajeta"],
-        vec!["run", "--xpu-lanes=65", "x.cajeta"],
-        vec!["run", "--xpu-lanes", "eight", "x.cajeta"],
-    ] {
-        let o = cajeta(&args);
+/// Each command line is a usage error (exit 2) whose message contains `says`.
+fn assert_usage_errors(lines: &[&[&str]], says: &str) {
+    for args in lines {
+        let o = cajeta(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("for --xpu-lanes (expected 1 to 64)"),
-            "{args:?}: {}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
         assert_clean(&o);
     }
 }
 
 #[test]
+fn xpu_lanes_outside_1_to_64_is_a_usage_error_naming_the_option() {
+    assert_usage_errors(
+        &[
+            &["run", "--xpu-lanes", "0", "x.cajeta"],
+            &["run", "--xpu-lanes=65", "x.cajeta"],
+            &["run", "--xpu-lanes", "eight", "x.cajeta"],
+        ],
+        "for --xpu-lanes (expected 1 to 64)",
+    );
+}
+
+#[test]
 fn xpu_simd_other_than_on_or_off_is_a_usage_error_naming_the_option() {
-    for args in [
-        vec!["run", "--xpu-simd", "yes", "x.cajeta"],
-        vec!["run", "--xpu-simd=", "x.cajeta"],
-    ] {
-        let o = cajeta(&args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("for --xpu-simd (expected on or off)"),
-            "{args:?}: {}",
-            stderr(&o)
-        );
-        assert_clean(&o);
-    }
+    assert_usage_errors(
+        &[
+            &["run", "--xpu-simd", "yes", "x.cajeta"],
+            &["run", "--xpu-simd=", "x.cajeta"],
+        ],
+        "for --xpu-simd (expected on or off)",
+    );
 }
 
 #[test]

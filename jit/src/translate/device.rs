@@ -345,10 +345,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         tr.b.ins().brif(none, exit, &[], coords, &[]);
         tr.b.switch_to_block(coords);
         let b = &mut tr.b;
-        let x = b.ins().urem(first, block[0]);
-        let q = b.ins().udiv(first, block[0]);
-        let y = b.ins().urem(q, block[1]);
-        let z = b.ins().udiv(q, block[1]);
+        let [x, y, z] = super::lockstep::item_coords(b, first, block);
         let l = b.ins().urem(first, wave);
         for (v, value) in item.iter().chain([&lin, &lane]).zip([x, y, z, first, l]) {
             b.def_var(*v, value);

@@ -304,10 +304,7 @@ impl Tr<'_, '_> {
         self.b.switch_to_block(start);
         let wave = self.ctx_load(doff::WAVE);
         let b = &mut self.b;
-        let x = b.ins().urem(l0, block[0]);
-        let q = b.ins().udiv(l0, block[0]);
-        let y = b.ins().urem(q, block[1]);
-        let z = b.ins().udiv(q, block[1]);
+        let [x, y, z] = item_coords(b, l0, block);
         let ln = b.ins().urem(l0, wave);
         let zero = b.ins().iconst(I64, 0);
         let (mut x, mut y, mut z, mut ln) = (x, y, z, ln);
@@ -506,6 +503,20 @@ impl Tr<'_, '_> {
             self.b.ins().store(MF, cont, files, base + 8 * n as i32);
         }
     }
+}
+
+/// The coordinates (x, y, z) in its workgroup of the item with linear index `lin` (x fastest).
+pub(super) fn item_coords(
+    b: &mut FunctionBuilder<'_>,
+    lin: Value,
+    block: [Value; 3],
+) -> [Value; 3] {
+    let q = b.ins().udiv(lin, block[0]);
+    [
+        b.ins().urem(lin, block[0]),
+        b.ins().urem(q, block[1]),
+        b.ins().udiv(q, block[1]),
+    ]
 }
 
 /// A group loop's latch: on to the group `width` items further, back to `head`.

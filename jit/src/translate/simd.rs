@@ -463,12 +463,7 @@ impl<'a, 'b> Simd<'a, 'b> {
         b.def_var(lin0, first);
         // The first lane's coordinates: by division once, then carried from group to group.
         let coords = [(); 3].map(|_| b.declare_var(I64));
-        let q = b.ins().udiv(first, block[0]);
-        let start = [
-            b.ins().urem(first, block[0]),
-            b.ins().urem(q, block[1]),
-            b.ins().udiv(q, block[1]),
-        ];
+        let start = super::lockstep::item_coords(&mut b, first, block);
         for (v, x) in coords.iter().zip(start) {
             b.def_var(*v, x);
         }
@@ -838,26 +833,11 @@ impl<'a, 'b> Simd<'a, 'b> {
                 self.set(i.a, &v);
             }
             Op::AddImmI32 | Op::AddImmI64 => {
-                let class = self.class(i.a);
-                let k = self.constant(class, i64::from(i.c as i16));
-                let x = self.get(i.b);
-                let v: Vec<Value> = x
-                    .iter()
-                    .zip(&k)
-                    .map(|(&x, &k)| self.b.ins().iadd(x, k))
-                    .collect();
-                self.set(i.a, &v);
+                let k = i64::from(i.c as i16);
+                self.with_constant(i, k, |b, x, k| b.ins().iadd(x, k));
             }
-            Op::LNot => {
-                let one = self.constant(self.class(i.a), 1);
-                let x = self.get(i.b);
-                let v: Vec<Value> = x
-                    .iter()
-                    .zip(&one)
-                    .map(|(&x, &k)| self.b.ins().bxor(x, k))
-                    .collect();
-                self.set(i.a, &v);
-            }
+            // Booleans are 0 or 1.
+            Op::LNot => self.with_constant(i, 1, |b, x, k| b.ins().bxor(x, k)),
             Op::WrapI32 | Op::WrapU32 => {
                 let v = match self.class(i.b) {
                     // Same 32 bits; only their reading changes.
@@ -950,6 +930,23 @@ impl<'a, 'b> Simd<'a, 'b> {
             .copied()
             .flatten()
             .ok_or_else(|| self.err(pc, "jump to a non-leader".into()))
+    }
+
+    /// `r[a] := op(r[b], k)` lane by lane, `k` in every lane at `r[a]`'s width.
+    fn with_constant(
+        &mut self,
+        i: Instr,
+        k: i64,
+        op: impl Fn(&mut FunctionBuilder<'b>, Value, Value) -> Value,
+    ) {
+        let k = self.constant(self.class(i.a), k);
+        let x = self.get(i.b);
+        let v: Vec<Value> = x
+            .iter()
+            .zip(&k)
+            .map(|(&x, &k)| op(&mut self.b, x, k))
+            .collect();
+        self.set(i.a, &v);
     }
 
     /// The vectors of a register of `class` holding `v` in every lane.
