@@ -251,7 +251,10 @@ pub struct CompiledKernel {
     groups: Vec<(WorkgroupFn, usize)>,
     /// Resumable kernels whose groups are held in vectors: the scalar group width, for the
     /// workgroup sizes the vector width does not divide, compiled when first needed.
-    scalar_group: Option<(usize, Mutex<Option<Arc<ItemFn>>>)>,
+    scalar_group: Option<(usize, Lazy)>,
+    /// Lockstep kernels held in vectors: the width, for launches whose workgroup x extent it
+    /// does not divide (`entry` is only for the others), compiled when first needed.
+    unaligned: Option<(usize, Lazy)>,
     /// Lockstep kernels: the workgroup function that runs items one by one (from `ctx.lin`),
     /// for kernels whose groups keep leaving lockstep.
     sequential: Option<WorkgroupFn>,
@@ -280,6 +283,21 @@ struct Items {
     module: Module,
     kernel: u32,
     checks: bool,
+}
+
+/// A function compiled when first needed (for shapes few launches have).
+#[derive(Default)]
+struct Lazy(Mutex<Option<Arc<ItemFn>>>);
+
+impl Lazy {
+    /// The function, compiled by `compile` on the first call; `None` if that failed.
+    fn get(&self, compile: impl FnOnce() -> Result<ItemFn, JitError>) -> Option<Arc<ItemFn>> {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(Arc::new(compile().ok()?));
+        }
+        slot.as_ref().map(Arc::clone)
+    }
 }
 
 /// An item function and its continuation points (`ctx.resume = k + 1` continues at
@@ -338,7 +356,29 @@ impl CompiledKernel {
     /// (resumable) or `W` files of `registers + 1` cells (lockstep), not touched by anything
     /// else during the call.
     pub unsafe fn run(&self, ctx: &mut WorkgroupCtx) -> u32 {
-        // SAFETY: the caller's contract above is the compiled code's.
+        if let (Some((width, slot)), Some(items)) = (&self.unaligned, &self.items) {
+            if !ctx.block[0].is_multiple_of(*width as u64) {
+                let f = slot.get(|| {
+                    let f = &items.module.functions[items.kernel as usize];
+                    let plan = crate::translate::simd_plan(&items.module, f, false)
+                        .map_err(|why| JitError::new(Some(items.kernel), None, why))?;
+                    let shape = ShapeOf::Simd {
+                        width: *width,
+                        plan: &plan,
+                        resume: None,
+                        aligned: false,
+                    };
+                    compile_item(&items.module, items.kernel, items.checks, shape)
+                });
+                return match f {
+                    // SAFETY: as below; this function runs any launch.
+                    Some(f) => unsafe { (f.entry)(ctx) },
+                    None => crate::Status::Panic as u32,
+                };
+            }
+        }
+        // SAFETY: the caller's contract above is the compiled code's (and an aligned SIMD
+        // function's condition was just checked).
         unsafe { (self.entry)(ctx) }
     }
 
@@ -457,25 +497,18 @@ impl CompiledKernel {
         if *w != width {
             return crate::Status::Panic as u32;
         }
-        let f = {
-            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
-            match &*slot {
-                Some(f) => Arc::clone(f),
-                None => {
-                    let shape = ShapeOf::Lockstep {
-                        width,
-                        resume: Some(&items.main.resume),
-                    };
-                    let Ok(f) = compile_item(&items.module, items.kernel, items.checks, shape)
-                    else {
-                        return crate::Status::Panic as u32;
-                    };
-                    Arc::clone(slot.insert(Arc::new(f)))
-                }
-            }
-        };
-        // SAFETY: as above.
-        unsafe { (f.entry)(ctx) }
+        let f = slot.get(|| {
+            let shape = ShapeOf::Lockstep {
+                width,
+                resume: Some(&items.main.resume),
+            };
+            compile_item(&items.module, items.kernel, items.checks, shape)
+        });
+        match f {
+            // SAFETY: as above.
+            Some(f) => unsafe { (f.entry)(ctx) },
+            None => crate::Status::Panic as u32,
+        }
     }
 }
 
@@ -562,10 +595,13 @@ pub fn compile_kernel(
             return Err(format!("{width} lanes are not a multiple of 4"));
         }
         let plan = crate::translate::simd_plan(module, f, resume.is_some())?;
+        // A lockstep function is compiled for aligned launches (see `translate/simd.rs`); the
+        // others get one without lane facts when first needed (`CompiledKernel::run`).
         let shape = ShapeOf::Simd {
             width,
             plan: &plan,
             resume,
+            aligned: resume.is_none(),
         };
         define(jm, module, kernel, checks, shape, size)
             .map(|id| (id, width))
@@ -577,15 +613,19 @@ pub fn compile_kernel(
             .map_err(|why| scalar_reason = Some(why))
             .ok()
     };
+    let mut unaligned = None;
     let (id, shape) = match shape {
         Shape::Lockstep { .. } => match vector(&mut jm, None, &mut code_size) {
-            Some((id, width)) => (
-                id,
-                Shape::Lockstep {
-                    lanes: width,
-                    simd: true,
-                },
-            ),
+            Some((id, width)) => {
+                unaligned = Some((width, Lazy::default()));
+                (
+                    id,
+                    Shape::Lockstep {
+                        lanes: width,
+                        simd: true,
+                    },
+                )
+            }
             None => {
                 let scalar = ShapeOf::Lockstep {
                     width: lanes,
@@ -623,7 +663,7 @@ pub fn compile_kernel(
             // Vectors where the kernel allows it (scalar groups, for the workgroup sizes the
             // vector width does not divide, when first needed).
             Some((group, width)) => {
-                scalar_group = (width != lanes).then(|| (lanes, Mutex::new(None)));
+                scalar_group = (width != lanes).then(|| (lanes, Lazy::default()));
                 (Some(id), vec![(group, width)], None)
             }
             None => {
@@ -668,6 +708,7 @@ pub fn compile_kernel(
         origins,
         groups,
         scalar_group,
+        unaligned,
         sequential,
         divergent: AtomicBool::new(false),
         items,

@@ -1515,7 +1515,20 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let (one, zero) = (self.cx.konst(t64, 1), self.cx.konst(t64, 0));
                 self.b().select(t64, None, x, one, zero).map_err(be)
             }
-            _ if s.is_signed() => self.b().s_convert(t64, None, x).map_err(be),
+            // Sign extension by shifts, not `OpSConvert`: lavapipe (Mesa 22.3) miscompiles a
+            // comparison of an `OpSConvert` result with a constant (`(int64) s < 0` is false
+            // for every negative `s`; `tests/programs/xpu/simd_affine_compare.cajeta`).
+            _ if s.is_signed() => {
+                let wide = self.b().u_convert(t64, None, x).map_err(be)?;
+                let k32 = self.cx.konst(t64, 32);
+                let high = self
+                    .b()
+                    .shift_left_logical(t64, None, wide, k32)
+                    .map_err(be)?;
+                self.b()
+                    .shift_right_arithmetic(t64, None, high, k32)
+                    .map_err(be)
+            }
             _ => self.b().u_convert(t64, None, x).map_err(be),
         }
     }

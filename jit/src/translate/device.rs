@@ -90,11 +90,13 @@ pub(crate) enum Shape<'a> {
     Item { resume: &'a [u32] },
     /// A lockstep workgroup function of `width` lanes held in vectors ([`super::simd`]), for
     /// a kernel `plan` accepted; with `resume`, a resumable group function as for
-    /// `Lockstep`.
+    /// `Lockstep`. An `aligned` one (not resumable) runs only launches whose workgroup x
+    /// extent is a multiple of `width`.
     Simd {
         width: usize,
         plan: &'a super::SimdPlan,
         resume: Option<&'a [u32]>,
+        aligned: bool,
     },
 }
 
@@ -123,9 +125,11 @@ pub(crate) fn translate_kernel(
         width,
         plan,
         resume,
+        aligned,
     } = shape
     {
-        return super::simd::translate_simd(b, s, f, plan, (width, resume), checks);
+        let form = (width, resume, aligned);
+        return super::simd::translate_simd(b, s, f, plan, form, checks);
     }
     let mut tr = Tr::kernel_prologue(b, s, f, checks, shape);
     tr.body()?;
@@ -973,6 +977,22 @@ fn lookup(
     width: usize,
     typed: bool,
 ) -> (Value, Value, Value) {
+    let (addr, len, ok) = raw_view(b, mems, nmems, handle, width, typed);
+    let zero = b.ins().iconst(I64, 0);
+    let len = b.ins().select(ok, len, zero);
+    (addr, len, ok)
+}
+
+/// As [`lookup`], with the length of entry 0 for an invalid handle (which must then not be
+/// accessed).
+pub(super) fn raw_view(
+    b: &mut FunctionBuilder<'_>,
+    mems: Value,
+    nmems: Value,
+    handle: Value,
+    width: usize,
+    typed: bool,
+) -> (Value, Value, Value) {
     use crate::device::off as d;
     let inside = b.ins().icmp(IntCC::UnsignedLessThan, handle, nmems);
     let zero = b.ins().iconst(I64, 0);
@@ -988,7 +1008,6 @@ fn lookup(
     } else {
         inside
     };
-    let len = b.ins().select(ok, len, zero);
     (addr, len, ok)
 }
 

@@ -1,6 +1,8 @@
 //! What SIMD lockstep code knows statically about a register's lanes: the same value in every
-//! lane (*uniform*), or consecutive values `v₀, v₀ + 1, …` (*affine*, modulo the lane width,
-//! when the group's items have consecutive x coordinates), or nothing.
+//! lane (*uniform*), or consecutive values `v₀, v₀ + 1, …` (*affine*, modulo the register's
+//! width), or nothing. The facts hold in the *aligned* SIMD function only, which runs the
+//! launches whose workgroup x extent is a multiple of the group width: there a group's items
+//! have consecutive x coordinates and share y and z.
 //!
 //! Facts are per instruction: a forward dataflow over the kernel's control flow from the
 //! fresh item frame (every register the same in every lane: parameters and zeros), computed
@@ -9,10 +11,12 @@
 //! disagree on leaves lockstep, and the group never comes back to it — which is why resumable
 //! group functions, whose lanes come back from their files after running apart, use no facts.
 //!
-//! Used by `simd.rs`: an access whose index is uniform loads one element; one whose index is
-//! affine skips the lane-by-lane test for consecutive indices (only the first and last lanes
-//! are compared, which also catches a wrap-around); a branch on a uniform condition is one
-//! branch.
+//! Used by `simd.rs`, which holds a register whose fact is uniform or affine as one scalar
+//! (lane 0's value): an access whose index is uniform loads one element, one whose index is
+//! affine one vector per four lanes after checking the first and last lanes; a branch on a
+//! uniform condition is one branch; arithmetic on uniform and affine values is scalar.
+//! One fact is not exact: a 32-bit affine value widened to 64 bits stays consecutive only if
+//! no lane wrapped, which the widening checks at run time.
 
 use cajeta_bytecode::{Function, Instr, Op, Operand};
 
@@ -83,7 +87,7 @@ pub(crate) fn facts(f: &Function) -> Vec<Vec<Fact>> {
 }
 
 /// The register `i` writes and the fact of the value, from the facts of its operands.
-fn written(i: Instr, facts: &[Fact]) -> Option<(u16, Fact)> {
+pub(crate) fn written(i: Instr, facts: &[Fact]) -> Option<(u16, Fact)> {
     let ops = i.op.operands();
     if !matches!(ops[0], Operand::Dst(_)) {
         return None;
@@ -101,11 +105,10 @@ fn written(i: Instr, facts: &[Fact]) -> Option<(u16, Fact)> {
     let fact = match i.op {
         Op::Mov => of(i.b),
         Op::LoadI | Op::LoadK | Op::SharedRef | Op::BufLength => Fact::Uniform,
-        // Item x and global x ids are consecutive in a group whose x coordinates are; y and z
-        // are shared only then too, so they are not uniform here.
+        // Item x and global x ids are consecutive in an aligned group; y and z are shared.
         Op::Geom => match i.b {
             0 | 9 => Fact::Affine,
-            1 | 2 | 10 | 11 | 16 => Fact::Varying,
+            16 => Fact::Varying,
             _ => Fact::Uniform,
         },
         // Re-canonicalisation keeps consecutive values consecutive modulo the width; users

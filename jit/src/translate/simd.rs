@@ -25,12 +25,22 @@
 //!   the scheduler would. Consecutive indices (`i₀, i₀ + 1, …`: a grid-stride or global-id
 //!   index) give one bounds check and one vector access per vector of lanes; the same index
 //!   in every lane, one element; anything else, lanes gathered or scattered one by one, in
-//!   lane order. Which case applies is tested lane by lane, or known from the lane facts of
-//!   `lanes_facts.rs` (uniform and affine registers).
+//!   lane order. Which case applies is tested lane by lane, or known from the lane facts
+//!   (below).
 //! * **Coordinates.** When the workgroup's x extent is a multiple of `W`, a group's lanes
 //!   share y and z and have consecutive x (a vector of the first lane's x plus 0, 1, 2, …),
 //!   carried from group to group without division; otherwise each lane's coordinates are
 //!   counted on from the first one.
+//! * **Aligned functions and scalar bases.** A lockstep kernel gets two functions: one for
+//!   launches whose x extent is a multiple of `W` (compiled first), and one for the others
+//!   (compiled when a launch needs it). The aligned one knows the lane facts of
+//!   `lanes_facts.rs` and holds each register twice, as vectors and as lane 0's scalar (its
+//!   *base*); where a register's fact is uniform or affine its base is the whole register, and
+//!   uniform and affine arithmetic (a grid-stride counter, a row offset, a loop bound) is
+//!   scalar code, with vectors spread from the base only where a varying operation reads
+//!   them. An affine index is one bounds check of the first and last lanes; an affine value
+//!   compared with a uniform one (`i < n`) holds for a prefix or suffix of the lanes, counted
+//!   with scalar arithmetic, and a branch on that count needs no vector test.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::Ieee32;
@@ -338,6 +348,21 @@ enum PerLane {
     Ushr,
 }
 
+/// The lanes where a comparison of an affine and a uniform value holds: the first `count`
+/// (`prefix`), or all but the first `count` (a 32-bit scalar).
+#[derive(Copy, Clone, Debug)]
+struct Count {
+    count: Value,
+    prefix: bool,
+}
+
+/// How a register is held at some point: by its base (with the fact that makes it whole),
+/// or by its vectors.
+enum Held {
+    Base((Fact, Value)),
+    Vectors(Vec<Value>),
+}
+
 /// A bail-out site, filled at the end: every lane's live registers to its file.
 struct Bail {
     block: Block,
@@ -372,24 +397,34 @@ struct Simd<'a, 'b> {
     bails: Vec<Bail>,
     /// A resumable group's continuation points.
     resume: Option<&'a [u32]>,
-    /// What is known of each register's lanes before each instruction (none in a resumable
-    /// group function: see `lanes_facts`).
+    /// What is known of each register's lanes before each instruction (only in the aligned
+    /// function: see `lanes_facts`).
     facts: Vec<Vec<Fact>>,
-    /// Whether the groups' items have consecutive x coordinates (the launch's x extent is a
-    /// multiple of the width): affine facts hold only then.
-    aligned: Value,
+    /// Per register (not a handle): lane 0's value, which is the whole register where its
+    /// fact is uniform or affine. Written with the vectors; each use reads one or the other.
+    bases: Vec<Option<Variable>>,
+    /// The instruction being translated (whose facts say which of a register's variables
+    /// hold it).
+    pc: u32,
+    /// The register it writes and the fact of the value, in the aligned function.
+    written: Option<(u16, Fact)>,
+    /// Per register, in the current block: the lane count of the comparison it holds (see
+    /// [`Simd::affine_compare`]), for a branch on it.
+    counts: Vec<Option<Count>>,
     /// The launch frame's parameter cells.
     cells: Vec<Value>,
 }
 
 /// Translates kernel `f` (`s.func`, which `plan` accepted) to a SIMD lockstep function of
-/// `width` lanes (a multiple of 4); with `resume`, a resumable group function.
+/// `width` lanes (a multiple of 4); with `resume`, a resumable group function. An `aligned`
+/// function may only run launches whose workgroup x extent is a multiple of `width`, and uses
+/// the lane facts that hold there (see `lanes_facts`).
 pub(crate) fn translate_simd(
     b: FunctionBuilder<'_>,
     s: &Setup<'_>,
     f: &Function,
     plan: &Plan,
-    (width, resume): (usize, Option<&[u32]>),
+    (width, resume, aligned): (usize, Option<&[u32]>, bool),
     checks: bool,
 ) -> Result<(), JitError> {
     if width == 0 || !width.is_multiple_of(WORDS) {
@@ -399,7 +434,8 @@ pub(crate) fn translate_simd(
             format!("SIMD lockstep needs a multiple of {WORDS} lanes, not {width}"),
         ));
     }
-    let mut t = Simd::prologue(b, s, f, plan, width / WORDS, checks, resume);
+    let aligned = aligned && resume.is_none();
+    let mut t = Simd::prologue(b, s, f, plan, (width / WORDS, aligned), checks, resume);
     t.body()?;
     t.epilogue();
     t.b.seal_all_blocks();
@@ -420,7 +456,7 @@ impl<'a, 'b> Simd<'a, 'b> {
         s: &'a Setup<'a>,
         f: &'a Function,
         plan: &'a Plan,
-        chunks: usize,
+        (chunks, aligned): (usize, bool),
         checks: bool,
         resume: Option<&'a [u32]>,
     ) -> Simd<'a, 'b> {
@@ -443,8 +479,17 @@ impl<'a, 'b> Simd<'a, 'b> {
                 Class::Handle => vec![b.declare_var(I64)],
             })
             .collect();
+        let bases = plan
+            .classes
+            .iter()
+            .map(|&c| (c != Class::Handle).then(|| b.declare_var(scalar_type(c))))
+            .collect();
         let nbufs = load(&mut b, doff::NBUFS);
         let mut views = vec![None; f.regs.len()];
+        // Whether every handle names a memory of its element width. (A lockstep function
+        // reads their lengths as stored and bails out before the first instruction if not,
+        // rather than select a length of 0 that Cranelift recomputes at every access.)
+        let mut valid = b.ins().iconst(types::I8, 1);
         for (r, m) in plan.memory.iter().enumerate() {
             let (Some(m), Some(Type::Buffer(e) | Type::Shared(e))) = (*m, f.regs.get(r)) else {
                 continue;
@@ -453,7 +498,14 @@ impl<'a, 'b> Simd<'a, 'b> {
                 Memory::Param(p) => cells[usize::from(p)],
                 Memory::Shared(k) => b.ins().iadd_imm_s(nbufs, i64::from(k)),
             };
-            let (addr, len) = super::device::mem_view(&mut b, mems, nmems, handle, e.size());
+            let (addr, len) = match resume {
+                Some(_) => super::device::mem_view(&mut b, mems, nmems, handle, e.size()),
+                None => {
+                    let view = super::device::raw_view(&mut b, mems, nmems, handle, e.size(), true);
+                    valid = b.ins().band(valid, view.2);
+                    (view.0, view.1)
+                }
+            };
             views[r] = Some((addr, len));
         }
         let item: [Vec<Variable>; 3] =
@@ -467,10 +519,6 @@ impl<'a, 'b> Simd<'a, 'b> {
         for (v, x) in coords.iter().zip(start) {
             b.def_var(*v, x);
         }
-        // Consecutive x in every group: the x extent is a multiple of the width (groups
-        // start at multiples of it).
-        let rem = b.ins().urem_imm_s(block[0], width as i64);
-        let aligned = b.ins().icmp_imm_s(IntCC::Equal, rem, 0);
 
         let mut leader = leaders(f);
         // A resumable group continues at its resume points: each starts a block.
@@ -485,7 +533,8 @@ impl<'a, 'b> Simd<'a, 'b> {
             .collect();
         let head = b.create_block();
         let fast = b.create_block();
-        let slow = b.create_block();
+        // (The aligned function has no use for the lane-by-lane coordinates.)
+        let slow = (!aligned).then(|| b.create_block());
         let body = b.create_block();
         let exit = b.create_block();
         let latch = b.create_block();
@@ -506,7 +555,18 @@ impl<'a, 'b> Simd<'a, 'b> {
         };
         b.ins().brif(over, exit, &[], go, &[]);
         b.switch_to_block(go);
-        b.ins().brif(aligned, fast, &[], slow, &[]);
+        match slow {
+            // Consecutive x in every group when the x extent is a multiple of the width
+            // (groups start at multiples of it).
+            Some(slow) => {
+                let rem = b.ins().urem_imm_s(block[0], width as i64);
+                let consecutive = b.ins().icmp_imm_s(IntCC::Equal, rem, 0);
+                b.ins().brif(consecutive, fast, &[], slow, &[]);
+            }
+            None => {
+                b.ins().jump(fast, &[]);
+            }
+        }
 
         // Aligned: x = x₀ + (0, 1, 2, …), y and z shared; the next group's first lane is
         // `width` further along x.
@@ -532,31 +592,34 @@ impl<'a, 'b> Simd<'a, 'b> {
         b.ins().jump(body, &[]);
 
         // Otherwise lane by lane, counting on from the first lane (x fastest).
-        b.switch_to_block(slow);
-        let mut at = coords.map(|v| b.use_var(v));
-        let mut lanes: [Vec<Value>; 3] = Default::default();
-        for j in 0..=width {
-            if j > 0 {
-                at = carry_coords(&mut b, at, block, 1);
-            }
-            if j == width {
-                for (v, x) in coords.iter().zip(at) {
-                    b.def_var(*v, x);
+        if let Some(slow) = slow {
+            b.switch_to_block(slow);
+            let mut at = coords.map(|v| b.use_var(v));
+            let mut lanes: [Vec<Value>; 3] = Default::default();
+            for j in 0..=width {
+                if j > 0 {
+                    at = carry_coords(&mut b, at, block, 1);
                 }
-                break;
+                if j == width {
+                    for (v, x) in coords.iter().zip(at) {
+                        b.def_var(*v, x);
+                    }
+                    break;
+                }
+                for axis in 0..3 {
+                    let w = b.ins().ireduce(I32, at[axis]);
+                    lanes[axis].push(w);
+                }
             }
             for axis in 0..3 {
-                let w = b.ins().ireduce(I32, at[axis]);
-                lanes[axis].push(w);
+                for c in 0..chunks {
+                    let lanes = &lanes[axis][c * WORDS..(c + 1) * WORDS];
+                    let v = build_vector(&mut b, I32X4, lanes);
+                    b.def_var(item[axis][c], v);
+                }
             }
+            b.ins().jump(body, &[]);
         }
-        for axis in 0..3 {
-            for c in 0..chunks {
-                let v = build_vector(&mut b, I32X4, &lanes[axis][c * WORDS..(c + 1) * WORDS]);
-                b.def_var(item[axis][c], v);
-            }
-        }
-        b.ins().jump(body, &[]);
 
         let mut t = Simd {
             s,
@@ -575,11 +638,14 @@ impl<'a, 'b> Simd<'a, 'b> {
             live: liveness::live_in(f),
             bails: Vec::new(),
             resume,
-            facts: match resume {
-                None => super::lanes_facts::facts(f),
-                Some(_) => Vec::new(),
+            facts: match aligned {
+                true => super::lanes_facts::facts(f),
+                false => Vec::new(),
             },
-            aligned,
+            bases,
+            pc: 0,
+            written: None,
+            counts: vec![None; f.regs.len()],
             cells,
         };
         t.b.switch_to_block(body);
@@ -617,6 +683,8 @@ impl<'a, 'b> Simd<'a, 'b> {
             return t;
         }
         t.fresh_lanes();
+        let invalid = t.b.ins().bxor_imm_s(valid, 1);
+        t.bail_if(0, invalid);
         let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
         t.b.ins().jump(first_block, &[]);
 
@@ -645,6 +713,10 @@ impl<'a, 'b> Simd<'a, 'b> {
                     for k in 0..self.vars[r].len() {
                         let var = self.vars[r][k];
                         self.b.def_var(var, v);
+                    }
+                    if let Some(base) = self.bases[r] {
+                        let x = self.b.ins().extractlane(v, 0);
+                        self.b.def_var(base, x);
                     }
                 }
             }
@@ -737,6 +809,7 @@ impl<'a, 'b> Simd<'a, 'b> {
                     self.b.ins().jump(block, &[]);
                 }
                 self.b.switch_to_block(block);
+                self.counts.iter_mut().for_each(|c| *c = None);
                 open = true;
             }
             if !open {
@@ -754,15 +827,87 @@ impl<'a, 'b> Simd<'a, 'b> {
         JitError::new(Some(self.s.func), Some(pc), msg)
     }
 
+    /// Register `r`'s lanes as vectors (spread from its base where that holds it).
     fn get(&mut self, r: u16) -> Vec<Value> {
+        if let Some((fact, base)) = self.base(r) {
+            return self.spread(self.class(r), fact, base);
+        }
         let vars = self.vars[usize::from(r)].clone();
         vars.into_iter().map(|v| self.b.use_var(v)).collect()
     }
 
+    /// Register `r`'s fact and base before the current instruction, when the fact is
+    /// uniform or affine (the base then holds the register).
+    fn base(&mut self, r: u16) -> Option<(Fact, Value)> {
+        let fact = self.fact(self.pc, r);
+        if !matches!(fact, Fact::Uniform | Fact::Affine) {
+            return None;
+        }
+        let var = self.bases.get(usize::from(r)).copied().flatten()?;
+        Some((fact, self.b.use_var(var)))
+    }
+
+    /// The vectors of a register of `class` whose lane 0 is `base`: `base` in every lane
+    /// (uniform), or `base + j` in lane `j` (affine, wrapping at the register's width).
+    fn spread(&mut self, class: Class, fact: Fact, base: Value) -> Vec<Value> {
+        let affine = fact == Fact::Affine;
+        match class {
+            Class::Long => {
+                let v = self.b.ins().splat(I64X2, base);
+                (0..2 * self.chunks)
+                    .map(|k| match affine {
+                        true => {
+                            let iota = long_iota(&mut self.b, 2 * k as i64);
+                            self.b.ins().iadd(v, iota)
+                        }
+                        false => v,
+                    })
+                    .collect()
+            }
+            Class::Float => vec![self.b.ins().splat(F32X4, base); self.chunks],
+            _ => {
+                let v = self.b.ins().splat(I32X4, base);
+                (0..self.chunks)
+                    .map(|c| match affine {
+                        true => {
+                            let iota = word_iota(&mut self.b, (c * WORDS) as i32);
+                            self.b.ins().iadd(v, iota)
+                        }
+                        false => v,
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Writes register `r`'s vectors and, when the current instruction's value is uniform
+    /// or affine, its base (lane 0).
     fn set(&mut self, r: u16, values: &[Value]) {
+        self.counts[usize::from(r)] = None;
         for (k, &v) in values.iter().enumerate() {
             let var = self.vars[usize::from(r)][k];
             self.b.def_var(var, v);
+        }
+        let holds = matches!(self.written, Some((d, Fact::Uniform | Fact::Affine)) if d == r);
+        if let (true, Some(base), Some(&first)) =
+            (holds, self.bases[usize::from(r)], values.first())
+        {
+            let x = self.b.ins().extractlane(first, 0);
+            self.b.def_var(base, x);
+        }
+    }
+
+    /// Writes register `r` from its base (the current instruction's value is uniform or
+    /// affine): the base, and the vectors spread from it (unused ones cost nothing).
+    fn set_base(&mut self, r: u16, fact: Fact, base: Value) {
+        self.counts[usize::from(r)] = None;
+        let values = self.spread(self.class(r), fact, base);
+        for (k, &v) in values.iter().enumerate() {
+            let var = self.vars[usize::from(r)][k];
+            self.b.def_var(var, v);
+        }
+        if let Some(var) = self.bases[usize::from(r)] {
+            self.b.def_var(var, base);
         }
     }
 
@@ -781,6 +926,17 @@ impl<'a, 'b> Simd<'a, 'b> {
 
     /// One instruction; `true` if it ends the block.
     fn instr(&mut self, pc: u32, i: Instr) -> Result<bool, JitError> {
+        self.pc = pc;
+        self.written = self
+            .facts
+            .get(pc as usize)
+            .and_then(|before| super::lanes_facts::written(i, before));
+        if let Some((dst, fact @ (Fact::Uniform | Fact::Affine))) = self.written {
+            if let Some(base) = self.scalar(pc, i, fact)? {
+                self.set_base(dst, fact, base);
+                return Ok(false);
+            }
+        }
         match i.op {
             Op::Nop | Op::KernelAttr => {}
             // Orders this group's own accesses, as for one item.
@@ -812,6 +968,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             Op::Mov => {
                 let v = self.get(i.b);
                 self.set(i.a, &v);
+                self.counts[usize::from(i.a)] = self.counts[usize::from(i.b)];
             }
             Op::LoadI => {
                 let v = i64::from(i.bc() as i32);
@@ -917,11 +1074,208 @@ impl<'a, 'b> Simd<'a, 'b> {
                 let lane_op = lane_op(op).ok_or_else(|| {
                     self.err(pc, format!("`{}` is not lowered to SIMD", op.mnemonic()))
                 })?;
-                let v = self.lane_op(lane_op, i);
-                self.set(i.a, &v);
+                match self.affine_compare(pc, lane_op, i) {
+                    Some((v, count)) => {
+                        self.set(i.a, &v);
+                        self.counts[usize::from(i.a)] = Some(count);
+                    }
+                    None => {
+                        let v = self.lane_op(lane_op, i);
+                        self.set(i.a, &v);
+                    }
+                }
             }
         }
         Ok(false)
+    }
+
+    /// Lane 0's value of instruction `i`, whose value is `fact` (uniform or affine), computed
+    /// from its operands' bases with scalar instructions; `None` where the vector lowering
+    /// must compute it.
+    fn scalar(&mut self, pc: u32, i: Instr, fact: Fact) -> Result<Option<Value>, JitError> {
+        let class = self.class(i.a);
+        if class == Class::Handle {
+            return Ok(None);
+        }
+        let ty = scalar_type(class);
+        let b_base = |t: &mut Self| t.base(i.b).map(|(_, v)| v);
+        Ok(Some(match i.op {
+            Op::Mov if self.class(i.b) == class || class.is_word() => match b_base(self) {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+            Op::LoadI if class != Class::Float => self.b.ins().iconst(ty, i64::from(i.bc() as i32)),
+            Op::LoadK => match self.s.module.consts.get(i.bc() as usize) {
+                Some(Const::Bits(bits)) => self.b.ins().f32const(Ieee32::with_bits(*bits as u32)),
+                _ => return Err(self.err(pc, "bad constant".into())),
+            },
+            Op::BufLength => match self.views[usize::from(i.b)] {
+                Some((_, len)) => len,
+                None => return Ok(None),
+            },
+            // Launch values.
+            Op::Geom if matches!(i.b, 3..=8 | 12..=15) => {
+                let axis = 8 * i32::from(i.b % 3);
+                let field = match i.b {
+                    3..=5 => doff::GROUP + axis,
+                    6..=8 => doff::BLOCK + axis,
+                    12..=14 => doff::GRID + axis,
+                    _ => doff::WAVE,
+                };
+                let v = self.b.ins().load(I64, MF, self.ctx, field);
+                self.b.ins().ireduce(I32, v)
+            }
+            Op::AddImmI32 | Op::AddImmI64 => match b_base(self) {
+                Some(x) => self.b.ins().iadd_imm_s(x, i64::from(i.c as i16)),
+                None => return Ok(None),
+            },
+            Op::LNot => match b_base(self) {
+                Some(x) => self.b.ins().bxor_imm_s(x, 1),
+                None => return Ok(None),
+            },
+            Op::WrapI32 | Op::WrapU32 | Op::WrapI64 | Op::WrapU64 => {
+                let Some(x) = b_base(self) else {
+                    return Ok(None);
+                };
+                match (self.class(i.b), class) {
+                    (Class::Long, Class::Long) => x,
+                    (Class::Long, _) => self.b.ins().ireduce(I32, x),
+                    (Class::Word { signed }, Class::Long) => {
+                        if fact == Fact::Affine {
+                            // Consecutive 32-bit lanes stay consecutive when widened only if
+                            // none wrapped: the last lane's value must not be past the top.
+                            let last = match signed {
+                                true => i64::from(i32::MAX),
+                                false => i64::from(u32::MAX),
+                            } - (self.width() as i64 - 1);
+                            let last = i64::from(last as i32);
+                            let cc = match signed {
+                                true => IntCC::SignedGreaterThan,
+                                false => IntCC::UnsignedGreaterThan,
+                            };
+                            let wraps = self.b.ins().icmp_imm_s(cc, x, last);
+                            self.bail_if(pc, wraps);
+                        }
+                        match signed {
+                            true => self.b.ins().sextend(I64, x),
+                            false => self.b.ins().uextend(I64, x),
+                        }
+                    }
+                    _ => x,
+                }
+            }
+            op => {
+                let Some(lane_op) = lane_op(op) else {
+                    return Ok(None);
+                };
+                let (Some((_, x)), Some((_, y))) = (self.base(i.b), self.base(i.c)) else {
+                    if let LaneOp::Unary(u, lanes) = lane_op {
+                        if let Some(x) = b_base(self) {
+                            return Ok(Some(unary_op(&mut self.b, u, lanes, x)));
+                        }
+                    }
+                    return Ok(None);
+                };
+                match lane_op {
+                    LaneOp::Arith(a, lanes) => arith_op(&mut self.b, a, lanes, x, y),
+                    LaneOp::Cmp(cmp, _) => {
+                        let c = match cmp {
+                            Cmp::Int(cc) => self.b.ins().icmp(cc, x, y),
+                            Cmp::Float(cc) => self.b.ins().fcmp(cc, x, y),
+                        };
+                        self.b.ins().uextend(I32, c)
+                    }
+                    LaneOp::Unary(u, lanes) => unary_op(&mut self.b, u, lanes, x),
+                }
+            }
+        }))
+    }
+
+    /// An integer `<` or `<=` between an affine and a uniform operand (a loop's `i < n`):
+    /// the lanes where it holds are a prefix (affine on the left) or a suffix of the group,
+    /// counted with scalar arithmetic. `None` for any other comparison. Lanes that would wrap
+    /// (an affine value within the width of the top of its range) bail out.
+    fn affine_compare(&mut self, pc: u32, op: LaneOp, i: Instr) -> Option<(Vec<Value>, Count)> {
+        let LaneOp::Cmp(Cmp::Int(cc), lanes @ (Lanes::Word | Lanes::Long)) = op else {
+            return None;
+        };
+        let (signed, or_equal) = match cc {
+            IntCC::SignedLessThan => (true, false),
+            IntCC::SignedLessThanOrEqual => (true, true),
+            IntCC::UnsignedLessThan => (false, false),
+            IntCC::UnsignedLessThanOrEqual => (false, true),
+            _ => return None,
+        };
+        let ((fx, x), (fy, y)) = (self.base(i.b)?, self.base(i.c)?);
+        let (start, bound, prefix) = match (fx, fy) {
+            (Fact::Affine, Fact::Uniform) => (x, y, true),
+            (Fact::Uniform, Fact::Affine) => (y, x, false),
+            _ => return None,
+        };
+        // Lanes `start + j`: `start + j < bound` holds for the first `count(<)` lanes, and
+        // `bound < start + j` fails for the first `count(<=)`.
+        let counted_le = or_equal == prefix;
+        let ty = if lanes == Lanes::Long { I64 } else { I32 };
+        let w = self.width() as i64;
+        let top = match (ty == I64, signed) {
+            (true, true) => i64::MAX,
+            (true, false) => -1,
+            (false, true) => i64::from(i32::MAX),
+            (false, false) => i64::from(u32::MAX),
+        };
+        let (gt, lt, le) = match signed {
+            true => (
+                IntCC::SignedGreaterThan,
+                IntCC::SignedLessThan,
+                IntCC::SignedLessThanOrEqual,
+            ),
+            false => (
+                IntCC::UnsignedGreaterThan,
+                IntCC::UnsignedLessThan,
+                IntCC::UnsignedLessThanOrEqual,
+            ),
+        };
+        let b = &mut self.b;
+        let last = top.wrapping_sub(w - 1);
+        let last = if ty == I32 {
+            i64::from(last as i32)
+        } else {
+            last
+        };
+        let wraps = b.ins().icmp_imm_s(gt, start, last);
+        // The difference `bound − start` where it is positive (exact as an unsigned value).
+        let diff = b.ins().isub(bound, start);
+        let (positive, cap) = match counted_le {
+            true => (b.ins().icmp(le, start, bound), w - 1),
+            false => (b.ins().icmp(lt, start, bound), w),
+        };
+        let cap = b.ins().iconst(ty, cap);
+        let capped = b.ins().umin(diff, cap);
+        let capped = match counted_le {
+            true => b.ins().iadd_imm_s(capped, 1),
+            false => capped,
+        };
+        let zero = b.ins().iconst(ty, 0);
+        let count = b.ins().select(positive, capped, zero);
+        let count = match ty == I64 {
+            true => b.ins().ireduce(I32, count),
+            false => count,
+        };
+        self.bail_if(pc, wraps);
+        let counted = Count { count, prefix };
+        let count = self.b.ins().splat(I32X4, count);
+        let cc = match prefix {
+            true => IntCC::UnsignedLessThan,
+            false => IntCC::UnsignedGreaterThanOrEqual,
+        };
+        let lanes = (0..self.chunks)
+            .map(|c| {
+                let iota = word_iota(&mut self.b, (c * WORDS) as i32);
+                let mask = self.b.ins().icmp(cc, iota, count);
+                self.b.ins().ushr_imm_s(mask, 31)
+            })
+            .collect();
+        Some((lanes, counted))
     }
 
     fn block(&self, pc: u32) -> Result<Block, JitError> {
@@ -1080,38 +1434,13 @@ impl<'a, 'b> Simd<'a, 'b> {
                 let (x, y) = (self.get(i.b), self.get(i.c));
                 x.iter()
                     .zip(&y)
-                    .map(|(&x, &y)| {
-                        let b = self.b.ins();
-                        match (a, lanes) {
-                            (Arith::Add, Lanes::Float) => b.fadd(x, y),
-                            (Arith::Sub, Lanes::Float) => b.fsub(x, y),
-                            (Arith::Mul, Lanes::Float) => b.fmul(x, y),
-                            (Arith::Div, _) => b.fdiv(x, y),
-                            (Arith::Add, _) => b.iadd(x, y),
-                            (Arith::Sub, _) => b.isub(x, y),
-                            (Arith::Mul, _) => b.imul(x, y),
-                            (Arith::And, _) => b.band(x, y),
-                            (Arith::Or, _) => b.bor(x, y),
-                            (Arith::Xor, _) => b.bxor(x, y),
-                            (Arith::Min { signed: true }, _) => b.smin(x, y),
-                            (Arith::Min { signed: false }, _) => b.umin(x, y),
-                            (Arith::Max { signed: true }, _) => b.smax(x, y),
-                            (Arith::Max { signed: false }, _) => b.umax(x, y),
-                        }
-                    })
+                    .map(|(&x, &y)| arith_op(&mut self.b, a, lanes, x, y))
                     .collect()
             }
             LaneOp::Unary(u, lanes) => {
                 let x = self.get(i.b);
                 x.into_iter()
-                    .map(|x| {
-                        let b = self.b.ins();
-                        match (u, lanes) {
-                            (Unary::Neg, Lanes::Float) => b.fneg(x),
-                            (Unary::Neg, _) => b.ineg(x),
-                            (Unary::Not, _) => b.bnot(x),
-                        }
-                    })
+                    .map(|x| unary_op(&mut self.b, u, lanes, x))
                     .collect()
             }
             LaneOp::Cmp(cmp, lanes) => {
@@ -1226,28 +1555,21 @@ impl<'a, 'b> Simd<'a, 'b> {
     ) -> Result<Vec<Value>, JitError> {
         let (base, len) = self.views[usize::from(handle)]
             .ok_or_else(|| self.err(pc, format!("r{handle} is not a buffer parameter")))?;
-        let idx = self.get(index);
-        let fact = self.fact(pc, index);
-        let (all, first) = match fact {
+        match self.base(index) {
             // One element for every lane.
-            Fact::Uniform if uniform.is_some() => {
-                let first = self.b.ins().extractlane(idx[0], 0);
+            Some((Fact::Uniform, first)) if uniform.is_some() => {
                 let at = self.checked_element(pc, (base, len), first, size);
                 return Ok(uniform.map_or_else(Vec::new, |u| u(self, at)));
             }
-            // Consecutive unless the group's x coordinates are not or the values wrapped:
-            // the first and last lanes tell.
-            Fact::Affine => {
-                let first = self.b.ins().extractlane(idx[0], 0);
-                let end = idx.len() - 1;
-                let last = self.b.ins().extractlane(idx[end], 1);
-                let span = self.b.ins().isub(last, first);
-                let w = self.width() as i64 - 1;
-                let ok = self.b.ins().icmp_imm_s(IntCC::Equal, span, w);
-                (self.b.ins().band(ok, self.aligned), first)
+            // Consecutive elements.
+            Some((Fact::Affine, first)) => {
+                let at = self.checked_run(pc, (base, len), first, size);
+                return Ok(vector(self, at));
             }
-            _ => self.consecutive(&idx),
-        };
+            _ => {}
+        }
+        let idx = self.get(index);
+        let (all, first) = self.consecutive(&idx);
         let (one, each, join) = (
             self.b.create_block(),
             self.b.create_block(),
@@ -1259,19 +1581,7 @@ impl<'a, 'b> Simd<'a, 'b> {
         self.b.ins().brif(all, one, &[], each, &[]);
 
         self.b.switch_to_block(one);
-        if self.checks {
-            // first ≤ last < len, unsigned (a negative index is a huge one).
-            let span = self.width() as i64 - 1;
-            let last = self.b.ins().iadd_imm_s(first, span);
-            let wraps = self.b.ins().icmp(IntCC::UnsignedLessThan, last, first);
-            let past = self
-                .b
-                .ins()
-                .icmp(IntCC::UnsignedGreaterThanOrEqual, last, len);
-            let bad = self.b.ins().bor(wraps, past);
-            self.bail_if(pc, bad);
-        }
-        let at = self.element_addr(base, first, size);
+        let at = self.checked_run(pc, (base, len), first, size);
         let out: Vec<BlockArg> = vector(self, at).into_iter().map(Into::into).collect();
         self.b.ins().jump(join, &out);
 
@@ -1312,6 +1622,31 @@ impl<'a, 'b> Simd<'a, 'b> {
 
         self.b.switch_to_block(join);
         Ok(self.b.block_params(join).to_vec())
+    }
+
+    /// The address of element `first` of the memory at `base` with `len` elements, after
+    /// checking that the group's elements `first … first + W − 1` are inside it (a bail-out
+    /// at `pc` otherwise).
+    fn checked_run(
+        &mut self,
+        pc: u32,
+        (base, len): (Value, Value),
+        first: Value,
+        size: i64,
+    ) -> Value {
+        if self.checks {
+            // first ≤ last < len, unsigned (a negative index is a huge one).
+            let span = self.width() as i64 - 1;
+            let last = self.b.ins().iadd_imm_s(first, span);
+            let wraps = self.b.ins().icmp(IntCC::UnsignedLessThan, last, first);
+            let past = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, last, len);
+            let bad = self.b.ins().bor(wraps, past);
+            self.bail_if(pc, bad);
+        }
+        self.element_addr(base, first, size)
     }
 
     /// Bails out at `pc` when `bad` is nonzero.
@@ -1446,17 +1781,29 @@ impl<'a, 'b> Simd<'a, 'b> {
     /// `jmpif`/`jmpifnot`: one branch when every lane agrees, else a bail-out in which each
     /// lane continues where its own condition leads.
     fn branch(&mut self, pc: u32, i: Instr) -> Result<(), JitError> {
-        let conds = self.get(i.a);
-        if self.fact(pc, i.a) == Fact::Uniform {
+        if let Some((Fact::Uniform, c)) = self.base(i.a) {
             // Every lane agrees: lane 0 decides.
             let (on_true, on_false) =
                 super::lockstep::arms(pc, i, self.block(i.bc())?, self.block(pc + 1)?);
-            let c = self.b.ins().extractlane(conds[0], 0);
             self.b.ins().brif(c, on_true.0, &[], on_false.0, &[]);
             return Ok(());
         }
-        // (Booleans are 0 or 1 in every lane: their `and` and `or` are lane-wise.)
-        let (all, any) = (self.every_lane(&conds), self.any_lane(&conds));
+        let conds = self.get(i.a);
+        let (all, any) = match self.counts[usize::from(i.a)] {
+            // The lanes where a comparison holds, counted: all of them or none of them?
+            Some(Count { count, prefix }) => {
+                let w = self.width() as i64;
+                let (every, none) = match prefix {
+                    true => (w, 0),
+                    false => (0, w),
+                };
+                let all = self.b.ins().icmp_imm_s(IntCC::Equal, count, every);
+                let any = self.b.ins().icmp_imm_s(IntCC::NotEqual, count, none);
+                (all, any)
+            }
+            // (Booleans are 0 or 1 in every lane: their `and` and `or` are lane-wise.)
+            None => (self.every_lane(&conds), self.any_lane(&conds)),
+        };
         let (on_true, on_false) =
             super::lockstep::arms(pc, i, self.block(i.bc())?, self.block(pc + 1)?);
         let mixed = self.b.create_block();
@@ -1482,6 +1829,8 @@ impl<'a, 'b> Simd<'a, 'b> {
         let bails = std::mem::take(&mut self.bails);
         for bail in bails {
             self.b.switch_to_block(bail.block);
+            // (The registers as they were before the instruction at `bail.pc`.)
+            self.pc = bail.pc;
             self.store_lanes(bail.pc, Some(bail.branch.as_ref()));
             let l0 = self.b.use_var(self.lin0);
             self.b.ins().store(MF, l0, self.ctx, doff::LIN);
@@ -1500,14 +1849,17 @@ impl<'a, 'b> Simd<'a, 'b> {
         let stride = 8 * (n as i32 + 1);
         let files = self.b.ins().load(I64, MF, self.ctx, doff::REGS);
         let live = self.live.get(pc as usize).cloned().unwrap_or_default();
-        let regs: Vec<(u16, Vec<Value>)> = (0..n as u16)
+        let regs: Vec<(u16, Held)> = (0..n as u16)
             .filter(|&r| live.contains(r))
-            .map(|r| (r, self.get(r)))
+            .map(|r| match self.base(r) {
+                Some(base) => (r, Held::Base(base)),
+                None => (r, Held::Vectors(self.get(r))),
+            })
             .collect();
         for j in 0..self.width() {
             let file = stride * j as i32;
-            for (r, values) in &regs {
-                let cell = self.lane_cell(self.class(*r), values, j);
+            for (r, held) in &regs {
+                let cell = self.lane_cell(self.class(*r), held, j);
                 self.b
                     .ins()
                     .store(MF, cell, files, file + 8 * i32::from(*r));
@@ -1529,9 +1881,27 @@ impl<'a, 'b> Simd<'a, 'b> {
         }
     }
 
-    /// Lane `j` of a register of `class` (its vectors `values`) as the canonical cell.
-    fn lane_cell(&mut self, class: Class, values: &[Value], j: usize) -> Value {
+    /// Lane `j` of a register of `class` as the canonical cell.
+    fn lane_cell(&mut self, class: Class, held: &Held, j: usize) -> Value {
         let b = &mut self.b;
+        let values = match held {
+            Held::Vectors(values) => values,
+            Held::Base((fact, base)) => {
+                let x = match fact {
+                    Fact::Affine => b.ins().iadd_imm_s(*base, j as i64),
+                    _ => *base,
+                };
+                return match class {
+                    Class::Word { signed: true } => b.ins().sextend(I64, x),
+                    Class::Word { signed: false } => b.ins().uextend(I64, x),
+                    Class::Float => {
+                        let w = b.ins().bitcast(I32, MemFlagsData::new(), x);
+                        b.ins().uextend(I64, w)
+                    }
+                    Class::Long | Class::Handle => x,
+                };
+            }
+        };
         match class {
             Class::Handle => values[0],
             Class::Long => b.ins().extractlane(values[j / 2], (j % 2) as u8),
@@ -1581,4 +1951,44 @@ fn build_vector(b: &mut FunctionBuilder<'_>, ty: ClType, lanes: &[Value]) -> Val
         v = b.ins().insertlane(v, x, k as u8);
     }
     v
+}
+
+/// The scalar type of one lane of a register of `class` (a handle is an address).
+fn scalar_type(class: Class) -> ClType {
+    match class {
+        Class::Word { .. } => I32,
+        Class::Float => types::F32,
+        Class::Long | Class::Handle => I64,
+    }
+}
+
+/// A lane-wise binary operation, on vectors or on one lane's scalars alike.
+fn arith_op(b: &mut FunctionBuilder<'_>, a: Arith, lanes: Lanes, x: Value, y: Value) -> Value {
+    let b = b.ins();
+    match (a, lanes) {
+        (Arith::Add, Lanes::Float) => b.fadd(x, y),
+        (Arith::Sub, Lanes::Float) => b.fsub(x, y),
+        (Arith::Mul, Lanes::Float) => b.fmul(x, y),
+        (Arith::Div, _) => b.fdiv(x, y),
+        (Arith::Add, _) => b.iadd(x, y),
+        (Arith::Sub, _) => b.isub(x, y),
+        (Arith::Mul, _) => b.imul(x, y),
+        (Arith::And, _) => b.band(x, y),
+        (Arith::Or, _) => b.bor(x, y),
+        (Arith::Xor, _) => b.bxor(x, y),
+        (Arith::Min { signed: true }, _) => b.smin(x, y),
+        (Arith::Min { signed: false }, _) => b.umin(x, y),
+        (Arith::Max { signed: true }, _) => b.smax(x, y),
+        (Arith::Max { signed: false }, _) => b.umax(x, y),
+    }
+}
+
+/// A lane-wise unary operation, on vectors or on one lane's scalar alike.
+fn unary_op(b: &mut FunctionBuilder<'_>, u: Unary, lanes: Lanes, x: Value) -> Value {
+    let b = b.ins();
+    match (u, lanes) {
+        (Unary::Neg, Lanes::Float) => b.fneg(x),
+        (Unary::Neg, _) => b.ineg(x),
+        (Unary::Not, _) => b.bnot(x),
+    }
 }
