@@ -45,8 +45,8 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::Ieee32;
 use cranelift_codegen::ir::{
-    types, Block, BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, Type as ClType,
-    Value,
+    types, Block, BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, StackSlot,
+    StackSlotData, StackSlotKind, Type as ClType, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
@@ -385,8 +385,13 @@ struct Simd<'a, 'b> {
     vars: Vec<Vec<Variable>>,
     /// Per handle register: its buffer's (element address, length), read once.
     views: Vec<Option<(Value, Value)>>,
+    /// Per handle register: the first elements at which a run of `W` elements lies inside
+    /// the buffer are those below this (its length less `W − 1`, or 0).
+    run_limits: Vec<Option<StackSlot>>,
     /// The item coordinates of the group's lanes (word vectors).
     item: [Vec<Variable>; 3],
+    /// The item coordinates of the group's first lane (valid in the aligned function).
+    first: [Variable; 3],
     /// The linear index of the group's first item.
     lin0: Variable,
     blocks: Vec<Option<Block>>,
@@ -486,6 +491,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             .collect();
         let nbufs = load(&mut b, doff::NBUFS);
         let mut views = vec![None; f.regs.len()];
+        let mut run_limits = vec![None; f.regs.len()];
         // Whether every handle names a memory of its element width. (A lockstep function
         // reads their lengths as stored and bails out before the first instruction if not,
         // rather than select a length of 0 that Cranelift recomputes at every access.)
@@ -507,9 +513,22 @@ impl<'a, 'b> Simd<'a, 'b> {
                 }
             };
             views[r] = Some((addr, len));
+            let span = width as i64 - 1;
+            let at_least = b.ins().iconst(I64, span);
+            let len = b.ins().umax(len, at_least);
+            let limit = b.ins().iadd_imm_s(len, -span);
+            // In a stack slot: Cranelift would recompute an expression with a constant at
+            // every use, in the loops, rather than keep its value.
+            let slot =
+                b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+            b.ins().stack_store(I64, limit, slot, 0);
+            run_limits[r] = Some(slot);
         }
         let item: [Vec<Variable>; 3] =
             [(); 3].map(|_| (0..chunks).map(|_| b.declare_var(I32X4)).collect());
+        // The first lane's coordinates (in an aligned group, x then counts up by lane and y
+        // and z are shared).
+        let first_coords = [(); 3].map(|_| b.declare_var(I32));
         let lin0 = b.declare_var(I64);
         let first = load(&mut b, doff::LIN);
         b.def_var(lin0, first);
@@ -572,18 +591,31 @@ impl<'a, 'b> Simd<'a, 'b> {
         // `width` further along x.
         b.switch_to_block(fast);
         let [x0, y0, z0] = coords.map(|v| b.use_var(v));
-        let x0w = b.ins().ireduce(I32, x0);
-        let xs = b.ins().splat(I32X4, x0w);
-        let shared = [y0, z0].map(|v| {
-            let w = b.ins().ireduce(I32, v);
-            b.ins().splat(I32X4, w)
-        });
+        let first_lane = [x0, y0, z0].map(|v| b.ins().ireduce(I32, v));
+        for (var, &v) in first_coords.iter().zip(&first_lane) {
+            b.def_var(*var, v);
+        }
+        let xs = b.ins().splat(I32X4, first_lane[0]);
+        let shared = [1, 2].map(|axis| b.ins().splat(I32X4, first_lane[axis]));
         for (c, ((x, y), z)) in item[0].iter().zip(&item[1]).zip(&item[2]).enumerate() {
             let iota = word_iota(&mut b, (c * WORDS) as i32);
             let xv = b.ins().iadd(xs, iota);
             b.def_var(*x, xv);
             b.def_var(*y, shared[0]);
             b.def_var(*z, shared[1]);
+        }
+        if aligned {
+            // Along the row, and into the next one (y, z) only at its end (a branch rather
+            // than the selects of every group).
+            let x = b.ins().iadd_imm_s(x0, width as i64);
+            let ends = b.ins().icmp(IntCC::Equal, x, block[0]);
+            let (along, turn) = (b.create_block(), b.create_block());
+            b.set_cold_block(turn);
+            b.ins().brif(ends, turn, &[], along, &[]);
+            b.switch_to_block(along);
+            b.def_var(coords[0], x);
+            b.ins().jump(body, &[]);
+            b.switch_to_block(turn);
         }
         let next = carry_coords(&mut b, [x0, y0, z0], block, width as i64);
         for (v, x) in coords.iter().zip(next) {
@@ -630,7 +662,9 @@ impl<'a, 'b> Simd<'a, 'b> {
             chunks,
             vars,
             views,
+            run_limits,
             item,
+            first: first_coords,
             lin0,
             blocks,
             latch,
@@ -1113,6 +1147,18 @@ impl<'a, 'b> Simd<'a, 'b> {
                 Some((_, len)) => len,
                 None => return Ok(None),
             },
+            // The first lane's coordinates and global ids.
+            Op::Geom if i.b <= 2 => self.b.use_var(self.first[usize::from(i.b)]),
+            Op::Geom if matches!(i.b, 9..=11) => {
+                let axis = usize::from(i.b % 3);
+                let field = |base: i32| base + 8 * axis as i32;
+                let group = self.b.ins().load(I64, MF, self.ctx, field(doff::GROUP));
+                let block = self.b.ins().load(I64, MF, self.ctx, field(doff::BLOCK));
+                let g = self.b.ins().imul(group, block);
+                let g = self.b.ins().ireduce(I32, g);
+                let x = self.b.use_var(self.first[axis]);
+                self.b.ins().iadd(g, x)
+            }
             // Launch values.
             Op::Geom if matches!(i.b, 3..=8 | 12..=15) => {
                 let axis = 8 * i32::from(i.b % 3);
@@ -1264,14 +1310,16 @@ impl<'a, 'b> Simd<'a, 'b> {
         self.bail_if(pc, wraps);
         let counted = Count { count, prefix };
         let count = self.b.ins().splat(I32X4, count);
-        let cc = match prefix {
-            true => IntCC::UnsignedLessThan,
-            false => IntCC::UnsignedGreaterThanOrEqual,
-        };
+        // Lane j holds when j < count (prefix) or j + 1 > count (suffix): one signed compare
+        // (every value is small) per vector.
         let lanes = (0..self.chunks)
             .map(|c| {
-                let iota = word_iota(&mut self.b, (c * WORDS) as i32);
-                let mask = self.b.ins().icmp(cc, iota, count);
+                let from = (c * WORDS) as i32 + i32::from(!prefix);
+                let iota = word_iota(&mut self.b, from);
+                let mask = match prefix {
+                    true => self.b.ins().icmp(IntCC::SignedGreaterThan, count, iota),
+                    false => self.b.ins().icmp(IntCC::SignedGreaterThan, iota, count),
+                };
                 self.b.ins().ushr_imm_s(mask, 31)
             })
             .collect();
@@ -1555,6 +1603,10 @@ impl<'a, 'b> Simd<'a, 'b> {
     ) -> Result<Vec<Value>, JitError> {
         let (base, len) = self.views[usize::from(handle)]
             .ok_or_else(|| self.err(pc, format!("r{handle} is not a buffer parameter")))?;
+        let limit = match self.run_limits[usize::from(handle)] {
+            Some(slot) => self.b.ins().stack_load(I64, I64, slot, 0),
+            None => len,
+        };
         match self.base(index) {
             // One element for every lane.
             Some((Fact::Uniform, first)) if uniform.is_some() => {
@@ -1563,7 +1615,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             }
             // Consecutive elements.
             Some((Fact::Affine, first)) => {
-                let at = self.checked_run(pc, (base, len), first, size);
+                let at = self.checked_run(pc, (base, limit), first, size);
                 return Ok(vector(self, at));
             }
             _ => {}
@@ -1581,7 +1633,7 @@ impl<'a, 'b> Simd<'a, 'b> {
         self.b.ins().brif(all, one, &[], each, &[]);
 
         self.b.switch_to_block(one);
-        let at = self.checked_run(pc, (base, len), first, size);
+        let at = self.checked_run(pc, (base, limit), first, size);
         let out: Vec<BlockArg> = vector(self, at).into_iter().map(Into::into).collect();
         self.b.ins().jump(join, &out);
 
@@ -1624,27 +1676,24 @@ impl<'a, 'b> Simd<'a, 'b> {
         Ok(self.b.block_params(join).to_vec())
     }
 
-    /// The address of element `first` of the memory at `base` with `len` elements, after
-    /// checking that the group's elements `first … first + W − 1` are inside it (a bail-out
-    /// at `pc` otherwise).
+    /// The address of element `first` of the memory at `base` whose runs of `W` elements
+    /// start below `limit` (see `run_limits`), after checking that the group's elements
+    /// `first … first + W − 1` are inside it (a bail-out at `pc` otherwise).
     fn checked_run(
         &mut self,
         pc: u32,
-        (base, len): (Value, Value),
+        (base, limit): (Value, Value),
         first: Value,
         size: i64,
     ) -> Value {
         if self.checks {
-            // first ≤ last < len, unsigned (a negative index is a huge one).
-            let span = self.width() as i64 - 1;
-            let last = self.b.ins().iadd_imm_s(first, span);
-            let wraps = self.b.ins().icmp(IntCC::UnsignedLessThan, last, first);
+            // Unsigned: a negative index is a huge one (and `first + W − 1` cannot wrap
+            // below the limit).
             let past = self
                 .b
                 .ins()
-                .icmp(IntCC::UnsignedGreaterThanOrEqual, last, len);
-            let bad = self.b.ins().bor(wraps, past);
-            self.bail_if(pc, bad);
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, first, limit);
+            self.bail_if(pc, past);
         }
         self.element_addr(base, first, size)
     }
