@@ -86,6 +86,67 @@ pub(crate) fn facts(f: &Function) -> Vec<Vec<Fact>> {
     before
 }
 
+/// Which registers hold a *counted* comparison before each instruction of `f`, on every path
+/// to it: the booleans of a comparison `counted(pc, i)` accepts (one between an affine and a
+/// uniform value, which holds for a run of consecutive lanes: see `simd.rs`), or a copy of
+/// them. A branch on such a register needs no vector test.
+pub(crate) fn counted(f: &Function, counted: impl Fn(usize, Instr) -> bool) -> Vec<Vec<bool>> {
+    let (n, regs) = (f.code.len(), f.regs.len());
+    // `None`: not reached yet (the optimistic start of a must-analysis).
+    let mut before: Vec<Option<Vec<bool>>> = vec![None; n];
+    if let Some(entry) = before.first_mut() {
+        *entry = Some(vec![false; regs]);
+    }
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (pc, &i) in f.code.iter().enumerate() {
+            let Some(mut after) = before[pc].clone() else {
+                continue;
+            };
+            if let Operand::Dst(_) = i.op.operands()[0] {
+                let holds = match i.op {
+                    Op::Mov => after.get(usize::from(i.b)).copied().unwrap_or(false),
+                    _ => counted(pc, i),
+                };
+                if let Some(slot) = after.get_mut(usize::from(i.a)) {
+                    *slot = holds;
+                }
+            }
+            let mut next = Vec::with_capacity(2);
+            if i.op.is_branch() {
+                next.push(i.bc() as usize);
+            }
+            if !(i.op.is_terminator() || i.op == Op::Jmp) {
+                next.push(pc + 1);
+            }
+            for to in next {
+                let Some(state) = before.get_mut(to) else {
+                    continue;
+                };
+                match state {
+                    None => {
+                        *state = Some(after.clone());
+                        changed = true;
+                    }
+                    Some(state) => {
+                        for (x, &y) in state.iter_mut().zip(&after) {
+                            if *x && !y {
+                                *x = false;
+                                changed = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    before
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| vec![false; regs]))
+        .collect()
+}
+
 /// The register `i` writes and the fact of the value, from the facts of its operands.
 pub(crate) fn written(i: Instr, facts: &[Fact]) -> Option<(u16, Fact)> {
     let ops = i.op.operands();

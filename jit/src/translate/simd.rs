@@ -43,7 +43,6 @@
 //!   with scalar arithmetic, and a branch on that count needs no vector test.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::immediates::Ieee32;
 use cranelift_codegen::ir::{
     types, Block, BlockArg, ConstantData, Endianness, InstBuilder, MemFlagsData, StackSlot,
     StackSlotData, StackSlotKind, Type as ClType, Value,
@@ -194,8 +193,10 @@ impl Plan {
             Op::JmpIf | Op::JmpIfNot => word(a),
             Op::Mov => a.is_some() && a == b || word(a) && word(b),
             Op::LoadI => word(a) || long(a),
+            // A cell constant (a float's bits, or an integer too wide for `loadi`).
             Op::LoadK => {
-                float(a) && matches!(module.consts.get(i.bc() as usize), Some(Const::Bits(_)))
+                a.is_some_and(|a| a != Class::Handle)
+                    && matches!(module.consts.get(i.bc() as usize), Some(Const::Bits(_)))
             }
             Op::Geom => word(a) && i.b <= 15,
             Op::DevGetF32 | Op::DevGetI32 | Op::DevGetU32 | Op::DevGetI64 | Op::DevGetU64 => {
@@ -348,12 +349,29 @@ enum PerLane {
     Ushr,
 }
 
-/// The lanes where a comparison of an affine and a uniform value holds: the first `count`
-/// (`prefix`), or all but the first `count` (a 32-bit scalar).
-#[derive(Copy, Clone, Debug)]
-struct Count {
-    count: Value,
-    prefix: bool,
+/// Whether instruction `i` at `pc` is a comparison [`Simd::affine_compare`] counts: an
+/// integer `<` or `<=` between an affine and a uniform value (by the facts `facts`).
+fn counts_lanes(plan: &Plan, facts: &[Vec<Fact>], pc: usize, i: Instr) -> bool {
+    let Some(LaneOp::Cmp(Cmp::Int(cc), Lanes::Word | Lanes::Long)) = lane_op(i.op) else {
+        return false;
+    };
+    let ordered = matches!(
+        cc,
+        IntCC::SignedLessThan
+            | IntCC::SignedLessThanOrEqual
+            | IntCC::UnsignedLessThan
+            | IntCC::UnsignedLessThanOrEqual
+    );
+    let fact = |r: u16| {
+        let held = plan.class(r).is_some_and(|c| c != Class::Handle);
+        let fact = facts.get(pc).and_then(|f| f.get(usize::from(r))).copied();
+        fact.filter(|_| held)
+    };
+    ordered
+        && matches!(
+            (fact(i.b), fact(i.c)),
+            (Some(Fact::Affine), Some(Fact::Uniform)) | (Some(Fact::Uniform), Some(Fact::Affine))
+        )
 }
 
 /// How a register is held at some point: by its base (with the fact that makes it whole),
@@ -413,9 +431,12 @@ struct Simd<'a, 'b> {
     pc: u32,
     /// The register it writes and the fact of the value, in the aligned function.
     written: Option<(u16, Fact)>,
-    /// Per register, in the current block: the lane count of the comparison it holds (see
-    /// [`Simd::affine_compare`]), for a branch on it.
-    counts: Vec<Option<Count>>,
+    /// Which registers hold a counted comparison (see [`Simd::affine_compare`]) before each
+    /// instruction, on every path (the aligned function; `lanes_facts::counted`).
+    counted: Vec<Vec<bool>>,
+    /// Per register that ever holds one: the run of lanes `lo ≤ j < hi` where it holds
+    /// (32-bit scalars), for a branch on it.
+    ranges: Vec<Option<[Variable; 2]>>,
     /// The launch frame's parameter cells.
     cells: Vec<Value>,
 }
@@ -679,9 +700,18 @@ impl<'a, 'b> Simd<'a, 'b> {
             bases,
             pc: 0,
             written: None,
-            counts: vec![None; f.regs.len()],
+            counted: Vec::new(),
+            ranges: vec![None; f.regs.len()],
             cells,
         };
+        if !t.facts.is_empty() {
+            t.counted = super::lanes_facts::counted(f, |pc, i| counts_lanes(plan, &t.facts, pc, i));
+            for r in 0..f.regs.len() {
+                if t.counted.iter().any(|at| at[r]) {
+                    t.ranges[r] = Some([(); 2].map(|_| t.b.declare_var(I32)));
+                }
+            }
+        }
         t.b.switch_to_block(body);
         if let Some(points) = resume {
             // Each continuation loads the registers live there from the lanes' files.
@@ -749,7 +779,7 @@ impl<'a, 'b> Simd<'a, 'b> {
                         self.b.def_var(var, v);
                     }
                     if let Some(base) = self.bases[r] {
-                        let x = self.b.ins().extractlane(v, 0);
+                        let x = self.cell_scalar(class, cell);
                         self.b.def_var(base, x);
                     }
                 }
@@ -818,18 +848,33 @@ impl<'a, 'b> Simd<'a, 'b> {
 
     /// Every lane's value of a launch cell of a register of `class`.
     fn splat_cell(&mut self, class: Class, cell: Value) -> Value {
+        let x = self.cell_scalar(class, cell);
+        let ty = match class {
+            Class::Word { .. } => I32X4,
+            Class::Float => F32X4,
+            Class::Long | Class::Handle => I64X2,
+        };
+        self.b.ins().splat(ty, x)
+    }
+
+    /// The cell of `loadk` `i`'s constant.
+    fn constant_cell(&mut self, pc: u32, i: Instr) -> Result<Value, JitError> {
+        match self.s.module.consts.get(i.bc() as usize) {
+            Some(Const::Bits(bits)) => Ok(self.b.ins().iconst(I64, *bits as i64)),
+            _ => Err(self.err(pc, "bad constant".into())),
+        }
+    }
+
+    /// One lane's value of a launch cell of a register of `class`.
+    fn cell_scalar(&mut self, class: Class, cell: Value) -> Value {
         let b = &mut self.b;
         match class {
-            Class::Word { .. } => {
-                let w = b.ins().ireduce(I32, cell);
-                b.ins().splat(I32X4, w)
-            }
+            Class::Word { .. } => b.ins().ireduce(I32, cell),
             Class::Float => {
                 let w = b.ins().ireduce(I32, cell);
-                let x = b.ins().bitcast(types::F32, MemFlagsData::new(), w);
-                b.ins().splat(F32X4, x)
+                b.ins().bitcast(types::F32, MemFlagsData::new(), w)
             }
-            Class::Long | Class::Handle => b.ins().splat(I64X2, cell),
+            Class::Long | Class::Handle => cell,
         }
     }
 
@@ -843,7 +888,6 @@ impl<'a, 'b> Simd<'a, 'b> {
                     self.b.ins().jump(block, &[]);
                 }
                 self.b.switch_to_block(block);
-                self.counts.iter_mut().for_each(|c| *c = None);
                 open = true;
             }
             if !open {
@@ -861,10 +905,16 @@ impl<'a, 'b> Simd<'a, 'b> {
         JitError::new(Some(self.s.func), Some(pc), msg)
     }
 
-    /// Register `r`'s lanes as vectors (spread from its base where that holds it).
+    /// Register `r`'s lanes as vectors (spread from its base where that holds it, or from
+    /// the run of lanes where the comparison it holds is true).
     fn get(&mut self, r: u16) -> Vec<Value> {
         if let Some((fact, base)) = self.base(r) {
             return self.spread(self.class(r), fact, base);
+        }
+        if let Some([lo, hi]) = self.ranges[usize::from(r)].filter(|_| self.is_counted(self.pc, r))
+        {
+            let (lo, hi) = (self.b.use_var(lo), self.b.use_var(hi));
+            return self.run_lanes(lo, hi);
         }
         let vars = self.vars[usize::from(r)].clone();
         vars.into_iter().map(|v| self.b.use_var(v)).collect()
@@ -917,7 +967,6 @@ impl<'a, 'b> Simd<'a, 'b> {
     /// Writes register `r`'s vectors and, when the current instruction's value is uniform
     /// or affine, its base (lane 0).
     fn set(&mut self, r: u16, values: &[Value]) {
-        self.counts[usize::from(r)] = None;
         for (k, &v) in values.iter().enumerate() {
             let var = self.vars[usize::from(r)][k];
             self.b.def_var(var, v);
@@ -934,7 +983,6 @@ impl<'a, 'b> Simd<'a, 'b> {
     /// Writes register `r` from its base (the current instruction's value is uniform or
     /// affine): the base, and the vectors spread from it (unused ones cost nothing).
     fn set_base(&mut self, r: u16, fact: Fact, base: Value) {
-        self.counts[usize::from(r)] = None;
         let values = self.spread(self.class(r), fact, base);
         for (k, &v) in values.iter().enumerate() {
             let var = self.vars[usize::from(r)][k];
@@ -1002,7 +1050,16 @@ impl<'a, 'b> Simd<'a, 'b> {
             Op::Mov => {
                 let v = self.get(i.b);
                 self.set(i.a, &v);
-                self.counts[usize::from(i.a)] = self.counts[usize::from(i.b)];
+                if let (true, Some(from), Some(to)) = (
+                    self.is_counted(pc, i.b),
+                    self.ranges[usize::from(i.b)],
+                    self.ranges[usize::from(i.a)],
+                ) {
+                    for (t, f) in to.iter().zip(from) {
+                        let x = self.b.use_var(f);
+                        self.b.def_var(*t, x);
+                    }
+                }
             }
             Op::LoadI => {
                 let v = i64::from(i.bc() as i32);
@@ -1010,13 +1067,9 @@ impl<'a, 'b> Simd<'a, 'b> {
                 self.set(i.a, &values);
             }
             Op::LoadK => {
-                let bits = match self.s.module.consts.get(i.bc() as usize) {
-                    Some(Const::Bits(bits)) => *bits,
-                    _ => return Err(self.err(pc, "bad constant".into())),
-                };
-                let x = self.b.ins().f32const(Ieee32::with_bits(bits as u32));
-                let v = self.b.ins().splat(F32X4, x);
-                let values = vec![v; self.chunks];
+                let x = self.constant_cell(pc, i)?;
+                let v = self.splat_cell(self.class(i.a), x);
+                let values = vec![v; self.vars[usize::from(i.a)].len()];
                 self.set(i.a, &values);
             }
             Op::Geom => {
@@ -1109,9 +1162,13 @@ impl<'a, 'b> Simd<'a, 'b> {
                     self.err(pc, format!("`{}` is not lowered to SIMD", op.mnemonic()))
                 })?;
                 match self.affine_compare(pc, lane_op, i) {
-                    Some((v, count)) => {
+                    Some((v, run)) => {
                         self.set(i.a, &v);
-                        self.counts[usize::from(i.a)] = Some(count);
+                        if let Some(vars) = self.ranges[usize::from(i.a)] {
+                            for (var, x) in vars.iter().zip(run) {
+                                self.b.def_var(*var, x);
+                            }
+                        }
                     }
                     None => {
                         let v = self.lane_op(lane_op, i);
@@ -1139,10 +1196,10 @@ impl<'a, 'b> Simd<'a, 'b> {
                 None => return Ok(None),
             },
             Op::LoadI if class != Class::Float => self.b.ins().iconst(ty, i64::from(i.bc() as i32)),
-            Op::LoadK => match self.s.module.consts.get(i.bc() as usize) {
-                Some(Const::Bits(bits)) => self.b.ins().f32const(Ieee32::with_bits(*bits as u32)),
-                _ => return Err(self.err(pc, "bad constant".into())),
-            },
+            Op::LoadK => {
+                let x = self.constant_cell(pc, i)?;
+                self.cell_scalar(class, x)
+            }
             Op::BufLength => match self.views[usize::from(i.b)] {
                 Some((_, len)) => len,
                 None => return Ok(None),
@@ -1241,8 +1298,16 @@ impl<'a, 'b> Simd<'a, 'b> {
     /// the lanes where it holds are a prefix (affine on the left) or a suffix of the group,
     /// counted with scalar arithmetic. `None` for any other comparison. Lanes that would wrap
     /// (an affine value within the width of the top of its range) bail out.
-    fn affine_compare(&mut self, pc: u32, op: LaneOp, i: Instr) -> Option<(Vec<Value>, Count)> {
-        let LaneOp::Cmp(Cmp::Int(cc), lanes @ (Lanes::Word | Lanes::Long)) = op else {
+    fn affine_compare(
+        &mut self,
+        pc: u32,
+        op: LaneOp,
+        i: Instr,
+    ) -> Option<(Vec<Value>, [Value; 2])> {
+        if !counts_lanes(self.plan, &self.facts, pc as usize, i) {
+            return None;
+        }
+        let LaneOp::Cmp(Cmp::Int(cc), lanes) = op else {
             return None;
         };
         let (signed, or_equal) = match cc {
@@ -1308,22 +1373,40 @@ impl<'a, 'b> Simd<'a, 'b> {
             false => count,
         };
         self.bail_if(pc, wraps);
-        let counted = Count { count, prefix };
-        let count = self.b.ins().splat(I32X4, count);
-        // Lane j holds when j < count (prefix) or j + 1 > count (suffix): one signed compare
-        // (every value is small) per vector.
-        let lanes = (0..self.chunks)
+        let run = match prefix {
+            true => [self.b.ins().iconst(I32, 0), count],
+            false => [count, self.b.ins().iconst(I32, w)],
+        };
+        let lanes = self.run_lanes(run[0], run[1]);
+        Some((lanes, run))
+    }
+
+    /// The booleans of lanes `lo ≤ j < hi` (32-bit scalars between 0 and `W`): one signed
+    /// compare per bound and vector.
+    fn run_lanes(&mut self, lo: Value, hi: Value) -> Vec<Value> {
+        let (lo, hi) = (self.b.ins().splat(I32X4, lo), self.b.ins().splat(I32X4, hi));
+        (0..self.chunks)
             .map(|c| {
-                let from = (c * WORDS) as i32 + i32::from(!prefix);
-                let iota = word_iota(&mut self.b, from);
-                let mask = match prefix {
-                    true => self.b.ins().icmp(IntCC::SignedGreaterThan, count, iota),
-                    false => self.b.ins().icmp(IntCC::SignedGreaterThan, iota, count),
-                };
-                self.b.ins().ushr_imm_s(mask, 31)
+                let from = (c * WORDS) as i32;
+                let (iota, next) = (
+                    word_iota(&mut self.b, from),
+                    word_iota(&mut self.b, from + 1),
+                );
+                let above = self.b.ins().icmp(IntCC::SignedGreaterThan, next, lo);
+                let below = self.b.ins().icmp(IntCC::SignedGreaterThan, hi, iota);
+                let inside = self.b.ins().band(above, below);
+                self.b.ins().ushr_imm_s(inside, 31)
             })
-            .collect();
-        Some((lanes, counted))
+            .collect()
+    }
+
+    /// Whether register `r` holds a counted comparison before `pc`.
+    fn is_counted(&self, pc: u32, r: u16) -> bool {
+        self.counted
+            .get(pc as usize)
+            .and_then(|at| at.get(usize::from(r)))
+            .copied()
+            .unwrap_or(false)
     }
 
     fn block(&self, pc: u32) -> Result<Block, JitError> {
@@ -1837,21 +1920,25 @@ impl<'a, 'b> Simd<'a, 'b> {
             self.b.ins().brif(c, on_true.0, &[], on_false.0, &[]);
             return Ok(());
         }
-        let conds = self.get(i.a);
-        let (all, any) = match self.counts[usize::from(i.a)] {
-            // The lanes where a comparison holds, counted: all of them or none of them?
-            Some(Count { count, prefix }) => {
+        let run = self.ranges[usize::from(i.a)].filter(|_| self.is_counted(pc, i.a));
+        let (conds, all, any) = match run {
+            // The lanes `lo ≤ j < hi` where a comparison holds: all of them or none of them?
+            // (Their booleans, for lanes that disagree, from the run too: only the cold
+            // bail-out reads them.)
+            Some([lo, hi]) => {
+                let (lo, hi) = (self.b.use_var(lo), self.b.use_var(hi));
+                let span = self.b.ins().isub(hi, lo);
                 let w = self.width() as i64;
-                let (every, none) = match prefix {
-                    true => (w, 0),
-                    false => (0, w),
-                };
-                let all = self.b.ins().icmp_imm_s(IntCC::Equal, count, every);
-                let any = self.b.ins().icmp_imm_s(IntCC::NotEqual, count, none);
-                (all, any)
+                let all = self.b.ins().icmp_imm_s(IntCC::Equal, span, w);
+                let any = self.b.ins().icmp(IntCC::SignedGreaterThan, hi, lo);
+                (self.get(i.a), all, any)
             }
             // (Booleans are 0 or 1 in every lane: their `and` and `or` are lane-wise.)
-            None => (self.every_lane(&conds), self.any_lane(&conds)),
+            None => {
+                let conds = self.get(i.a);
+                let (all, any) = (self.every_lane(&conds), self.any_lane(&conds));
+                (conds, all, any)
+            }
         };
         let (on_true, on_false) =
             super::lockstep::arms(pc, i, self.block(i.bc())?, self.block(pc + 1)?);
