@@ -243,4 +243,35 @@ mod tests {
         assert_eq!(at(7, 5), Fact::Varying, "an affine times a uniform");
         assert_eq!(at(4, 0), Fact::Uniform, "a parameter");
     }
+
+    #[test]
+    fn a_comparison_stays_counted_through_copies_and_merges_where_every_path_counts_it() {
+        let u32t = Type::Scalar(Scalar::U32);
+        let bool_t = Type::Scalar(Scalar::Bool);
+        // `if (1 <= i && i < n)`, then r4 overwritten on one path: r0 = n (param), r1 = i.
+        let f = kernel(
+            vec![u32t, u32t, u32t, bool_t, bool_t, bool_t],
+            1,
+            vec![
+                Instr::new(Op::Geom, 1, 9, 0),
+                Instr::new(Op::LoadI, 2, 1, 0),
+                Instr::new(Op::LeU32, 3, 2, 1),
+                Instr::new(Op::Mov, 4, 3, 0),
+                Instr::with_bc(Op::JmpIfNot, 4, 7),
+                Instr::new(Op::LtU32, 5, 1, 0),
+                Instr::new(Op::Mov, 4, 5, 0),
+                Instr::with_bc(Op::JmpIfNot, 4, 9),
+                Instr::new(Op::AndBool, 4, 3, 5),
+                Instr::new(Op::RetVoid, 0, 0, 0),
+            ],
+        );
+        let counted = counted(&f, |_, i| matches!(i.op, Op::LeU32 | Op::LtU32));
+        assert!(counted[4][4], "a copy of a counted comparison");
+        assert!(counted[7][4], "counted on both paths into the merge");
+        assert!(!counted[9][4], "overwritten on one path");
+        assert!(
+            counted[9][3] && !counted[0][3],
+            "before and after its comparison"
+        );
+    }
 }
