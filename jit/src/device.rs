@@ -252,8 +252,9 @@ pub struct CompiledKernel {
     /// Resumable kernels whose groups are held in vectors: the scalar group width, for the
     /// workgroup sizes the vector width does not divide, compiled when first needed.
     scalar_group: Option<(usize, Lazy)>,
-    /// Lockstep kernels held in vectors: the width, for launches whose workgroup x extent it
-    /// does not divide (`entry` is only for the others), compiled when first needed.
+    /// Kernels held in vectors (lockstep, or resumable groups): the width, for launches whose
+    /// workgroup x extent it does not divide (`entry`, resp. `groups`, are only for the
+    /// others), compiled when first needed.
     unaligned: Option<(usize, Lazy)>,
     /// Lockstep kernels: the workgroup function that runs items one by one (from `ctx.lin`),
     /// for kernels whose groups keep leaving lockstep.
@@ -297,6 +298,23 @@ impl Lazy {
             *slot = Some(Arc::new(compile().ok()?));
         }
         slot.as_ref().map(Arc::clone)
+    }
+}
+
+impl Items {
+    /// The SIMD lockstep function (`resume`: group function) of `width` lanes for launches
+    /// whose workgroup x extent `width` does not divide.
+    fn unaligned_simd(&self, width: usize, resume: Option<&[u32]>) -> Result<ItemFn, JitError> {
+        let f = &self.module.functions[self.kernel as usize];
+        let plan = crate::translate::simd_plan(&self.module, f, resume.is_some())
+            .map_err(|why| JitError::new(Some(self.kernel), None, why))?;
+        let shape = ShapeOf::Simd {
+            width,
+            plan: &plan,
+            resume,
+            aligned: false,
+        };
+        compile_item(&self.module, self.kernel, self.checks, shape)
     }
 }
 
@@ -356,20 +374,11 @@ impl CompiledKernel {
     /// (resumable) or `W` files of `registers + 1` cells (lockstep), not touched by anything
     /// else during the call.
     pub unsafe fn run(&self, ctx: &mut WorkgroupCtx) -> u32 {
-        if let (Some((width, slot)), Some(items)) = (&self.unaligned, &self.items) {
+        if let (Some((width, slot)), Some(items), false) =
+            (&self.unaligned, &self.items, self.resumable)
+        {
             if !ctx.block[0].is_multiple_of(*width as u64) {
-                let f = slot.get(|| {
-                    let f = &items.module.functions[items.kernel as usize];
-                    let plan = crate::translate::simd_plan(&items.module, f, false)
-                        .map_err(|why| JitError::new(Some(items.kernel), None, why))?;
-                    let shape = ShapeOf::Simd {
-                        width: *width,
-                        plan: &plan,
-                        resume: None,
-                        aligned: false,
-                    };
-                    compile_item(&items.module, items.kernel, items.checks, shape)
-                });
+                let f = slot.get(|| items.unaligned_simd(*width, None));
                 return match f {
                     // SAFETY: as below; this function runs any launch.
                     Some(f) => unsafe { (f.entry)(ctx) },
@@ -488,7 +497,18 @@ impl CompiledKernel {
     /// As for [`CompiledKernel::run`].
     pub unsafe fn run_group(&self, width: usize, ctx: &mut WorkgroupCtx) -> u32 {
         if let Some(&(f, _)) = self.groups.iter().find(|&&(_, w)| w == width) {
-            // SAFETY: the caller's contract above is the compiled code's.
+            if let (Some((w, slot)), Some(items)) = (&self.unaligned, &self.items) {
+                if *w == width && !ctx.block[0].is_multiple_of(width as u64) {
+                    let f = slot.get(|| items.unaligned_simd(width, Some(&items.main.resume)));
+                    return match f {
+                        // SAFETY: as below; this function runs any launch.
+                        Some(f) => unsafe { (f.entry)(ctx) },
+                        None => crate::Status::Panic as u32,
+                    };
+                }
+            }
+            // SAFETY: the caller's contract above is the compiled code's (and an aligned
+            // vector group function's condition was just checked).
             return unsafe { f(ctx) };
         }
         let (Some((w, slot)), Some(items)) = (&self.scalar_group, &self.items) else {
@@ -595,13 +615,13 @@ pub fn compile_kernel(
             return Err(format!("{width} lanes are not a multiple of 4"));
         }
         let plan = crate::translate::simd_plan(module, f, resume.is_some())?;
-        // A lockstep function is compiled for aligned launches (see `translate/simd.rs`); the
-        // others get one without lane facts when first needed (`CompiledKernel::run`).
+        // Compiled for aligned launches (see `translate/simd.rs`); the others get a function
+        // without lane facts when first needed (`CompiledKernel::run`, `run_group`).
         let shape = ShapeOf::Simd {
             width,
             plan: &plan,
             resume,
-            aligned: resume.is_none(),
+            aligned: true,
         };
         define(jm, module, kernel, checks, shape, size)
             .map(|id| (id, width))
@@ -664,6 +684,7 @@ pub fn compile_kernel(
             // vector width does not divide, when first needed).
             Some((group, width)) => {
                 scalar_group = (width != lanes).then(|| (lanes, Lazy::default()));
+                unaligned = Some((width, Lazy::default()));
                 (Some(id), vec![(group, width)], None)
             }
             None => {

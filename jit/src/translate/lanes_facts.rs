@@ -44,13 +44,23 @@ impl Fact {
     }
 }
 
-/// The facts of every register before each instruction of `f`.
-pub(crate) fn facts(f: &Function) -> Vec<Vec<Fact>> {
+/// The facts of every register before each instruction of `f`. A resumable group function
+/// (`resumable`) stops at each barrier and continues after it with every lane's registers
+/// from its file, where nothing is known of them.
+pub(crate) fn facts(f: &Function, resumable: bool) -> Vec<Vec<Fact>> {
     let (n, regs) = (f.code.len(), f.regs.len());
     let mut before = vec![vec![Fact::Unknown; regs]; n];
     if let Some(entry) = before.first_mut() {
         // The fresh frame: launch parameters and zeros.
         *entry = vec![Fact::Uniform; regs];
+    }
+    let barrier = |i: &Instr| resumable && i.op == Op::Barrier;
+    if resumable {
+        for (pc, _) in f.code.iter().enumerate().filter(|(_, i)| barrier(i)) {
+            if let Some(after) = before.get_mut(pc + 1) {
+                *after = vec![Fact::Varying; regs];
+            }
+        }
     }
     let mut changed = true;
     while changed {
@@ -66,7 +76,7 @@ pub(crate) fn facts(f: &Function) -> Vec<Vec<Fact>> {
             if i.op.is_branch() {
                 next.push(i.bc() as usize);
             }
-            if !(i.op.is_terminator() || i.op == Op::Jmp) {
+            if !(i.op.is_terminator() || i.op == Op::Jmp || barrier(&i)) {
                 next.push(pc + 1);
             }
             for to in next {
@@ -89,13 +99,26 @@ pub(crate) fn facts(f: &Function) -> Vec<Vec<Fact>> {
 /// Which registers hold a *counted* comparison before each instruction of `f`, on every path
 /// to it: the booleans of a comparison `counted(pc, i)` accepts (one between an affine and a
 /// uniform value, which holds for a run of consecutive lanes: see `simd.rs`), or a copy of
-/// them. A branch on such a register needs no vector test.
-pub(crate) fn counted(f: &Function, counted: impl Fn(usize, Instr) -> bool) -> Vec<Vec<bool>> {
+/// them. A branch on such a register needs no vector test. (In a resumable group function,
+/// `resumable`, a continuation after a barrier knows of no counted register.)
+pub(crate) fn counted(
+    f: &Function,
+    resumable: bool,
+    counted: impl Fn(usize, Instr) -> bool,
+) -> Vec<Vec<bool>> {
     let (n, regs) = (f.code.len(), f.regs.len());
     // `None`: not reached yet (the optimistic start of a must-analysis).
     let mut before: Vec<Option<Vec<bool>>> = vec![None; n];
     if let Some(entry) = before.first_mut() {
         *entry = Some(vec![false; regs]);
+    }
+    let barrier = |i: &Instr| resumable && i.op == Op::Barrier;
+    if resumable {
+        for (pc, _) in f.code.iter().enumerate().filter(|(_, i)| barrier(i)) {
+            if let Some(after) = before.get_mut(pc + 1) {
+                *after = Some(vec![false; regs]);
+            }
+        }
     }
     let mut changed = true;
     while changed {
@@ -117,7 +140,7 @@ pub(crate) fn counted(f: &Function, counted: impl Fn(usize, Instr) -> bool) -> V
             if i.op.is_branch() {
                 next.push(i.bc() as usize);
             }
-            if !(i.op.is_terminator() || i.op == Op::Jmp) {
+            if !(i.op.is_terminator() || i.op == Op::Jmp || barrier(&i)) {
                 next.push(pc + 1);
             }
             for to in next {
@@ -229,7 +252,7 @@ mod tests {
                 Instr::new(Op::RetVoid, 0, 0, 0),
             ],
         );
-        let facts = facts(&f);
+        let facts = facts(&f, false);
         let at = |pc: usize, r: usize| facts[pc][r];
         assert_eq!(at(1, 1), Fact::Affine, "global x");
         assert_eq!(
@@ -265,7 +288,7 @@ mod tests {
                 Instr::new(Op::RetVoid, 0, 0, 0),
             ],
         );
-        let counted = counted(&f, |_, i| matches!(i.op, Op::LeU32 | Op::LtU32));
+        let counted = counted(&f, false, |_, i| matches!(i.op, Op::LeU32 | Op::LtU32));
         assert!(counted[4][4], "a copy of a counted comparison");
         assert!(counted[7][4], "counted on both paths into the merge");
         assert!(!counted[9][4], "overwritten on one path");

@@ -460,7 +460,6 @@ pub(crate) fn translate_simd(
             format!("SIMD lockstep needs a multiple of {WORDS} lanes, not {width}"),
         ));
     }
-    let aligned = aligned && resume.is_none();
     let mut t = Simd::prologue(b, s, f, plan, (width / WORDS, aligned), checks, resume);
     t.body()?;
     t.epilogue();
@@ -694,7 +693,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             bails: Vec::new(),
             resume,
             facts: match aligned {
-                true => super::lanes_facts::facts(f),
+                true => super::lanes_facts::facts(f, resume.is_some()),
                 false => Vec::new(),
             },
             bases,
@@ -705,7 +704,10 @@ impl<'a, 'b> Simd<'a, 'b> {
             cells,
         };
         if !t.facts.is_empty() {
-            t.counted = super::lanes_facts::counted(f, |pc, i| counts_lanes(plan, &t.facts, pc, i));
+            let resumable = resume.is_some();
+            t.counted = super::lanes_facts::counted(f, resumable, |pc, i| {
+                counts_lanes(plan, &t.facts, pc, i)
+            });
             for r in 0..f.regs.len() {
                 if t.counted.iter().any(|at| at[r]) {
                     t.ranges[r] = Some([(); 2].map(|_| t.b.declare_var(I32)));
