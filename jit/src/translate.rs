@@ -1849,7 +1849,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                     "add" => b.ins().fadd(x, y),
                     "sub" => b.ins().fsub(x, y),
                     "mul" => b.ins().fmul(x, y),
-                    "div" => b.ins().fdiv(x, y),
+                    "div" => divide(b, x, y),
                     "rem" if f64t => {
                         self.f64_helper(helpers::rem_f64 as *const () as usize, &[x, y])
                     }
@@ -2797,6 +2797,52 @@ fn scalar_width(s: Scalar) -> u32 {
         Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::BF16 => 2,
         Scalar::Char | Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
         Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
+    }
+}
+
+/// `x / y` for floats (scalars or vectors): `x * (1 / y)` when `y` is a constant power of two,
+/// whose reciprocal is exact (`2⁻ᵏ`, normal or subnormal) — both round the same real value
+/// `x · 2⁻ᵏ` once, so the results are identical, NaNs and infinities included — else a
+/// division (Cranelift keeps `fdiv` by a constant).
+pub(crate) fn divide(b: &mut FunctionBuilder<'_>, x: Value, y: Value) -> Value {
+    match exact_reciprocal(b, y) {
+        Some(r) => b.ins().fmul(x, r),
+        None => b.ins().fdiv(x, y),
+    }
+}
+
+/// `1 / y` as a constant, when `y` is a constant power of two (or a splat of one).
+fn exact_reciprocal(b: &mut FunctionBuilder<'_>, y: Value) -> Option<Value> {
+    use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+    let ValueDef::Result(inst, 0) = b.func.dfg.value_def(y) else {
+        return None;
+    };
+    match b.func.dfg.insts[inst] {
+        InstructionData::UnaryIeee32 {
+            opcode: Opcode::F32const,
+            imm,
+        } => {
+            let v = f32::from_bits(imm.bits());
+            let power_of_two = v.is_normal() && imm.bits() & 0x007f_ffff == 0;
+            power_of_two.then(|| b.ins().f32const(1.0 / v))
+        }
+        InstructionData::UnaryIeee64 {
+            opcode: Opcode::F64const,
+            imm,
+        } => {
+            let v = f64::from_bits(imm.bits());
+            let power_of_two = v.is_normal() && imm.bits() & 0x000f_ffff_ffff_ffff == 0;
+            power_of_two.then(|| b.ins().f64const(1.0 / v))
+        }
+        InstructionData::Unary {
+            opcode: Opcode::Splat,
+            arg,
+        } => {
+            let ty = b.func.dfg.value_type(y);
+            let r = exact_reciprocal(b, arg)?;
+            Some(b.ins().splat(ty, r))
+        }
+        _ => None,
     }
 }
 

@@ -2102,6 +2102,10 @@ fn scalar_type(class: Class) -> ClType {
 
 /// A lane-wise binary operation, on vectors or on one lane's scalars alike.
 fn arith_op(b: &mut FunctionBuilder<'_>, a: Arith, lanes: Lanes, x: Value, y: Value) -> Value {
+    // (By a constant power of two: a multiplication, with the same result.)
+    if let Arith::Div = a {
+        return super::divide(b, x, y);
+    }
     let b = b.ins();
     match (a, lanes) {
         (Arith::Add, Lanes::Float) => b.fadd(x, y),
