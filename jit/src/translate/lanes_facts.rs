@@ -48,52 +48,29 @@ impl Fact {
 /// (`resumable`) stops at each barrier and continues after it with every lane's registers
 /// from its file, where nothing is known of them.
 pub(crate) fn facts(f: &Function, resumable: bool) -> Vec<Vec<Fact>> {
-    let (n, regs) = (f.code.len(), f.regs.len());
-    let mut before = vec![vec![Fact::Unknown; regs]; n];
-    if let Some(entry) = before.first_mut() {
-        // The fresh frame: launch parameters and zeros.
-        *entry = vec![Fact::Uniform; regs];
-    }
-    let barrier = |i: &Instr| resumable && i.op == Op::Barrier;
-    if resumable {
-        for (pc, _) in f.code.iter().enumerate().filter(|(_, i)| barrier(i)) {
-            if let Some(after) = before.get_mut(pc + 1) {
-                *after = vec![Fact::Varying; regs];
+    let regs = f.regs.len();
+    // The fresh frame: launch parameters and zeros.
+    let (entry, continuation) = (vec![Fact::Uniform; regs], vec![Fact::Varying; regs]);
+    let transfer = |_: usize, i: Instr, state: &mut Vec<Fact>| {
+        if let Some((dst, fact)) = written(i, state) {
+            if let Some(slot) = state.get_mut(usize::from(dst)) {
+                *slot = fact;
             }
         }
-    }
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for (pc, &i) in f.code.iter().enumerate() {
-            let mut after = before[pc].clone();
-            if let Some((dst, fact)) = written(i, &after) {
-                if let Some(slot) = after.get_mut(usize::from(dst)) {
-                    *slot = fact;
-                }
-            }
-            let mut next = Vec::with_capacity(2);
-            if i.op.is_branch() {
-                next.push(i.bc() as usize);
-            }
-            if !(i.op.is_terminator() || i.op == Op::Jmp || barrier(&i)) {
-                next.push(pc + 1);
-            }
-            for to in next {
-                let Some(state) = before.get_mut(to) else {
-                    continue;
-                };
-                for (x, &y) in state.iter_mut().zip(&after) {
-                    let met = x.meet(y);
-                    if met != *x {
-                        *x = met;
-                        changed = true;
-                    }
-                }
-            }
+    };
+    let meet = |state: &mut Vec<Fact>, other: &Vec<Fact>| {
+        let mut changed = false;
+        for (x, &y) in state.iter_mut().zip(other) {
+            let met = x.meet(y);
+            changed |= met != *x;
+            *x = met;
         }
-    }
-    before
+        changed
+    };
+    forward(f, resumable, (entry, continuation), transfer, meet)
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| vec![Fact::Unknown; regs]))
+        .collect()
 }
 
 /// Which registers hold a *counted* comparison before each instruction of `f`, on every path
@@ -106,18 +83,54 @@ pub(crate) fn counted(
     resumable: bool,
     counted: impl Fn(usize, Instr) -> bool,
 ) -> Vec<Vec<bool>> {
-    let (n, regs) = (f.code.len(), f.regs.len());
-    // `None`: not reached yet (the optimistic start of a must-analysis).
-    let mut before: Vec<Option<Vec<bool>>> = vec![None; n];
-    if let Some(entry) = before.first_mut() {
-        *entry = Some(vec![false; regs]);
-    }
-    let barrier = |i: &Instr| resumable && i.op == Op::Barrier;
-    if resumable {
-        for (pc, _) in f.code.iter().enumerate().filter(|(_, i)| barrier(i)) {
-            if let Some(after) = before.get_mut(pc + 1) {
-                *after = Some(vec![false; regs]);
+    let regs = f.regs.len();
+    let transfer = |pc: usize, i: Instr, state: &mut Vec<bool>| {
+        if let Operand::Dst(_) = i.op.operands()[0] {
+            let holds = match i.op {
+                Op::Mov => state.get(usize::from(i.b)).copied().unwrap_or(false),
+                _ => counted(pc, i),
+            };
+            if let Some(slot) = state.get_mut(usize::from(i.a)) {
+                *slot = holds;
             }
+        }
+    };
+    // A must-analysis: held only where held on every path.
+    let meet = |state: &mut Vec<bool>, other: &Vec<bool>| {
+        let mut changed = false;
+        for (x, &y) in state.iter_mut().zip(other) {
+            changed |= *x && !y;
+            *x &= y;
+        }
+        changed
+    };
+    let none = vec![false; regs];
+    forward(f, resumable, (none.clone(), none), transfer, meet)
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| vec![false; regs]))
+        .collect()
+}
+
+/// A forward dataflow over `f`'s control flow to a fixed point: the state before each
+/// instruction (`None` where none reaches it), `entry` before the first, `continuation`
+/// after each barrier of a resumable group function (which stops there, and continues from
+/// its files), `transfer` through each instruction, `meet` where paths join (true if it
+/// changed the state).
+fn forward<S: Clone>(
+    f: &Function,
+    resumable: bool,
+    (entry, continuation): (S, S),
+    transfer: impl Fn(usize, Instr, &mut S),
+    meet: impl Fn(&mut S, &S) -> bool,
+) -> Vec<Option<S>> {
+    let barrier = |i: &Instr| resumable && i.op == Op::Barrier;
+    let mut before: Vec<Option<S>> = vec![None; f.code.len()];
+    if let Some(first) = before.first_mut() {
+        *first = Some(entry);
+    }
+    for (pc, _) in f.code.iter().enumerate().filter(|(_, i)| barrier(i)) {
+        if let Some(after) = before.get_mut(pc + 1) {
+            *after = Some(continuation.clone());
         }
     }
     let mut changed = true;
@@ -127,15 +140,7 @@ pub(crate) fn counted(
             let Some(mut after) = before[pc].clone() else {
                 continue;
             };
-            if let Operand::Dst(_) = i.op.operands()[0] {
-                let holds = match i.op {
-                    Op::Mov => after.get(usize::from(i.b)).copied().unwrap_or(false),
-                    _ => counted(pc, i),
-                };
-                if let Some(slot) = after.get_mut(usize::from(i.a)) {
-                    *slot = holds;
-                }
-            }
+            transfer(pc, i, &mut after);
             let mut next = Vec::with_capacity(2);
             if i.op.is_branch() {
                 next.push(i.bc() as usize);
@@ -144,30 +149,18 @@ pub(crate) fn counted(
                 next.push(pc + 1);
             }
             for to in next {
-                let Some(state) = before.get_mut(to) else {
-                    continue;
-                };
-                match state {
-                    None => {
-                        *state = Some(after.clone());
+                match before.get_mut(to) {
+                    Some(Some(state)) => changed |= meet(state, &after),
+                    Some(slot @ None) => {
+                        *slot = Some(after.clone());
                         changed = true;
                     }
-                    Some(state) => {
-                        for (x, &y) in state.iter_mut().zip(&after) {
-                            if *x && !y {
-                                *x = false;
-                                changed = true;
-                            }
-                        }
-                    }
+                    None => {}
                 }
             }
         }
     }
     before
-        .into_iter()
-        .map(|s| s.unwrap_or_else(|| vec![false; regs]))
-        .collect()
 }
 
 /// The register `i` writes and the fact of the value, from the facts of its operands.

@@ -31,16 +31,16 @@
 //!   share y and z and have consecutive x (a vector of the first lane's x plus 0, 1, 2, …),
 //!   carried from group to group without division; otherwise each lane's coordinates are
 //!   counted on from the first one.
-//! * **Aligned functions and scalar bases.** A lockstep kernel gets two functions: one for
-//!   launches whose x extent is a multiple of `W` (compiled first), and one for the others
-//!   (compiled when a launch needs it). The aligned one knows the lane facts of
-//!   `lanes_facts.rs` and holds each register twice, as vectors and as lane 0's scalar (its
-//!   *base*); where a register's fact is uniform or affine its base is the whole register, and
-//!   uniform and affine arithmetic (a grid-stride counter, a row offset, a loop bound) is
-//!   scalar code, with vectors spread from the base only where a varying operation reads
-//!   them. An affine index is one bounds check of the first and last lanes; an affine value
-//!   compared with a uniform one (`i < n`) holds for a prefix or suffix of the lanes, counted
-//!   with scalar arithmetic, and a branch on that count needs no vector test.
+//! * **Aligned functions and scalar bases.** A kernel gets two SIMD functions (lockstep or
+//!   barrier-group): one for launches whose x extent is a multiple of `W` (compiled first),
+//!   and one for the others (compiled when a launch needs it). The aligned one knows the lane
+//!   facts of `lanes_facts.rs` and holds each register twice, as vectors and as lane 0's
+//!   scalar (its *base*); where a register's fact is uniform or affine its base is the whole
+//!   register, and uniform and affine arithmetic (a grid-stride counter, a row offset, a loop
+//!   bound) is scalar code, with vectors spread from the base only where a varying operation
+//!   reads them. An affine index is one compare of its base with the buffer's run limit; an
+//!   affine value compared with a uniform one (`i < n`) holds for a run of consecutive lanes,
+//!   counted with scalar arithmetic, and a branch on that count needs no vector test.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
