@@ -185,6 +185,9 @@ pub struct KernelOptions {
 pub const DEFAULT_LANES: usize = 8;
 /// The lockstep width used by default when the lanes are held in vectors.
 pub const DEFAULT_SIMD_LANES: usize = 16;
+/// The lockstep width in vectors of a kernel with a streaming loop (a grid-stride loop: see
+/// `translate/simd.rs`, `Plan::streams`), for launches whose x extent is a multiple of it.
+pub const WIDE_SIMD_LANES: usize = 32;
 
 /// Kernels longer than this many instructions times lanes are not run in lockstep (their
 /// code would grow too much).
@@ -256,6 +259,10 @@ pub struct CompiledKernel {
     /// workgroup x extent it does not divide (`entry`, resp. `groups`, are only for the
     /// others), compiled when first needed.
     unaligned: Option<(usize, Lazy)>,
+    /// Lockstep kernels held in vectors wider than the default ([`WIDE_SIMD_LANES`]): the
+    /// aligned function of the default width, for launches whose x extent it divides but the
+    /// wide one does not, compiled when first needed.
+    narrow: Option<(usize, Lazy)>,
     /// Lockstep kernels: the workgroup function that runs items one by one (from `ctx.lin`),
     /// for kernels whose groups keep leaving lockstep.
     sequential: Option<WorkgroupFn>,
@@ -302,9 +309,14 @@ impl Lazy {
 }
 
 impl Items {
-    /// The SIMD lockstep function (`resume`: group function) of `width` lanes for launches
-    /// whose workgroup x extent `width` does not divide.
-    fn unaligned_simd(&self, width: usize, resume: Option<&[u32]>) -> Result<ItemFn, JitError> {
+    /// A SIMD lockstep function (`resume`: group function) of `width` lanes, `aligned` or not
+    /// (see `translate/simd.rs`).
+    fn simd(
+        &self,
+        width: usize,
+        resume: Option<&[u32]>,
+        aligned: bool,
+    ) -> Result<ItemFn, JitError> {
         let f = &self.module.functions[self.kernel as usize];
         let plan = crate::translate::simd_plan(&self.module, f, resume.is_some())
             .map_err(|why| JitError::new(Some(self.kernel), None, why))?;
@@ -312,7 +324,7 @@ impl Items {
             width,
             plan: &plan,
             resume,
-            aligned: false,
+            aligned,
         };
         compile_item(&self.module, self.kernel, self.checks, shape)
     }
@@ -371,16 +383,22 @@ impl CompiledKernel {
     /// call and accessed concurrently only with accesses of the same width (single-copy
     /// atomic on the host); `ctx.frame` must hold the kernel's parameter cells; the geometry
     /// must be the launch's (validated by the embedder); `ctx.regs` must hold a register file
-    /// (resumable) or `W` files of `registers + 1` cells (lockstep), not touched by anything
+    /// (resumable) or `W` files of `registers + 1` cells (lockstep; `W` is
+    /// [`CompiledKernel::lockstep_lanes`] of `ctx.block[0]`), not touched by anything
     /// else during the call.
     pub unsafe fn run(&self, ctx: &mut WorkgroupCtx) -> u32 {
-        if let (Some((width, slot)), Some(items), false) =
-            (&self.unaligned, &self.items, self.resumable)
-        {
-            if !ctx.block[0].is_multiple_of(*width as u64) {
-                let f = slot.get(|| items.unaligned_simd(*width, None));
+        if let (Shape::Lockstep { lanes, simd: true }, Some(items)) = (self.shape, &self.items) {
+            let x = ctx.block[0];
+            if !x.is_multiple_of(lanes as u64) {
+                let (width, slot, aligned) = match (&self.narrow, &self.unaligned) {
+                    (Some((w, slot)), _) if x.is_multiple_of(*w as u64) => (*w, slot, true),
+                    (_, Some((w, slot))) => (*w, slot, false),
+                    _ => return crate::Status::Panic as u32,
+                };
+                let f = slot.get(|| items.simd(width, None, aligned));
                 return match f {
-                    // SAFETY: as below; this function runs any launch.
+                    // SAFETY: as below; `width` is what `lockstep_lanes` says for this launch,
+                    // and the function runs it (aligned: its x extent is a multiple of it).
                     Some(f) => unsafe { (f.entry)(ctx) },
                     None => crate::Status::Panic as u32,
                 };
@@ -456,6 +474,23 @@ impl CompiledKernel {
         }
     }
 
+    /// Lockstep kernels: the items per group of a launch whose workgroups are `block_x` items
+    /// wide along x (the group width `run` uses for it: a wide vector function's only where
+    /// it divides `block_x`).
+    pub fn lockstep_lanes(&self, block_x: u64) -> usize {
+        let Shape::Lockstep { lanes, simd } = self.shape else {
+            return 1;
+        };
+        if !simd || block_x.is_multiple_of(lanes as u64) {
+            return lanes;
+        }
+        match (&self.narrow, &self.unaligned) {
+            (Some((w, _)), _) if block_x.is_multiple_of(*w as u64) => *w,
+            (_, Some((w, _))) => *w,
+            _ => lanes,
+        }
+    }
+
     /// Whether a workgroup of this lockstep kernel found most of its groups leaving lockstep
     /// (a divergent kernel, which then runs item by item: [`CompiledKernel::run_sequential`]).
     pub fn divergent(&self) -> bool {
@@ -499,7 +534,7 @@ impl CompiledKernel {
         if let Some(&(f, _)) = self.groups.iter().find(|&&(_, w)| w == width) {
             if let (Some((w, slot)), Some(items)) = (&self.unaligned, &self.items) {
                 if *w == width && !ctx.block[0].is_multiple_of(width as u64) {
-                    let f = slot.get(|| items.unaligned_simd(width, Some(&items.main.resume)));
+                    let f = slot.get(|| items.simd(width, Some(&items.main.resume), false));
                     return match f {
                         // SAFETY: as below; this function runs any launch.
                         Some(f) => unsafe { (f.entry)(ctx) },
@@ -607,14 +642,18 @@ pub fn compile_kernel(
     // when every instruction allows it; scalar lockstep code is the fallback (also for a
     // vector lowering Cranelift refuses).
     let vectors = |jm: &mut JITModule, resume: Option<&[u32]>, size: &mut usize| {
-        let width = options.lanes.unwrap_or(DEFAULT_SIMD_LANES).max(1);
         if !options.simd {
             return Err("SIMD off".to_string());
         }
+        let plan = crate::translate::simd_plan(module, f, resume.is_some())?;
+        let default = match resume.is_none() && plan.streams() {
+            true => WIDE_SIMD_LANES,
+            false => DEFAULT_SIMD_LANES,
+        };
+        let width = options.lanes.unwrap_or(default).max(1);
         if !width.is_multiple_of(4) {
             return Err(format!("{width} lanes are not a multiple of 4"));
         }
-        let plan = crate::translate::simd_plan(module, f, resume.is_some())?;
         // Compiled for aligned launches (see `translate/simd.rs`); the others get a function
         // without lane facts when first needed (`CompiledKernel::run`, `run_group`).
         let shape = ShapeOf::Simd {
@@ -633,11 +672,14 @@ pub fn compile_kernel(
             .map_err(|why| scalar_reason = Some(why))
             .ok()
     };
-    let mut unaligned = None;
+    let (mut unaligned, mut narrow) = (None, None);
     let (id, shape) = match shape {
         Shape::Lockstep { .. } => match vector(&mut jm, None, &mut code_size) {
             Some((id, width)) => {
-                unaligned = Some((width, Lazy::default()));
+                // Launches a wide group does not suit run the default width.
+                let rest = width.min(DEFAULT_SIMD_LANES);
+                narrow = (width > rest).then(|| (rest, Lazy::default()));
+                unaligned = Some((rest, Lazy::default()));
                 (
                     id,
                     Shape::Lockstep {
@@ -730,6 +772,7 @@ pub fn compile_kernel(
         groups,
         scalar_group,
         unaligned,
+        narrow,
         sequential,
         divergent: AtomicBool::new(false),
         items,

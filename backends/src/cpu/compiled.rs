@@ -651,7 +651,8 @@ pub(crate) fn workgroup(
         stop_pc: 0,
         fault: Default::default(),
     };
-    if let Shape::Lockstep { lanes, .. } = k.shape {
+    if let Shape::Lockstep { .. } = k.shape {
+        let lanes = k.lockstep_lanes(ctx.block[0]);
         return lockstep(l, env, k, lanes, &mut ctx, it);
     }
     // SAFETY: `views` describes `env.mems` (built by `views` from the worker's memory table,

@@ -107,6 +107,42 @@ pub(crate) struct Plan {
     memory: Vec<Option<Memory>>,
     /// A kernel with workgroup barriers (compiled to a resumable group function).
     barriers: bool,
+    /// See [`Plan::streams`].
+    streams: bool,
+}
+
+impl Plan {
+    /// Whether the kernel (without barriers) has a loop whose state at its header is all
+    /// uniform or affine registers in aligned groups — a grid-stride loop, say: wider groups
+    /// hold that state in no more registers, amortise the loop's control over more lanes and
+    /// touch longer runs of memory per iteration.
+    pub(crate) fn streams(&self) -> bool {
+        self.streams
+    }
+}
+
+/// Whether kernel `f` has a loop whose live registers at its header (handles aside) are all
+/// uniform or affine there.
+fn streams(f: &Function, classes: &[Class]) -> bool {
+    let facts = super::lanes_facts::facts(f, false);
+    let live = liveness::live_in(f);
+    let backward = |(pc, i): (usize, &Instr)| i.op.is_branch() && i.bc() as usize <= pc;
+    f.code
+        .iter()
+        .enumerate()
+        .filter(|&x| backward(x))
+        .any(|(_, i)| {
+            let h = i.bc() as usize;
+            let (Some(facts), Some(live)) = (facts.get(h), live.get(h)) else {
+                return false;
+            };
+            (0..f.regs.len() as u16).all(|r| {
+                let r_ = usize::from(r);
+                !live.contains(r)
+                    || classes[r_] == Class::Handle
+                    || matches!(facts[r_], Fact::Uniform | Fact::Affine)
+            })
+        })
 }
 
 /// The memory a handle register designates, the same in every lane.
@@ -160,10 +196,12 @@ pub(crate) fn plan(module: &Module, f: &Function, barriers: bool) -> Result<Plan
             None => return Err(format!("memory register r{r} is not one buffer or array")),
         }
     }
+    let streams = !barriers && streams(f, &classes);
     let plan = Plan {
         classes,
         memory,
         barriers,
+        streams,
     };
     for (pc, &i) in f.code.iter().enumerate() {
         if !plan.supports(module, i) {
