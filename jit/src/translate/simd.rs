@@ -446,6 +446,8 @@ struct Simd<'a, 'b> {
     run_limits: Vec<Option<StackSlot>>,
     /// The item coordinates of the group's lanes (word vectors).
     item: [Vec<Variable>; 3],
+    /// The workgroup's first global id per axis (32-bit).
+    group_offset: [Value; 3],
     /// The item coordinates of the group's first lane (valid in the aligned function).
     first: [Variable; 3],
     /// The linear index of the group's first item.
@@ -551,8 +553,9 @@ impl<'a, 'b> Simd<'a, 'b> {
         let mut views = vec![None; f.regs.len()];
         let mut run_limits = vec![None; f.regs.len()];
         // Whether every handle names a memory of its element width. (A lockstep function
-        // reads their lengths as stored and bails out before the first instruction if not,
-        // rather than select a length of 0 that Cranelift recomputes at every access.)
+        // reads their lengths as stored and bails out before the first instruction if not —
+        // `checked` below — rather than select a length of 0 that Cranelift recomputes at
+        // every access.)
         let mut valid = b.ins().iconst(types::I8, 1);
         for (r, m) in plan.memory.iter().enumerate() {
             let (Some(m), Some(Type::Buffer(e) | Type::Shared(e))) = (*m, f.regs.get(r)) else {
@@ -615,7 +618,15 @@ impl<'a, 'b> Simd<'a, 'b> {
         let body = b.create_block();
         let exit = b.create_block();
         let latch = b.create_block();
-        b.ins().jump(head, &[]);
+        // The workgroup's first global id per axis (read once).
+        let group_offset = [0, 1, 2].map(|axis| {
+            let group = load(&mut b, doff::GROUP + 8 * axis as i32);
+            let g = b.ins().imul(group, block[axis]);
+            b.ins().ireduce(I32, g)
+        });
+        // (Then, before the groups: are the memory handles valid?)
+        let checked = b.create_block();
+        b.ins().jump(checked, &[]);
 
         // Another full group?
         b.switch_to_block(head);
@@ -723,6 +734,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             run_limits,
             item,
             first: first_coords,
+            group_offset,
             lin0,
             blocks,
             latch,
@@ -751,6 +763,21 @@ impl<'a, 'b> Simd<'a, 'b> {
                     t.ranges[r] = Some([(); 2].map(|_| t.b.declare_var(I32)));
                 }
             }
+        }
+        t.b.switch_to_block(checked);
+        if resume.is_some() {
+            t.b.ins().jump(head, &[]);
+        } else {
+            // A handle that names no memory of its width (never in a checked launch): every
+            // group bails out before its first instruction, so that its items fault where
+            // the item function's would.
+            let invalid = t.b.create_block();
+            t.b.set_cold_block(invalid);
+            t.b.ins().brif(valid, head, &[], invalid, &[]);
+            t.b.switch_to_block(invalid);
+            t.fresh_lanes();
+            let bail = t.bail(0, None);
+            t.b.ins().jump(bail, &[]);
         }
         t.b.switch_to_block(body);
         if let Some(points) = resume {
@@ -787,8 +814,6 @@ impl<'a, 'b> Simd<'a, 'b> {
             return t;
         }
         t.fresh_lanes();
-        let invalid = t.b.ins().bxor_imm_s(valid, 1);
-        t.bail_if(0, invalid);
         let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
         t.b.ins().jump(first_block, &[]);
 
@@ -1248,13 +1273,8 @@ impl<'a, 'b> Simd<'a, 'b> {
             Op::Geom if i.b <= 2 => self.b.use_var(self.first[usize::from(i.b)]),
             Op::Geom if matches!(i.b, 9..=11) => {
                 let axis = usize::from(i.b % 3);
-                let field = |base: i32| base + 8 * axis as i32;
-                let group = self.b.ins().load(I64, MF, self.ctx, field(doff::GROUP));
-                let block = self.b.ins().load(I64, MF, self.ctx, field(doff::BLOCK));
-                let g = self.b.ins().imul(group, block);
-                let g = self.b.ins().ireduce(I32, g);
                 let x = self.b.use_var(self.first[axis]);
-                self.b.ins().iadd(g, x)
+                self.b.ins().iadd(self.group_offset[axis], x)
             }
             // Launch values.
             Op::Geom if matches!(i.b, 3..=8 | 12..=15) => {
@@ -1689,11 +1709,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             3..=5 => uniform(self, field(doff::GROUP)),
             6..=8 => uniform(self, field(doff::BLOCK)),
             9..=11 => {
-                let group = self.b.ins().load(I64, MF, self.ctx, field(doff::GROUP));
-                let block = self.b.ins().load(I64, MF, self.ctx, field(doff::BLOCK));
-                let g = self.b.ins().imul(group, block);
-                let g = self.b.ins().ireduce(I32, g);
-                let g = self.b.ins().splat(I32X4, g);
+                let g = self.b.ins().splat(I32X4, self.group_offset[axis]);
                 self.item[axis]
                     .clone()
                     .into_iter()
