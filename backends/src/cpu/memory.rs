@@ -143,12 +143,14 @@ pub(crate) fn alloc_words(words: u64, byte: u8) -> Option<Box<[AtomicU64]>> {
 /// Asks the kernel to back a large allocation with transparent huge pages where it is
 /// configured to on request (`madvise` mode): kernels run item after item, and a
 /// grid-stride item touches one page per iteration, so with 4 KiB pages nearly every access
-/// of a big buffer misses the TLB. Advice only: nothing changes if it is not taken.
+/// of a big buffer misses the TLB; and filling a big array page fault by page fault costs a
+/// fault per 4 KiB (the VM's arrays take the advice too). Advice only: nothing changes if it
+/// is not taken.
 #[cfg(target_os = "linux")]
-fn advise_huge_pages(words: &[AtomicU64]) {
+pub fn advise_huge_pages<T>(memory: &[T]) {
     const HUGE: usize = 2 << 20;
-    let start = words.as_ptr() as usize;
-    let end = start + std::mem::size_of_val(words);
+    let start = memory.as_ptr() as usize;
+    let end = start + std::mem::size_of_val(memory);
     let (lo, hi) = (start.next_multiple_of(HUGE), end - end % HUGE);
     if hi > lo {
         // SAFETY: madvise only advises on the page range [lo, hi), which lies inside this
@@ -161,7 +163,7 @@ fn advise_huge_pages(words: &[AtomicU64]) {
 
 /// Huge-page advice is Linux-only.
 #[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_words: &[AtomicU64]) {}
+pub fn advise_huge_pages<T>(_memory: &[T]) {}
 
 /// One allocation of device memory.
 ///

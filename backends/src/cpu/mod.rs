@@ -23,6 +23,8 @@ mod plan;
 mod pool;
 mod wave;
 
+pub use memory::advise_huge_pages;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
