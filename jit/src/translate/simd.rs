@@ -593,12 +593,25 @@ impl<'a, 'b> Simd<'a, 'b> {
         let lin0 = b.declare_var(I64);
         let first = load(&mut b, doff::LIN);
         b.def_var(lin0, first);
-        // The first lane's coordinates: by division once, then carried from group to group.
+        // The first lane's coordinates: by division once (not for a workgroup's first item,
+        // where a call usually starts: three dependent divisions per workgroup otherwise),
+        // then carried from group to group.
         let coords = [(); 3].map(|_| b.declare_var(I64));
+        let (origin, divide, known) = (b.create_block(), b.create_block(), b.create_block());
+        b.ins().brif(first, divide, &[], origin, &[]);
+        b.switch_to_block(origin);
+        let zero = b.ins().iconst(I64, 0);
+        for v in &coords {
+            b.def_var(*v, zero);
+        }
+        b.ins().jump(known, &[]);
+        b.switch_to_block(divide);
         let start = super::lockstep::item_coords(&mut b, first, block);
         for (v, x) in coords.iter().zip(start) {
             b.def_var(*v, x);
         }
+        b.ins().jump(known, &[]);
+        b.switch_to_block(known);
 
         let mut leader = leaders(f);
         // A resumable group continues at its resume points: each starts a block.
