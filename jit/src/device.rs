@@ -293,6 +293,16 @@ struct Items {
     checks: bool,
 }
 
+/// Whether `w` lanes divide an extent of `x` items (without a division for the usual
+/// power-of-two widths: this runs at every call).
+fn divides(w: usize, x: u64) -> bool {
+    let w = w as u64;
+    match w.is_power_of_two() {
+        true => x & (w - 1) == 0,
+        false => x.is_multiple_of(w),
+    }
+}
+
 /// A function compiled when first needed (for shapes few launches have).
 #[derive(Default)]
 struct Lazy(Mutex<Option<Arc<ItemFn>>>);
@@ -389,9 +399,9 @@ impl CompiledKernel {
     pub unsafe fn run(&self, ctx: &mut WorkgroupCtx) -> u32 {
         if let (Shape::Lockstep { lanes, simd: true }, Some(items)) = (self.shape, &self.items) {
             let x = ctx.block[0];
-            if !x.is_multiple_of(lanes as u64) {
+            if !divides(lanes, x) {
                 let (width, slot, aligned) = match (&self.narrow, &self.unaligned) {
-                    (Some((w, slot)), _) if x.is_multiple_of(*w as u64) => (*w, slot, true),
+                    (Some((w, slot)), _) if divides(*w, x) => (*w, slot, true),
                     (_, Some((w, slot))) => (*w, slot, false),
                     _ => return crate::Status::Panic as u32,
                 };
@@ -481,11 +491,11 @@ impl CompiledKernel {
         let Shape::Lockstep { lanes, simd } = self.shape else {
             return 1;
         };
-        if !simd || block_x.is_multiple_of(lanes as u64) {
+        if !simd || divides(lanes, block_x) {
             return lanes;
         }
         match (&self.narrow, &self.unaligned) {
-            (Some((w, _)), _) if block_x.is_multiple_of(*w as u64) => *w,
+            (Some((w, _)), _) if divides(*w, block_x) => *w,
             (_, Some((w, _))) => *w,
             _ => lanes,
         }
@@ -533,7 +543,7 @@ impl CompiledKernel {
     pub unsafe fn run_group(&self, width: usize, ctx: &mut WorkgroupCtx) -> u32 {
         if let Some(&(f, _)) = self.groups.iter().find(|&&(_, w)| w == width) {
             if let (Some((w, slot)), Some(items)) = (&self.unaligned, &self.items) {
-                if *w == width && !ctx.block[0].is_multiple_of(width as u64) {
+                if *w == width && !divides(width, ctx.block[0]) {
                     let f = slot.get(|| items.simd(width, Some(&items.main.resume), false));
                     return match f {
                         // SAFETY: as below; this function runs any launch.

@@ -300,7 +300,11 @@ fn panicked(l: &Launch<'_>, g: Option<u64>) -> KernelFault {
 
 /// The coordinates of linear workgroup index `g`.
 fn coordinates(l: &Launch<'_>, g: u64) -> [u32; 3] {
-    let [gx, gy, _] = l.grid.map(u64::from);
+    let [gx, gy, gz] = l.grid.map(u64::from);
+    // (A 1-D grid, the common case, needs no division: this runs once per workgroup.)
+    if gy == 1 && gz == 1 {
+        return [g as u32, 0, 0];
+    }
     // Each coordinate is below its grid dimension, a u32.
     [
         (g % gx) as u32,
