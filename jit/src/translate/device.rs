@@ -761,6 +761,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             None => {
                 let mems = self.ctx_load(doff::MEMS);
                 let nmems = self.ctx_load(doff::NMEMS);
+                // (The length as read: only a valid handle gets past the test.)
                 let (base, len, ok) = lookup(&mut self.b, mems, nmems, handle, width, typed);
                 let fail = self.dev_fault_block(pc, reg, handle, None, width);
                 let good = self.b.create_block();
@@ -966,26 +967,17 @@ fn written(f: &Function, r: u16) -> bool {
     f.code.iter().any(|i| crate::loops::writes(i, r))
 }
 
-/// Reads the [`MemView`](crate::device::MemView) of `handle`: its element address and
-/// length, and whether the handle names a memory (of `width`-byte elements, when `typed`).
-/// An invalid handle reads entry 0 (the table is never empty) and gets length 0.
-fn lookup(
-    b: &mut FunctionBuilder<'_>,
-    mems: Value,
-    nmems: Value,
-    handle: Value,
-    width: usize,
-    typed: bool,
-) -> (Value, Value, Value) {
-    let (addr, len, ok) = raw_view(b, mems, nmems, handle, width, typed);
+/// The length `len` of a view [`lookup`] read, or 0 where the handle was not `ok`.
+fn checked_len(b: &mut FunctionBuilder<'_>, len: Value, ok: Value) -> Value {
     let zero = b.ins().iconst(I64, 0);
-    let len = b.ins().select(ok, len, zero);
-    (addr, len, ok)
+    b.ins().select(ok, len, zero)
 }
 
-/// As [`lookup`], with the length of entry 0 for an invalid handle (which must then not be
-/// accessed).
-pub(super) fn raw_view(
+/// Reads the [`MemView`](crate::device::MemView) of `handle`: its element address and
+/// length, and whether the handle names a memory (of `width`-byte elements, when `typed`).
+/// An invalid handle reads entry 0 (the table is never empty): its length is then not the
+/// handle's (see [`checked_len`]), and nothing may be accessed through it.
+pub(super) fn lookup(
     b: &mut FunctionBuilder<'_>,
     mems: Value,
     nmems: Value,
@@ -1020,6 +1012,6 @@ pub(super) fn mem_view(
     handle: Value,
     width: usize,
 ) -> (Value, Value) {
-    let (addr, len, _) = lookup(b, mems, nmems, handle, width, true);
-    (addr, len)
+    let (addr, len, ok) = lookup(b, mems, nmems, handle, width, true);
+    (addr, checked_len(b, len, ok))
 }

@@ -568,7 +568,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             let (addr, len) = match resume {
                 Some(_) => super::device::mem_view(&mut b, mems, nmems, handle, e.size()),
                 None => {
-                    let view = super::device::raw_view(&mut b, mems, nmems, handle, e.size(), true);
+                    let view = super::device::lookup(&mut b, mems, nmems, handle, e.size(), true);
                     valid = b.ins().band(valid, view.2);
                     (view.0, view.1)
                 }
