@@ -1765,9 +1765,9 @@ impl<'a, 'b> Simd<'a, 'b> {
                 let at = self.checked_element(pc, (base, len), first, size);
                 return Ok(uniform.map_or_else(Vec::new, |u| u(self, at)));
             }
-            // Consecutive elements.
+            // Consecutive elements: the run limit checks all `W` of them.
             Some((Fact::Affine, first)) => {
-                let at = self.checked_run(pc, (base, limit), first, size);
+                let at = self.checked_element(pc, (base, limit), first, size);
                 return Ok(vector(self, at));
             }
             _ => {}
@@ -1785,7 +1785,7 @@ impl<'a, 'b> Simd<'a, 'b> {
         self.b.ins().brif(all, one, &[], each, &[]);
 
         self.b.switch_to_block(one);
-        let at = self.checked_run(pc, (base, limit), first, size);
+        let at = self.checked_element(pc, (base, limit), first, size);
         let out: Vec<BlockArg> = vector(self, at).into_iter().map(Into::into).collect();
         self.b.ins().jump(join, &out);
 
@@ -1826,28 +1826,6 @@ impl<'a, 'b> Simd<'a, 'b> {
 
         self.b.switch_to_block(join);
         Ok(self.b.block_params(join).to_vec())
-    }
-
-    /// The address of element `first` of the memory at `base` whose runs of `W` elements
-    /// start below `limit` (see `run_limits`), after checking that the group's elements
-    /// `first … first + W − 1` are inside it (a bail-out at `pc` otherwise).
-    fn checked_run(
-        &mut self,
-        pc: u32,
-        (base, limit): (Value, Value),
-        first: Value,
-        size: i64,
-    ) -> Value {
-        if self.checks {
-            // Unsigned: a negative index is a huge one (and `first + W − 1` cannot wrap
-            // below the limit).
-            let past = self
-                .b
-                .ins()
-                .icmp(IntCC::UnsignedGreaterThanOrEqual, first, limit);
-            self.bail_if(pc, past);
-        }
-        self.element_addr(base, first, size)
     }
 
     /// Bails out at `pc` when `bad` is nonzero.
@@ -1956,7 +1934,10 @@ impl<'a, 'b> Simd<'a, 'b> {
     }
 
     /// The address of element `index` of the memory at `base` with `len` elements, after
-    /// checking it (a bail-out at `pc` when it is outside).
+    /// checking it (a bail-out at `pc` when it is outside). With a run limit (see
+    /// `run_limits`) for `len`, the check covers the group's elements `index … index + W − 1`
+    /// (unsigned: a negative index is a huge one, and `index + W − 1` cannot wrap below the
+    /// limit).
     fn checked_element(
         &mut self,
         pc: u32,
