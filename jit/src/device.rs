@@ -51,8 +51,25 @@ pub const FAULT_INDEX: u32 = 18;
 /// call it again with [`WorkgroupCtx::resume`] as it left it to continue after the rendezvous.
 pub const STOP_RENDEZVOUS: u32 = 32;
 /// The status of a lockstep function whose group at [`WorkgroupCtx::lin`] left lockstep (see
-/// the module documentation).
+/// the module documentation), or of a turn function whose group in slot
+/// [`WorkgroupCtx::turn`] did (see [`CompiledKernel::run_turns`]).
 pub const STOP_BAIL: u32 = 33;
+/// The status of a turn function that does not run this launch (a memory handle of the
+/// wrong width): run its workgroups with [`CompiledKernel::run`].
+pub const STOP_DECLINE: u32 = 34;
+/// [`WorkgroupCtx::resume`] for a turn function: store the lanes of the parked group in slot
+/// [`WorkgroupCtx::turn`] to their files, as a [`STOP_BAIL`] at the loop header.
+pub const TURN_UNPARK: u64 = 1;
+
+/// The states of a turn slot (its cell 0; see [`CompiledKernel::run_turns`]).
+pub mod turn {
+    /// The group has not started.
+    pub const FRESH: u64 = 0;
+    /// The group waits at the loop header.
+    pub const PARKED: u64 = 1;
+    /// The group returned (or the embedder finished its lanes).
+    pub const DONE: u64 = 2;
+}
 // Integer division faults use `Status::DivZero` (1) and `Status::Overflow` (2).
 
 /// One entry of the memory table: a buffer argument (handles `0..nbufs`) or a shared array of
@@ -127,6 +144,13 @@ pub struct WorkgroupCtx {
     /// The pc of the rendezvous a resumable item stopped before, or of the instruction a
     /// lockstep group left lockstep at.
     pub stop_pc: u64,
+    /// Turn functions: the turn slots ([`TurnSlots::cells`] cells each).
+    pub turns: *mut u64,
+    /// Turn functions: the number of slots.
+    pub nturns: u64,
+    /// Turn functions: the slot to go on from (or to unpark); on [`STOP_BAIL`], the slot of
+    /// the group that left lockstep.
+    pub turn: u64,
     /// Written when an item faults.
     pub fault: DeviceFault,
 }
@@ -150,6 +174,9 @@ pub(crate) mod off {
     pub const REGS: i32 = offset_of!(WorkgroupCtx, regs) as i32;
     pub const RESUME: i32 = offset_of!(WorkgroupCtx, resume) as i32;
     pub const STOP_PC: i32 = offset_of!(WorkgroupCtx, stop_pc) as i32;
+    pub const TURNS: i32 = offset_of!(WorkgroupCtx, turns) as i32;
+    pub const NTURNS: i32 = offset_of!(WorkgroupCtx, nturns) as i32;
+    pub const TURN: i32 = offset_of!(WorkgroupCtx, turn) as i32;
     const FAULT: usize = offset_of!(WorkgroupCtx, fault);
     pub const FAULT_STATUS: i32 = (FAULT + offset_of!(DeviceFault, status)) as i32;
     pub const FAULT_PC: i32 = (FAULT + offset_of!(DeviceFault, pc)) as i32;
@@ -178,6 +205,8 @@ pub struct KernelOptions {
     pub lanes: Option<usize>,
     /// Lockstep groups in vectors where the kernel allows it (with a multiple of 4 lanes).
     pub simd: bool,
+    /// Turn functions for kernels with a streaming loop (see [`CompiledKernel::run_turns`]).
+    pub turns: bool,
 }
 
 /// The lockstep width used by default in scalar code (see `docs/notes/cpu-backend.md` for the
@@ -199,6 +228,7 @@ impl Default for KernelOptions {
             checks: true,
             lanes: None,
             simd: true,
+            turns: true,
         }
     }
 }
@@ -266,6 +296,9 @@ pub struct CompiledKernel {
     /// Lockstep kernels: the workgroup function that runs items one by one (from `ctx.lin`),
     /// for kernels whose groups keep leaving lockstep.
     sequential: Option<WorkgroupFn>,
+    /// Lockstep kernels held in vectors with a streaming loop: the turn function's slots, and
+    /// the function, compiled when first needed.
+    turns: Option<(TurnSlots, Lazy)>,
     /// Set once a workgroup of this lockstep kernel found its groups mostly divergent.
     divergent: AtomicBool,
     /// Lockstep kernels: the item function that finishes lanes, and what compiles more.
@@ -291,6 +324,18 @@ struct Items {
     module: Module,
     kernel: u32,
     checks: bool,
+}
+
+/// The turn slots of a kernel's turn function (see [`CompiledKernel::run_turns`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct TurnSlots {
+    /// Items per group: one slot per `width` items of a workgroup.
+    pub width: usize,
+    /// Cells per slot.
+    pub cells: usize,
+    /// The first of the slot's six coordinate cells: the group's first item in its workgroup
+    /// (x, y, z), then the workgroup's coordinates.
+    pub geometry: usize,
 }
 
 /// Whether `w` lanes divide an extent of `x` items (without a division for the usual
@@ -326,6 +371,7 @@ impl Items {
         width: usize,
         resume: Option<&[u32]>,
         aligned: bool,
+        turns: bool,
     ) -> Result<ItemFn, JitError> {
         let f = &self.module.functions[self.kernel as usize];
         let plan = crate::translate::simd_plan(&self.module, f, resume.is_some())
@@ -335,6 +381,7 @@ impl Items {
             plan: &plan,
             resume,
             aligned,
+            turns,
         };
         compile_item(&self.module, self.kernel, self.checks, shape)
     }
@@ -405,7 +452,7 @@ impl CompiledKernel {
                     (_, Some((w, slot))) => (*w, slot, false),
                     _ => return crate::Status::Panic as u32,
                 };
-                let f = slot.get(|| items.simd(width, None, aligned));
+                let f = slot.get(|| items.simd(width, None, aligned, false));
                 return match f {
                     // SAFETY: as below; `width` is what `lockstep_lanes` says for this launch,
                     // and the function runs it (aligned: its x extent is a multiple of it).
@@ -484,6 +531,56 @@ impl CompiledKernel {
         }
     }
 
+    /// The turn slots of launches whose workgroups are `block_x` items wide along x, when
+    /// this kernel runs them with [`CompiledKernel::run_turns`]: a kernel held in vectors
+    /// with a streaming loop (a grid-stride loop) and no shared memory, at its vector width
+    /// (which must divide `block_x`), unless its groups were found to diverge.
+    pub fn turn_slots(&self, block_x: u64) -> Option<TurnSlots> {
+        let (slots, _) = self.turns.as_ref()?;
+        (divides(slots.width, block_x) && !self.divergent()).then_some(*slots)
+    }
+
+    /// Whether this kernel has a turn function (for `--xpu-verbose`; launches use
+    /// [`CompiledKernel::turn_slots`]).
+    pub fn takes_turns(&self) -> bool {
+        self.turns.is_some()
+    }
+
+    /// A turn function (see `translate/simd/turns.rs`): runs the lockstep groups of the
+    /// slots at `ctx.turns` (`ctx.nturns` of them, in (workgroup, item) order), from slot
+    /// `ctx.turn` on, taking turns at the streaming loop's header: each round, every group
+    /// not done continues to its next arrival at the header or to its end. 0 once every
+    /// group is done; [`STOP_BAIL`] for the group of slot `ctx.turn` leaving lockstep (its
+    /// lanes' registers in the `W` files at `ctx.regs` as for [`CompiledKernel::run`]; the
+    /// caller finishes them, marks the slot done and calls again from the next slot, with
+    /// `ctx.resume = 0`); [`STOP_DECLINE`] (nothing run) for a launch it does not run. With
+    /// `ctx.resume = TURN_UNPARK`, stores the lanes of the parked group of slot `ctx.turn` to
+    /// their files ([`STOP_BAIL`], `ctx.stop_pc` the header).
+    ///
+    /// The caller fills each slot with [`turn::FRESH`] and its group's coordinates (see
+    /// [`TurnSlots::geometry`]); `ctx.group` and `ctx.lin` are not read. `Status::Panic` for
+    /// a kernel without turns.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CompiledKernel::run`], for every workgroup named in a slot; `ctx.turns` must
+    /// point at `ctx.nturns` slots of [`TurnSlots::cells`] cells, not touched by anything
+    /// else during the call, whose groups are full lockstep groups of those workgroups
+    /// ([`CompiledKernel::turn_slots`] says the width), and `ctx.block[0]` a multiple of it.
+    pub unsafe fn run_turns(&self, ctx: &mut WorkgroupCtx) -> u32 {
+        let (Some((slots, slot)), Some(items)) = (&self.turns, &self.items) else {
+            return crate::Status::Panic as u32;
+        };
+        if !divides(slots.width, ctx.block[0]) {
+            return crate::Status::Panic as u32;
+        }
+        match slot.get(|| items.simd(slots.width, None, true, true)) {
+            // SAFETY: the caller's contract above is the compiled code's.
+            Some(f) => unsafe { (f.entry)(ctx) },
+            None => crate::Status::Panic as u32,
+        }
+    }
+
     /// Lockstep kernels: the items per group of a launch whose workgroups are `block_x` items
     /// wide along x (the group width `run` uses for it: a wide vector function's only where
     /// it divides `block_x`).
@@ -544,7 +641,7 @@ impl CompiledKernel {
         if let Some(&(f, _)) = self.groups.iter().find(|&&(_, w)| w == width) {
             if let (Some((w, slot)), Some(items)) = (&self.unaligned, &self.items) {
                 if *w == width && !divides(width, ctx.block[0]) {
-                    let f = slot.get(|| items.simd(width, Some(&items.main.resume), false));
+                    let f = slot.get(|| items.simd(width, Some(&items.main.resume), false, false));
                     return match f {
                         // SAFETY: as below; this function runs any launch.
                         Some(f) => unsafe { (f.entry)(ctx) },
@@ -671,9 +768,17 @@ pub fn compile_kernel(
             plan: &plan,
             resume,
             aligned: true,
+            turns: false,
         };
+        let turns = crate::translate::turn_layout(f, &plan)
+            .filter(|_| options.turns && resume.is_none())
+            .map(|layout| TurnSlots {
+                width,
+                cells: layout.cells(),
+                geometry: layout.geometry(),
+            });
         define(jm, module, kernel, checks, shape, size)
-            .map(|id| (id, width))
+            .map(|id| (id, width, turns))
             .map_err(|e| e.message)
     };
     let mut scalar_reason = None;
@@ -682,10 +787,11 @@ pub fn compile_kernel(
             .map_err(|why| scalar_reason = Some(why))
             .ok()
     };
-    let (mut unaligned, mut narrow) = (None, None);
+    let (mut unaligned, mut narrow, mut turns) = (None, None, None);
     let (id, shape) = match shape {
         Shape::Lockstep { .. } => match vector(&mut jm, None, &mut code_size) {
-            Some((id, width)) => {
+            Some((id, width, slots)) => {
+                turns = slots.map(|s| (s, Lazy::default()));
                 // Launches a wide group does not suit run the default width.
                 let rest = width.min(DEFAULT_SIMD_LANES);
                 narrow = (width > rest).then(|| (rest, Lazy::default()));
@@ -734,7 +840,7 @@ pub fn compile_kernel(
         Shape::Resumable if grouped => match vector(&mut jm, Some(&points), &mut code_size) {
             // Vectors where the kernel allows it (scalar groups, for the workgroup sizes the
             // vector width does not divide, when first needed).
-            Some((group, width)) => {
+            Some((group, width, _)) => {
                 scalar_group = (width != lanes).then(|| (lanes, Lazy::default()));
                 unaligned = Some((width, Lazy::default()));
                 (Some(id), vec![(group, width)], None)
@@ -784,6 +890,7 @@ pub fn compile_kernel(
         unaligned,
         narrow,
         sequential,
+        turns,
         divergent: AtomicBool::new(false),
         items,
         scalar_reason,

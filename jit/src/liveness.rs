@@ -79,7 +79,7 @@ pub(crate) fn live_in(f: &Function) -> Vec<Regs> {
 }
 
 /// The pcs control may reach after `i` at `pc`.
-fn successors(pc: u32, i: &Instr, len: usize) -> Vec<u32> {
+pub(crate) fn successors(pc: u32, i: &Instr, len: usize) -> Vec<u32> {
     let next = (pc as usize + 1 < len).then_some(pc + 1);
     match i.op {
         Op::Jmp => vec![i.bc()],

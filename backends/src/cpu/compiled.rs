@@ -20,12 +20,14 @@
 //! * `CAJETA_XPU_CHECKS=off`: compiled kernels skip element index checks.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cajeta_bytecode::Module;
 use cajeta_jit::device::{
-    compile_kernel, CompiledKernel, DeviceFault, KernelOptions, MemView, Shape, WorkgroupCtx,
-    FAULT_BAD_HANDLE, FAULT_BOUNDS, FAULT_INDEX, STOP_BAIL, STOP_RENDEZVOUS,
+    compile_kernel, turn, CompiledKernel, DeviceFault, KernelOptions, MemView, Shape, TurnSlots,
+    WorkgroupCtx, FAULT_BAD_HANDLE, FAULT_BOUNDS, FAULT_INDEX, STOP_BAIL, STOP_DECLINE,
+    STOP_RENDEZVOUS, TURN_UNPARK,
 };
 use cajeta_jit::Status;
 
@@ -53,6 +55,9 @@ pub(crate) struct CompileConfig {
     /// Lockstep groups in vectors where the kernel allows it (`CAJETA_XPU_SIMD` is not
     /// `off`).
     pub simd: bool,
+    /// The groups of a run of workgroups taking turns at a streaming loop's header where the
+    /// kernel allows it (`CAJETA_XPU_TURNS` is not `off`; see [`turns`]).
+    pub turns: bool,
 }
 
 impl CompileConfig {
@@ -67,6 +72,7 @@ impl CompileConfig {
                 .and_then(|v| v.trim().parse().ok())
                 .filter(|n| (1..=MAX_LANES).contains(n)),
             simd: var("CAJETA_XPU_SIMD").is_none_or(|v| v.trim() != "off"),
+            turns: var("CAJETA_XPU_TURNS").is_none_or(|v| v.trim() != "off"),
         }
     }
 }
@@ -122,6 +128,7 @@ impl Cache {
                     checks: config.checks,
                     lanes: config.lanes,
                     simd: config.simd,
+                    turns: config.turns,
                 },
             )
             .map_err(|e| match e.pc {
@@ -148,6 +155,10 @@ impl Cache {
                                 k.scalar_reason.as_deref().unwrap_or("?")
                             ),
                         },
+                        Shape::Lockstep { lanes, simd: true } if k.takes_turns() => format!(
+                            "{lanes} items in lockstep, in vectors, groups taking turns at \
+                             the streaming loop"
+                        ),
                         Shape::Lockstep { lanes, simd: true } => {
                             format!("{lanes} items in lockstep, in vectors")
                         }
@@ -580,6 +591,9 @@ fn group_ctx(
         regs,
         resume,
         stop_pc: 0,
+        turns: std::ptr::null_mut(),
+        nturns: 0,
+        turn: 0,
         fault: Default::default(),
     }
 }
@@ -649,6 +663,9 @@ pub(crate) fn workgroup(
         regs: std::ptr::null_mut(),
         resume: 0,
         stop_pc: 0,
+        turns: std::ptr::null_mut(),
+        nturns: 0,
+        turn: 0,
         fault: Default::default(),
     };
     if let Shape::Lockstep { .. } = k.shape {
@@ -665,6 +682,181 @@ pub(crate) fn workgroup(
         return Ok(());
     }
     Err(fault(l, env, k, it, status, &ctx))
+}
+
+/// Runs workgroups `run` of a kernel with a turn function whose slots are `slots`
+/// ([`CompiledKernel::turn_slots`] of the launch): their lockstep groups take turns at the
+/// kernel's streaming loop, so that together they walk memory in order (see
+/// `cajeta_jit::device::CompiledKernel::run_turns`). A fault is the first in execution order
+/// (XPU §5.5) of the lowest faulting workgroup of the run, with that workgroup's index.
+/// `None` when the function declines the launch (nothing ran): run the workgroups one by one.
+pub(crate) fn turns(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    (views, slots): (&[MemView], TurnSlots),
+    run: Range<u64>,
+    it: &mut Item,
+) -> Option<Result<(), (u64, KernelFault)>> {
+    let (width, cells, n) = (slots.width as u64, slots.cells, k.registers);
+    let block = l.block.map(u64::from);
+    let groups = block.iter().product::<u64>() / width;
+    let mut memory = std::mem::take(&mut it.turns);
+    memory.clear();
+    // Each slot: fresh, its group's first item (x, y, z: x advances by the width along the
+    // rows, which it divides) and its workgroup's coordinates.
+    for g in run.clone() {
+        let wg = lanes::coordinates(l, g).map(u64::from);
+        for z in 0..block[2] {
+            for y in 0..block[1] {
+                for x in (0..block[0]).step_by(slots.width) {
+                    let at = memory.len();
+                    memory.resize(at + cells, turn::FRESH);
+                    let geometry = &mut memory[at + slots.geometry..at + slots.geometry + 6];
+                    geometry.copy_from_slice(&[x, y, z, wg[0], wg[1], wg[2]]);
+                }
+            }
+        }
+    }
+    let mut files = std::mem::take(&mut it.files);
+    files.resize(slots.width * (n + 1), 0);
+    let mut ctx = WorkgroupCtx {
+        mems: views.as_ptr(),
+        nmems: env.mems.len().max(1) as u64,
+        nbufs: env.nbuf,
+        frame: l.frame.as_ptr(),
+        group: [0; 3],
+        block,
+        grid: l.grid.map(u64::from),
+        wave: u64::from(l.wave.max(1)),
+        item: [0; 3],
+        lin: 0,
+        lane: 0,
+        regs: files.as_mut_ptr(),
+        resume: 0,
+        stop_pc: 0,
+        turns: memory.as_mut_ptr(),
+        nturns: (memory.len() / cells) as u64,
+        turn: 0,
+        fault: Default::default(),
+    };
+    let turns = Turns {
+        l,
+        env,
+        k,
+        first: run.start,
+        groups,
+        width,
+    };
+    let mut bails = 0;
+    let result = loop {
+        ctx.regs = files.as_mut_ptr();
+        // SAFETY: as in `workgroup`, for every workgroup of `run` (the launch's); the slots
+        // are `nturns` of `cells` cells of full groups of the width `turn_slots` gave for
+        // this launch's x extent, and they and the files are touched by nothing else during
+        // the call.
+        let status = unsafe { k.run_turns(&mut ctx) };
+        match status {
+            0 => break Ok(()),
+            STOP_DECLINE => {
+                it.files = files;
+                it.turns = memory;
+                return None;
+            }
+            STOP_BAIL => {
+                let s = ctx.turn;
+                memory[s as usize * cells] = turn::DONE;
+                bails += 1;
+                if let Err(fault) = turns.finish(&mut ctx, &mut files, s, it) {
+                    let earlier = turns.earlier_fault(&mut ctx, &mut files, &mut memory, s, it);
+                    break Err(earlier.unwrap_or(fault));
+                }
+                ctx.turn = s + 1;
+                ctx.resume = 0;
+            }
+            _ => {
+                it.geo = lanes::geometry(l, lanes::coordinates(l, run.start), [0; 3], 0);
+                let kind = FaultKind::Internal("unknown status from a turn function");
+                break Err((run.start, lanes::describe(l, env, it, kind)));
+            }
+        }
+    };
+    // Groups that mostly leave lockstep: the kernel's next runs go workgroup by workgroup
+    // (which then run item by item).
+    let total = memory.len() as u64 / cells as u64;
+    if total >= DIVERGENCE_PROBE && 2 * bails > total {
+        k.set_divergent();
+    }
+    it.files = files;
+    it.turns = memory;
+    Some(result)
+}
+
+/// A run of workgroups in turns: where slot `s`'s group is.
+struct Turns<'a> {
+    l: &'a Launch<'a>,
+    env: &'a Env<'a>,
+    k: &'a CompiledKernel,
+    /// The run's first workgroup, groups per workgroup, items per group.
+    first: u64,
+    groups: u64,
+    width: u64,
+}
+
+impl Turns<'_> {
+    /// Finishes the lanes of slot `s`'s group one by one from their files (`files`, also at
+    /// `ctx.regs`); a fault with its workgroup's index.
+    fn finish(
+        &self,
+        ctx: &mut WorkgroupCtx,
+        files: &mut [u64],
+        s: u64,
+        it: &mut Item,
+    ) -> Result<(), (u64, KernelFault)> {
+        let (l, n) = (self.l, self.k.registers);
+        let g = self.first + s / self.groups;
+        ctx.group = lanes::coordinates(l, g).map(u64::from);
+        let first = s % self.groups * self.width;
+        for (j, file) in files.chunks_exact_mut(n + 1).enumerate() {
+            let pc = file[n].saturating_sub(1) as u32;
+            let lin = first + j as u64;
+            item(l, self.env, self.k, ctx, lin, &mut file[..n], pc, it).map_err(|f| (g, f))?;
+        }
+        Ok(())
+    }
+
+    /// After the group of slot `s` faulted: the fault of the first parked group before it
+    /// whose lanes fault when finished one by one, in slot order — their items run before
+    /// `s`'s in the order of XPU §5.5 (a lower workgroup, or lower items of the same one),
+    /// though turns ran `s`'s fault first.
+    fn earlier_fault(
+        &self,
+        ctx: &mut WorkgroupCtx,
+        files: &mut [u64],
+        memory: &mut [u64],
+        s: u64,
+        it: &mut Item,
+    ) -> Option<(u64, KernelFault)> {
+        let cells = memory.len() / ctx.nturns.max(1) as usize;
+        for p in 0..s {
+            if memory[p as usize * cells] != turn::PARKED {
+                continue;
+            }
+            ctx.turn = p;
+            ctx.resume = TURN_UNPARK;
+            ctx.regs = files.as_mut_ptr();
+            // SAFETY: as in `turns` (the call stores slot `p`'s lanes to the files).
+            let status = unsafe { self.k.run_turns(ctx) };
+            memory[p as usize * cells] = turn::DONE;
+            if status != STOP_BAIL {
+                continue;
+            }
+            if let Err(fault) = self.finish(ctx, files, p, it) {
+                return Some(fault);
+            }
+        }
+        None
+    }
 }
 
 /// The report of a compiled kernel's fault `status` recorded in `ctx`.

@@ -155,6 +155,9 @@ pub(crate) struct Item {
     /// Register files of a compiled lockstep group, kept from workgroup to workgroup (see
     /// `super::compiled::lockstep`).
     pub files: Vec<u64>,
+    /// Turn slots of a compiled kernel's run of workgroups, kept from run to run (see
+    /// `super::compiled::turns`).
+    pub turns: Vec<u64>,
 }
 
 impl Item {
@@ -170,6 +173,7 @@ impl Item {
             resume: 0,
             ahead: None,
             files: Vec::new(),
+            turns: Vec::new(),
         })
     }
 
@@ -386,6 +390,7 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
         resume: _,
         ahead: _,
         files: _,
+        turns: _,
     } = it;
     let stack: &mut [u64] = stack;
     let mut func = *it_func;

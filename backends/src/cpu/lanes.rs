@@ -37,6 +37,7 @@
 //! does not depend on timing.
 
 use std::cell::Cell;
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -204,6 +205,13 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
             ),
         }));
     }
+    // Workers claim runs of consecutive workgroups: one atomic per run rather than per
+    // workgroup (the counter's cache line moves between cores at each claim), and each
+    // worker walks its buffers' neighbouring elements, which the prefetchers follow (and a
+    // kernel with turns runs a run's groups in turns). A run is run in increasing order, each
+    // workgroup only while no lower one has faulted, so the lowest faulting workgroup is
+    // still found: every workgroup below it was claimed first.
+    let run = (total / (workers.len() as u64 * CLAIMS_PER_WORKER)).clamp(1, MAX_RUN);
     if workers.len() == 1 {
         // Increasing g, stopping at the first fault: it is the lowest faulting workgroup's.
         let claimed = Cell::new(0u64);
@@ -215,9 +223,10 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
                 &mut workers[0],
                 || {
                     let g = claimed.get();
-                    claimed.set(g + 1);
-                    (g < total && !faulted.get()).then_some(g)
+                    claimed.set(g.saturating_add(run).min(total));
+                    (g < total && !faulted.get()).then(|| g..g.saturating_add(run).min(total))
                 },
+                |_| !faulted.get(),
                 |_, fault| {
                     faulted.set(true);
                     first.set(Some(fault));
@@ -236,20 +245,11 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
     // The lowest faulting workgroup known so far (u64::MAX: none) and its fault.
     let lowest = AtomicU64::new(u64::MAX);
     let best: Mutex<Option<(u64, KernelFault)>> = Mutex::new(None);
-    // Workers claim runs of consecutive workgroups: one atomic per run rather than per
-    // workgroup (the counter's cache line moves between cores at each claim), and each
-    // worker walks its buffers' neighbouring elements, which the prefetchers follow. A run
-    // is run in increasing order, each workgroup only while no lower one has faulted, so the
-    // lowest faulting workgroup is still found: every workgroup below it was claimed first.
-    let run = (total / (nworkers as u64 * CLAIMS_PER_WORKER)).clamp(1, MAX_RUN);
-    let claim = |mine: &mut std::ops::Range<u64>| {
-        if mine.is_empty() {
-            let g = next.fetch_add(run, Ordering::Relaxed);
-            *mine = g.min(total)..g.saturating_add(run).min(total);
-        }
-        let g = mine.next()?;
-        (g < lowest.load(Ordering::Acquire)).then_some(g)
+    let claim = || {
+        let g = next.fetch_add(run, Ordering::Relaxed);
+        (g < total).then(|| g..g.saturating_add(run).min(total))
     };
+    let wanted = |g: u64| g < lowest.load(Ordering::Acquire);
     let report = |g: u64, fault: KernelFault| {
         let mut slot = best.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.as_ref().is_none_or(|(h, _)| g < *h) {
@@ -263,8 +263,7 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
     let job = |slot: usize| {
         if let Some(w) = slots.get(slot) {
             let mut w = w.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut mine = 0..0;
-            work(l, &mut w, || claim(&mut mine), report);
+            work(l, &mut w, claim, wanted, report);
         }
     };
     let clean = pool.run(slots.len() - 1, &job);
@@ -299,7 +298,7 @@ fn panicked(l: &Launch<'_>, g: Option<u64>) -> KernelFault {
 }
 
 /// The coordinates of linear workgroup index `g`.
-fn coordinates(l: &Launch<'_>, g: u64) -> [u32; 3] {
+pub(crate) fn coordinates(l: &Launch<'_>, g: u64) -> [u32; 3] {
     let [gx, gy, gz] = l.grid.map(u64::from);
     // (A 1-D grid, the common case, needs no division: this runs once per workgroup.)
     if gy == 1 && gz == 1 {
@@ -313,12 +312,13 @@ fn coordinates(l: &Launch<'_>, g: u64) -> [u32; 3] {
     ]
 }
 
-/// One worker: runs the workgroups `claim` hands out until it returns `None`, reporting each
-/// workgroup's fault.
+/// One worker: runs the runs of workgroups `claim` hands out until it returns `None`, each
+/// workgroup while `wanted`, reporting each workgroup's fault.
 fn work(
     l: &Launch<'_>,
     w: &mut Worker,
-    mut claim: impl FnMut() -> Option<u64>,
+    mut claim: impl FnMut() -> Option<Range<u64>>,
+    wanted: impl Fn(u64) -> bool,
     mut report: impl FnMut(u64, KernelFault),
 ) {
     let Worker {
@@ -351,29 +351,62 @@ fn work(
     };
     let views = super::compiled::views(&mems);
     let mut fresh = true;
-    while let Some(g) = claim() {
-        if !fresh {
-            // One zero-filled array per declaration per workgroup (XPU §2.6, cpu).
-            for words in shared.iter() {
-                for x in words.iter() {
-                    x.store(0, Ordering::Relaxed);
+    while let Some(run) = claim() {
+        if !wanted(run.start) {
+            return;
+        }
+        // A compiled kernel whose groups take turns over the whole run.
+        let turns = l
+            .compiled
+            .filter(|k| !k.resumable)
+            .and_then(|k| Some((k, k.turn_slots(u64::from(l.block[0]))?)));
+        if let (Some((k, slots)), Some(it)) = (turns, items.first_mut()) {
+            let env = &env;
+            let ran = catch_unwind(AssertUnwindSafe(|| {
+                super::compiled::turns(l, env, k, (&views, slots), run.clone(), it)
+            }));
+            match ran {
+                Ok(Some(Ok(()))) => continue,
+                Ok(Some(Err((g, fault)))) => {
+                    report(g, fault);
+                    continue;
+                }
+                // Declined: workgroup by workgroup.
+                Ok(None) => {}
+                Err(_) => {
+                    report(run.start, panicked(l, Some(run.start)));
+                    return;
                 }
             }
         }
-        fresh = false;
-        let state = Lanes {
-            items,
-            status,
-            waves,
-        };
-        // A panic (a bug of the backend) is this workgroup's fault, so fault selection stays
-        // deterministic; the worker's state may be inconsistent after it, so it stops.
-        match catch_unwind(AssertUnwindSafe(|| workgroup(l, &env, &views, g, state))) {
-            Ok(Ok(())) => {}
-            Ok(Err(f)) => report(g, f),
-            Err(_) => {
-                report(g, panicked(l, Some(g)));
+        for g in run {
+            if !wanted(g) {
                 return;
+            }
+            if !fresh {
+                // One zero-filled array per declaration per workgroup (XPU §2.6, cpu).
+                for words in shared.iter() {
+                    for x in words.iter() {
+                        x.store(0, Ordering::Relaxed);
+                    }
+                }
+            }
+            fresh = false;
+            let state = Lanes {
+                items,
+                status,
+                waves,
+            };
+            // A panic (a bug of the backend) is this workgroup's fault, so fault selection
+            // stays deterministic; the worker's state may be inconsistent after it, so it
+            // stops.
+            match catch_unwind(AssertUnwindSafe(|| workgroup(l, &env, &views, g, state))) {
+                Ok(Ok(())) => {}
+                Ok(Err(f)) => report(g, f),
+                Err(_) => {
+                    report(g, panicked(l, Some(g)));
+                    return;
+                }
             }
         }
     }

@@ -91,12 +91,14 @@ pub(crate) enum Shape<'a> {
     /// A lockstep workgroup function of `width` lanes held in vectors ([`super::simd`]), for
     /// a kernel `plan` accepted; with `resume`, a resumable group function as for
     /// `Lockstep`. An `aligned` one (not resumable) runs only launches whose workgroup x
-    /// extent is a multiple of `width`.
+    /// extent is a multiple of `width`. With `turns`, the aligned turn function of a kernel
+    /// whose plan allows it (`simd/turns.rs`).
     Simd {
         width: usize,
         plan: &'a super::SimdPlan,
         resume: Option<&'a [u32]>,
         aligned: bool,
+        turns: bool,
     },
 }
 
@@ -126,9 +128,10 @@ pub(crate) fn translate_kernel(
         plan,
         resume,
         aligned,
+        turns,
     } = shape
     {
-        let form = (width, resume, aligned);
+        let form = (width, resume, aligned, turns);
         return super::simd::translate_simd(b, s, f, plan, form, checks);
     }
     let mut tr = Tr::kernel_prologue(b, s, f, checks, shape);

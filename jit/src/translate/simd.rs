@@ -58,6 +58,10 @@ use crate::device::{off as doff, STOP_BAIL};
 use crate::liveness::{self, Regs};
 use crate::loops;
 use crate::JitError;
+pub(crate) use turns::layout as turn_layout;
+use turns::TurnLayout;
+
+mod turns;
 
 const I8X16: ClType = types::I8X16;
 const I32X4: ClType = types::I32X4;
@@ -107,8 +111,8 @@ pub(crate) struct Plan {
     memory: Vec<Option<Memory>>,
     /// A kernel with workgroup barriers (compiled to a resumable group function).
     barriers: bool,
-    /// See [`Plan::streams`].
-    streams: bool,
+    /// See [`Plan::streams`]: the header of that loop (the last one in code order).
+    stream_header: Option<u32>,
 }
 
 impl Plan {
@@ -117,13 +121,25 @@ impl Plan {
     /// hold that state in no more registers, amortise the loop's control over more lanes and
     /// touch longer runs of memory per iteration.
     pub(crate) fn streams(&self) -> bool {
-        self.streams
+        self.stream_header.is_some()
+    }
+
+    /// Whether the kernel can run its groups in turns (see `simd/turns.rs`): a streaming
+    /// loop, and no shared memory (whose arrays are per workgroup, and turns mix
+    /// workgroups).
+    pub(crate) fn takes_turns(&self) -> bool {
+        self.streams()
+            && !self
+                .memory
+                .iter()
+                .any(|m| matches!(m, Some(Memory::Shared(_))))
     }
 }
 
-/// Whether kernel `f` has a loop whose live registers at its header (handles aside) are all
-/// uniform or affine there.
-fn streams(f: &Function, classes: &[Class]) -> bool {
+/// The header of the last loop of kernel `f` (in code order: an inner loop's header follows
+/// its outer loop's) whose live registers at its header (handles aside) are all uniform or
+/// affine there.
+fn stream_header(f: &Function, classes: &[Class]) -> Option<u32> {
     let facts = super::lanes_facts::facts(f, false);
     let live = liveness::live_in(f);
     let backward = |(pc, i): (usize, &Instr)| i.op.is_branch() && i.bc() as usize <= pc;
@@ -131,8 +147,9 @@ fn streams(f: &Function, classes: &[Class]) -> bool {
         .iter()
         .enumerate()
         .filter(|&x| backward(x))
-        .any(|(_, i)| {
-            let h = i.bc() as usize;
+        .map(|(_, i)| i.bc())
+        .filter(|&h| {
+            let h = h as usize;
             let (Some(facts), Some(live)) = (facts.get(h), live.get(h)) else {
                 return false;
             };
@@ -143,6 +160,7 @@ fn streams(f: &Function, classes: &[Class]) -> bool {
                     || matches!(facts[r_], Fact::Uniform | Fact::Affine)
             })
         })
+        .max()
 }
 
 /// The memory a handle register designates, the same in every lane.
@@ -196,12 +214,15 @@ pub(crate) fn plan(module: &Module, f: &Function, barriers: bool) -> Result<Plan
             None => return Err(format!("memory register r{r} is not one buffer or array")),
         }
     }
-    let streams = !barriers && streams(f, &classes);
+    let stream_header = match barriers {
+        true => None,
+        false => stream_header(f, &classes),
+    };
     let plan = Plan {
         classes,
         memory,
         barriers,
-        streams,
+        stream_header,
     };
     for (pc, &i) in f.code.iter().enumerate() {
         if !plan.supports(module, i) {
@@ -446,8 +467,11 @@ struct Simd<'a, 'b> {
     run_limits: Vec<Option<StackSlot>>,
     /// The item coordinates of the group's lanes (word vectors).
     item: [Vec<Variable>; 3],
-    /// The workgroup's first global id per axis (32-bit).
-    group_offset: [Value; 3],
+    /// The launch's workgroup extent per axis.
+    block: [Value; 3],
+    /// The workgroup's coordinates and first global id per axis (32-bit).
+    group: [Variable; 3],
+    group_offset: [Variable; 3],
     /// The item coordinates of the group's first lane (valid in the aligned function).
     first: [Variable; 3],
     /// The linear index of the group's first item.
@@ -479,18 +503,21 @@ struct Simd<'a, 'b> {
     ranges: Vec<Option<[Variable; 2]>>,
     /// The launch frame's parameter cells.
     cells: Vec<Value>,
+    /// A turn function's state (see `simd/turns.rs`).
+    turns: Option<turns::Turns>,
 }
 
 /// Translates kernel `f` (`s.func`, which `plan` accepted) to a SIMD lockstep function of
-/// `width` lanes (a multiple of 4); with `resume`, a resumable group function. An `aligned`
-/// function may only run launches whose workgroup x extent is a multiple of `width`, and uses
-/// the lane facts that hold there (see `lanes_facts`).
+/// `width` lanes (a multiple of 4); with `resume`, a resumable group function; with `turns`,
+/// a turn function (see `simd/turns.rs`). An `aligned` function may only run launches whose
+/// workgroup x extent is a multiple of `width`, and uses the lane facts that hold there (see
+/// `lanes_facts`); a turn function is aligned.
 pub(crate) fn translate_simd(
     b: FunctionBuilder<'_>,
     s: &Setup<'_>,
     f: &Function,
     plan: &Plan,
-    (width, resume, aligned): (usize, Option<&[u32]>, bool),
+    (width, resume, aligned, turns): (usize, Option<&[u32]>, bool, bool),
     checks: bool,
 ) -> Result<(), JitError> {
     if width == 0 || !width.is_multiple_of(WORDS) {
@@ -500,7 +527,16 @@ pub(crate) fn translate_simd(
             format!("SIMD lockstep needs a multiple of {WORDS} lanes, not {width}"),
         ));
     }
-    let mut t = Simd::prologue(b, s, f, plan, (width / WORDS, aligned), checks, resume);
+    let turns = match turns {
+        true => Some(
+            turns::layout(f, plan)
+                .filter(|_| aligned && resume.is_none())
+                .ok_or_else(|| JitError::new(Some(s.func), None, "no turns here".into()))?,
+        ),
+        false => None,
+    };
+    let form = (width / WORDS, aligned, resume, turns);
+    let mut t = Simd::prologue(b, s, f, plan, form, checks);
     t.body()?;
     t.epilogue();
     t.b.seal_all_blocks();
@@ -515,15 +551,15 @@ impl<'a, 'b> Simd<'a, 'b> {
 
     /// The entry, the group loop and each group's fresh registers and coordinates; with
     /// `resume` (a kernel with barriers), the one group at `ctx.lin` from its lanes' register
-    /// files, continuing at the start or at `resume[k - 1]` for `ctx.resume = k`.
+    /// files, continuing at the start or at `resume[k - 1]` for `ctx.resume = k`; with
+    /// `turns`, the groups of the turn slots taking turns.
     fn prologue(
         mut b: FunctionBuilder<'b>,
         s: &'a Setup<'a>,
         f: &'a Function,
         plan: &'a Plan,
-        (chunks, aligned): (usize, bool),
+        (chunks, aligned, resume, turns): (usize, bool, Option<&'a [u32]>, Option<TurnLayout>),
         checks: bool,
-        resume: Option<&'a [u32]>,
     ) -> Simd<'a, 'b> {
         let width = chunks * WORDS;
         let super::device::Launch {
@@ -591,7 +627,97 @@ impl<'a, 'b> Simd<'a, 'b> {
         // and z are shared).
         let first_coords = [(); 3].map(|_| b.declare_var(I32));
         let lin0 = b.declare_var(I64);
-        let first = load(&mut b, doff::LIN);
+        // The workgroup's coordinates and first global id per axis (read once; a turn
+        // function sets them for each group it runs).
+        let group = [(); 3].map(|_| b.declare_var(I32));
+        let group_offset = [(); 3].map(|_| b.declare_var(I32));
+        for axis in 0..3 {
+            let g = load(&mut b, doff::GROUP + 8 * axis as i32);
+            let g = b.ins().ireduce(I32, g);
+            b.def_var(group[axis], g);
+            let extent = b.ins().ireduce(I32, block[axis]);
+            let offset = b.ins().imul(g, extent);
+            b.def_var(group_offset[axis], offset);
+        }
+
+        let mut leader = leaders(f);
+        // A resumable group continues at its resume points: each starts a block.
+        for &pc in resume.unwrap_or_default() {
+            if let Some(l) = leader.get_mut(pc as usize) {
+                *l = true;
+            }
+        }
+        let blocks = leader
+            .iter()
+            .map(|&l| l.then(|| b.create_block()))
+            .collect();
+        let latch = b.create_block();
+        // (Then, before the groups: are the memory handles valid?)
+        let checked = b.create_block();
+        b.ins().jump(checked, &[]);
+
+        let mut t = Simd {
+            s,
+            f,
+            plan,
+            b,
+            ctx,
+            chunks,
+            block,
+            vars,
+            views,
+            run_limits,
+            item,
+            first: first_coords,
+            group,
+            group_offset,
+            lin0,
+            blocks,
+            latch,
+            checks,
+            live: liveness::live_in(f),
+            bails: Vec::new(),
+            resume,
+            facts: match aligned {
+                true => super::lanes_facts::facts(f, resume.is_some()),
+                false => Vec::new(),
+            },
+            bases,
+            pc: 0,
+            written: None,
+            counted: Vec::new(),
+            ranges: vec![None; f.regs.len()],
+            cells,
+            turns: None,
+        };
+        if !t.facts.is_empty() {
+            let resumable = resume.is_some();
+            t.counted = super::lanes_facts::counted(f, resumable, |pc, i| {
+                counts_lanes(plan, &t.facts, pc, i)
+            });
+            for r in 0..f.regs.len() {
+                if t.counted.iter().any(|at| at[r]) {
+                    t.ranges[r] = Some([(); 2].map(|_| t.b.declare_var(I32)));
+                }
+            }
+        }
+        t.b.switch_to_block(checked);
+        match turns {
+            Some(layout) => t.turn_loop(valid, layout),
+            None => t.group_loop(valid, aligned),
+        }
+        t
+    }
+
+    /// The group loop (from the `checked` block): the full groups from `ctx.lin` one after
+    /// another — or, resumable, the one group at `ctx.lin` — each with its lanes'
+    /// coordinates and fresh registers (resumable: its lanes' registers from their files, at
+    /// its continuation).
+    fn group_loop(&mut self, valid: Value, aligned: bool) {
+        let (ctx, block, width, chunks) = (self.ctx, self.block, self.width(), self.chunks);
+        let (lin0, latch, resume) = (self.lin0, self.latch, self.resume);
+        let b = &mut self.b;
+        let first = b.ins().load(I64, MF, ctx, doff::LIN);
         b.def_var(lin0, first);
         // The first lane's coordinates: by division once (not for a workgroup's first item,
         // where a call usually starts: three dependent divisions per workgroup otherwise),
@@ -606,40 +732,34 @@ impl<'a, 'b> Simd<'a, 'b> {
         }
         b.ins().jump(known, &[]);
         b.switch_to_block(divide);
-        let start = super::lockstep::item_coords(&mut b, first, block);
+        let start = super::lockstep::item_coords(b, first, block);
         for (v, x) in coords.iter().zip(start) {
             b.def_var(*v, x);
         }
         b.ins().jump(known, &[]);
         b.switch_to_block(known);
 
-        let mut leader = leaders(f);
-        // A resumable group continues at its resume points: each starts a block.
-        for &pc in resume.unwrap_or_default() {
-            if let Some(l) = leader.get_mut(pc as usize) {
-                *l = true;
-            }
-        }
-        let blocks = leader
-            .iter()
-            .map(|&l| l.then(|| b.create_block()))
-            .collect();
         let head = b.create_block();
         let fast = b.create_block();
         // (The aligned function has no use for the lane-by-lane coordinates.)
         let slow = (!aligned).then(|| b.create_block());
         let body = b.create_block();
         let exit = b.create_block();
-        let latch = b.create_block();
-        // The workgroup's first global id per axis (read once).
-        let group_offset = [0, 1, 2].map(|axis| {
-            let group = load(&mut b, doff::GROUP + 8 * axis as i32);
-            let g = b.ins().imul(group, block[axis]);
-            b.ins().ireduce(I32, g)
-        });
-        // (Then, before the groups: are the memory handles valid?)
-        let checked = b.create_block();
-        b.ins().jump(checked, &[]);
+        if resume.is_some() {
+            b.ins().jump(head, &[]);
+        } else {
+            // A handle that names no memory of its width (never in a checked launch): every
+            // group bails out before its first instruction, so that its items fault where
+            // the item function's would.
+            let invalid = b.create_block();
+            b.set_cold_block(invalid);
+            b.ins().brif(valid, head, &[], invalid, &[]);
+            b.switch_to_block(invalid);
+            self.fresh_lanes();
+            let bail = self.bail(0, None);
+            self.b.ins().jump(bail, &[]);
+        }
+        let b = &mut self.b;
 
         // Another full group?
         b.switch_to_block(head);
@@ -674,18 +794,8 @@ impl<'a, 'b> Simd<'a, 'b> {
         b.switch_to_block(fast);
         let [x0, y0, z0] = coords.map(|v| b.use_var(v));
         let first_lane = [x0, y0, z0].map(|v| b.ins().ireduce(I32, v));
-        for (var, &v) in first_coords.iter().zip(&first_lane) {
-            b.def_var(*var, v);
-        }
-        let xs = b.ins().splat(I32X4, first_lane[0]);
-        let shared = [1, 2].map(|axis| b.ins().splat(I32X4, first_lane[axis]));
-        for (c, ((x, y), z)) in item[0].iter().zip(&item[1]).zip(&item[2]).enumerate() {
-            let iota = word_iota(&mut b, (c * WORDS) as i32);
-            let xv = b.ins().iadd(xs, iota);
-            b.def_var(*x, xv);
-            b.def_var(*y, shared[0]);
-            b.def_var(*z, shared[1]);
-        }
+        self.aligned_coords(first_lane);
+        let b = &mut self.b;
         if aligned {
             // Along the row, and into the next one (y, z) only at its end (a branch rather
             // than the selects of every group).
@@ -699,7 +809,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             b.ins().jump(body, &[]);
             b.switch_to_block(turn);
         }
-        let next = carry_coords(&mut b, [x0, y0, z0], block, width as i64);
+        let next = carry_coords(b, [x0, y0, z0], block, width as i64);
         for (v, x) in coords.iter().zip(next) {
             b.def_var(*v, x);
         }
@@ -712,7 +822,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             let mut lanes: [Vec<Value>; 3] = Default::default();
             for j in 0..=width {
                 if j > 0 {
-                    at = carry_coords(&mut b, at, block, 1);
+                    at = carry_coords(b, at, block, 1);
                 }
                 if j == width {
                     for (v, x) in coords.iter().zip(at) {
@@ -728,113 +838,78 @@ impl<'a, 'b> Simd<'a, 'b> {
             for axis in 0..3 {
                 for c in 0..chunks {
                     let lanes = &lanes[axis][c * WORDS..(c + 1) * WORDS];
-                    let v = build_vector(&mut b, I32X4, lanes);
-                    b.def_var(item[axis][c], v);
+                    let v = build_vector(b, I32X4, lanes);
+                    b.def_var(self.item[axis][c], v);
                 }
             }
             b.ins().jump(body, &[]);
         }
 
-        let mut t = Simd {
-            s,
-            f,
-            plan,
-            b,
-            ctx,
-            chunks,
-            vars,
-            views,
-            run_limits,
-            item,
-            first: first_coords,
-            group_offset,
-            lin0,
-            blocks,
-            latch,
-            checks,
-            live: liveness::live_in(f),
-            bails: Vec::new(),
-            resume,
-            facts: match aligned {
-                true => super::lanes_facts::facts(f, resume.is_some()),
-                false => Vec::new(),
-            },
-            bases,
-            pc: 0,
-            written: None,
-            counted: Vec::new(),
-            ranges: vec![None; f.regs.len()],
-            cells,
-        };
-        if !t.facts.is_empty() {
-            let resumable = resume.is_some();
-            t.counted = super::lanes_facts::counted(f, resumable, |pc, i| {
-                counts_lanes(plan, &t.facts, pc, i)
-            });
-            for r in 0..f.regs.len() {
-                if t.counted.iter().any(|at| at[r]) {
-                    t.ranges[r] = Some([(); 2].map(|_| t.b.declare_var(I32)));
-                }
-            }
-        }
-        t.b.switch_to_block(checked);
-        if resume.is_some() {
-            t.b.ins().jump(head, &[]);
-        } else {
-            // A handle that names no memory of its width (never in a checked launch): every
-            // group bails out before its first instruction, so that its items fault where
-            // the item function's would.
-            let invalid = t.b.create_block();
-            t.b.set_cold_block(invalid);
-            t.b.ins().brif(valid, head, &[], invalid, &[]);
-            t.b.switch_to_block(invalid);
-            t.fresh_lanes();
-            let bail = t.bail(0, None);
-            t.b.ins().jump(bail, &[]);
-        }
-        t.b.switch_to_block(body);
+        self.b.switch_to_block(body);
         if let Some(points) = resume {
             // Each continuation loads the registers live there from the lanes' files.
             // (A group only ever stops at barriers: the other points are the item function's.)
-            let k = t.b.ins().load(I64, MF, ctx, doff::RESUME);
+            let k = self.b.ins().load(I64, MF, ctx, doff::RESUME);
             for (n, &pc) in points.iter().enumerate() {
                 let after_barrier = pc
                     .checked_sub(1)
-                    .and_then(|p| f.code.get(p as usize))
+                    .and_then(|p| self.f.code.get(p as usize))
                     .is_some_and(|i| i.op == Op::Barrier);
-                let cont = t.blocks.get(pc as usize).copied().flatten();
+                let cont = self.blocks.get(pc as usize).copied().flatten();
                 let Some(cont) = cont.filter(|_| after_barrier) else {
                     continue;
                 };
-                let here = t.b.ins().icmp_imm_s(IntCC::Equal, k, n as i64 + 1);
-                let (loads, next) = (t.b.create_block(), t.b.create_block());
-                t.b.ins().brif(here, loads, &[], next, &[]);
-                t.b.switch_to_block(loads);
-                t.lanes_from_files(pc);
-                t.b.ins().jump(cont, &[]);
-                t.b.switch_to_block(next);
+                let here = self.b.ins().icmp_imm_s(IntCC::Equal, k, n as i64 + 1);
+                let (loads, next) = (self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(here, loads, &[], next, &[]);
+                self.b.switch_to_block(loads);
+                self.lanes_from_files(pc);
+                self.b.ins().jump(cont, &[]);
+                self.b.switch_to_block(next);
             }
             // The start: the fresh item frame (the embedder fills no files for it).
-            t.fresh_lanes();
-            let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
-            t.b.ins().jump(first_block, &[]);
+            self.fresh_lanes();
+            let first_block = self.blocks.first().copied().flatten().unwrap_or(latch);
+            self.b.ins().jump(first_block, &[]);
             // Every lane returned.
-            t.b.switch_to_block(latch);
-            let done = t.b.ins().iconst(I32, 0);
-            t.b.ins().return_(&[done]);
-            t.b.switch_to_block(exit);
-            t.b.ins().return_(&[done]);
-            return t;
+            self.b.switch_to_block(latch);
+            let done = self.b.ins().iconst(I32, 0);
+            self.b.ins().return_(&[done]);
+            self.b.switch_to_block(exit);
+            self.b.ins().return_(&[done]);
+            return;
         }
-        t.fresh_lanes();
-        let first_block = t.blocks.first().copied().flatten().unwrap_or(latch);
-        t.b.ins().jump(first_block, &[]);
+        self.fresh_lanes();
+        let first_block = self.blocks.first().copied().flatten().unwrap_or(latch);
+        self.b.ins().jump(first_block, &[]);
 
-        t.b.switch_to_block(latch);
-        super::lockstep::next_group(&mut t.b, lin0, width, head);
-        t.b.switch_to_block(exit);
-        super::lockstep::groups_done(&mut t.b, ctx, lin0);
-        t
+        self.b.switch_to_block(latch);
+        super::lockstep::next_group(&mut self.b, lin0, width, head);
+        self.b.switch_to_block(exit);
+        super::lockstep::groups_done(&mut self.b, ctx, lin0);
+    }
+
+    /// The coordinates of an aligned group whose first lane is at `first` (32-bit x, y, z):
+    /// x = x₀ + (0, 1, 2, …), y and z shared.
+    fn aligned_coords(&mut self, first: [Value; 3]) {
+        let b = &mut self.b;
+        for (var, &v) in self.first.iter().zip(&first) {
+            b.def_var(*var, v);
+        }
+        let xs = b.ins().splat(I32X4, first[0]);
+        let shared = [1, 2].map(|axis| b.ins().splat(I32X4, first[axis]));
+        for (c, ((x, y), z)) in self.item[0]
+            .iter()
+            .zip(&self.item[1])
+            .zip(&self.item[2])
+            .enumerate()
+        {
+            let iota = word_iota(b, (c * WORDS) as i32);
+            let xv = b.ins().iadd(xs, iota);
+            b.def_var(*x, xv);
+            b.def_var(*y, shared[0]);
+            b.def_var(*z, shared[1]);
+        }
     }
 
     /// The interpreter's fresh item frame in every lane: parameters from the launch frame,
@@ -963,7 +1038,11 @@ impl<'a, 'b> Simd<'a, 'b> {
             let pc = pc as u32;
             if let Some(block) = self.blocks[pc as usize] {
                 if open {
-                    self.b.ins().jump(block, &[]);
+                    let to = match self.turns.as_ref().filter(|t| t.header() == pc) {
+                        Some(t) => t.arrival(pc.checked_sub(1)),
+                        None => block,
+                    };
+                    self.b.ins().jump(to, &[]);
                 }
                 self.b.switch_to_block(block);
                 open = true;
@@ -1287,13 +1366,14 @@ impl<'a, 'b> Simd<'a, 'b> {
             Op::Geom if matches!(i.b, 9..=11) => {
                 let axis = usize::from(i.b % 3);
                 let x = self.b.use_var(self.first[axis]);
-                self.b.ins().iadd(self.group_offset[axis], x)
+                let offset = self.b.use_var(self.group_offset[axis]);
+                self.b.ins().iadd(offset, x)
             }
+            Op::Geom if matches!(i.b, 3..=5) => self.b.use_var(self.group[usize::from(i.b % 3)]),
             // Launch values.
-            Op::Geom if matches!(i.b, 3..=8 | 12..=15) => {
+            Op::Geom if matches!(i.b, 6..=8 | 12..=15) => {
                 let axis = 8 * i32::from(i.b % 3);
                 let field = match i.b {
-                    3..=5 => doff::GROUP + axis,
                     6..=8 => doff::BLOCK + axis,
                     12..=14 => doff::GRID + axis,
                     _ => doff::WAVE,
@@ -1482,7 +1562,11 @@ impl<'a, 'b> Simd<'a, 'b> {
             .unwrap_or(false)
     }
 
+    /// Where a jump from the current instruction to `pc` goes.
     fn block(&self, pc: u32) -> Result<Block, JitError> {
+        if let Some(t) = self.turns.as_ref().filter(|t| t.header() == pc) {
+            return Ok(t.arrival(Some(self.pc)));
+        }
         self.blocks
             .get(pc as usize)
             .copied()
@@ -1719,10 +1803,14 @@ impl<'a, 'b> Simd<'a, 'b> {
                 .into_iter()
                 .map(|v| self.b.use_var(v))
                 .collect(),
-            3..=5 => uniform(self, field(doff::GROUP)),
+            3..=5 => {
+                let g = self.b.use_var(self.group[axis]);
+                vec![self.b.ins().splat(I32X4, g); self.chunks]
+            }
             6..=8 => uniform(self, field(doff::BLOCK)),
             9..=11 => {
-                let g = self.b.ins().splat(I32X4, self.group_offset[axis]);
+                let offset = self.b.use_var(self.group_offset[axis]);
+                let g = self.b.ins().splat(I32X4, offset);
                 self.item[axis]
                     .clone()
                     .into_iter()
@@ -2018,8 +2106,13 @@ impl<'a, 'b> Simd<'a, 'b> {
             // (The registers as they were before the instruction at `bail.pc`.)
             self.pc = bail.pc;
             self.store_lanes(bail.pc, Some(bail.branch.as_ref()));
-            let l0 = self.b.use_var(self.lin0);
-            self.b.ins().store(MF, l0, self.ctx, doff::LIN);
+            // (A turn function's group: its slot, from which the embedder knows the rest.)
+            let (at, offset) = match &self.turns {
+                Some(t) => (t.current(), doff::TURN),
+                None => (self.lin0, doff::LIN),
+            };
+            let x = self.b.use_var(at);
+            self.b.ins().store(MF, x, self.ctx, offset);
             let pc = self.b.ins().iconst(I64, i64::from(bail.pc));
             self.b.ins().store(MF, pc, self.ctx, doff::STOP_PC);
             let stop = self.b.ins().iconst(I32, i64::from(STOP_BAIL));
