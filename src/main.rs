@@ -36,6 +36,9 @@ Options:
                              (default: 8; 1 runs items one by one)
   --xpu-simd on|off          lockstep groups of compiled cpu kernels in SIMD vectors where the
                              kernel allows it (default: on; also CAJETA_XPU_SIMD)
+  --xpu-turns on|off|auto    groups of compiled cpu kernels taking turns at a grid-stride
+                             loop (walking memory in order); auto: for launches whose buffers
+                             outgrow the last-level cache (default: auto; also CAJETA_XPU_TURNS)
   --xpu-sim                  run every kernel on the cpu backend's lane scheduler (checked,
                              deterministic) instead of compiling it
   --xpu-verbose              print how each kernel runs (compiled, or why not)
@@ -62,6 +65,7 @@ struct Options {
     xpu_checks: Option<String>,
     xpu_lanes: Option<String>,
     xpu_simd: Option<String>,
+    xpu_turns: Option<String>,
     mem_stats: bool,
     verbose: bool,
     /// `dis` prints the listing even when verification fails (compiler bug reports).
@@ -160,6 +164,15 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
                     ));
                 }
                 o.xpu_simd = Some(v);
+            }
+            "--xpu-turns" => {
+                let v = value(&mut i, name, inline)?;
+                if !matches!(v.as_str(), "on" | "off" | "auto") {
+                    return Err(format!(
+                        "invalid value '{v}' for --xpu-turns (expected on, off or auto)"
+                    ));
+                }
+                o.xpu_turns = Some(v);
             }
             "--mem-stats" => o.mem_stats = true,
             "--xpu-sim" => o.xpu_sim = true,
@@ -387,6 +400,9 @@ fn cmd_run(opts: Options) -> ExitCode {
     }
     if let Some(simd) = &opts.xpu_simd {
         std::env::set_var("CAJETA_XPU_SIMD", simd);
+    }
+    if let Some(turns) = &opts.xpu_turns {
+        std::env::set_var("CAJETA_XPU_TURNS", turns);
     }
     if opts.xpu_sim {
         std::env::set_var("CAJETA_XPU_SIM", "1");

@@ -31,11 +31,13 @@
 //! # Device backends
 //!
 //! Programs below `xpu/` run once per backend of `CAJETA_CONFORMANCE_BACKENDS` (default: all of
-//! `cpu,cpu-sim,cpu-lanes2,cpu-scalar,vulkan,vulkan-staging,cuda`), as `cajeta run --backend B
-//! …`, and are reported as `B/xpu/NAME.cajeta`. `cpu-sim` is `--backend cpu --xpu-sim` (kernels
-//! on the lane scheduler, where `cpu` compiles the kernels it can), `cpu-lanes2` is `--backend
-//! cpu --xpu-lanes=2` (compiled kernels in lockstep groups of two items), `cpu-scalar` is
-//! `--backend cpu --xpu-simd=off` (lockstep groups in scalar code) and `vulkan-staging` is
+//! `cpu,cpu-sim,cpu-lanes2,cpu-scalar,cpu-turns,vulkan,vulkan-staging,cuda`), as `cajeta run
+//! --backend B …`, and are reported as `B/xpu/NAME.cajeta`. `cpu-sim` is `--backend cpu
+//! --xpu-sim` (kernels on the lane scheduler, where `cpu` compiles the kernels it can),
+//! `cpu-lanes2` is `--backend cpu --xpu-lanes=2` (compiled kernels in lockstep groups of two
+//! items), `cpu-scalar` is `--backend cpu --xpu-simd=off` (lockstep groups in scalar code),
+//! `cpu-turns` is `--backend cpu --xpu-turns=on` (grid-stride groups taking turns in every
+//! launch, not only large ones) and `vulkan-staging` is
 //! `--backend vulkan --vulkan-force-staging`, so every way is compared on every program. Before them, each
 //! backend is probed once with a tiny program printing `Device.activeBackend()`; a backend whose
 //! probe does not exit 0 printing its own name is unavailable, and every xpu program under it is
@@ -412,12 +414,14 @@ struct Settings {
 /// can); `cpu-lanes2` runs compiled kernels in lockstep groups of 2 items (the default 8 is
 /// more than many test blocks hold, which would leave the lockstep code untested there);
 /// `cpu-scalar` runs lockstep groups of 8 in scalar code where `cpu` holds them in SIMD
-/// vectors; `vulkan-staging` copies through staging buffers even where device memory is
-/// host-visible (lavapipe's only memory type is).
-const PSEUDO: [(&str, &str, &str); 4] = [
+/// vectors; `cpu-turns` has the groups of grid-stride kernels take turns in every launch
+/// (`cpu` only where the buffers are large); `vulkan-staging` copies through staging buffers
+/// even where device memory is host-visible (lavapipe's only memory type is).
+const PSEUDO: [(&str, &str, &str); 5] = [
     ("cpu-sim", "cpu", "--xpu-sim"),
     ("cpu-lanes2", "cpu", "--xpu-lanes=2"),
     ("cpu-scalar", "cpu", "--xpu-simd=off"),
+    ("cpu-turns", "cpu", "--xpu-turns=on"),
     ("vulkan-staging", "vulkan", "--vulkan-force-staging"),
 ];
 
@@ -438,11 +442,12 @@ fn backend_flag(backend: &str) -> Option<&'static str> {
 }
 
 /// The backends xpu programs run under by default: every executor.
-const DEFAULT_BACKENDS: [&str; 7] = [
+const DEFAULT_BACKENDS: [&str; 8] = [
     "cpu",
     "cpu-sim",
     "cpu-lanes2",
     "cpu-scalar",
+    "cpu-turns",
     "vulkan",
     "vulkan-staging",
     "cuda",

@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use cajeta_bytecode::{FnKind, Module};
@@ -348,18 +348,16 @@ fn divides(w: usize, x: u64) -> bool {
     }
 }
 
-/// A function compiled when first needed (for shapes few launches have).
+/// A function compiled when first needed (for shapes few launches have). Read without a lock
+/// once compiled: the workers of a launch may each call it many times.
 #[derive(Default)]
-struct Lazy(Mutex<Option<Arc<ItemFn>>>);
+struct Lazy(OnceLock<Option<ItemFn>>);
 
 impl Lazy {
-    /// The function, compiled by `compile` on the first call; `None` if that failed.
-    fn get(&self, compile: impl FnOnce() -> Result<ItemFn, JitError>) -> Option<Arc<ItemFn>> {
-        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.is_none() {
-            *slot = Some(Arc::new(compile().ok()?));
-        }
-        slot.as_ref().map(Arc::clone)
+    /// The function, compiled by `compile` on the first call (concurrent first calls wait for
+    /// it); `None` if that failed, which is not retried.
+    fn get(&self, compile: impl FnOnce() -> Result<ItemFn, JitError>) -> Option<&ItemFn> {
+        self.0.get_or_init(|| compile().ok()).as_ref()
     }
 }
 

@@ -55,9 +55,65 @@ pub(crate) struct CompileConfig {
     /// Lockstep groups in vectors where the kernel allows it (`CAJETA_XPU_SIMD` is not
     /// `off`).
     pub simd: bool,
-    /// The groups of a run of workgroups taking turns at a streaming loop's header where the
-    /// kernel allows it (`CAJETA_XPU_TURNS` is not `off`; see [`turns`]).
-    pub turns: bool,
+    /// When the groups of a run of workgroups take turns at a streaming loop's header, where
+    /// the kernel allows it (`CAJETA_XPU_TURNS`: see [`TurnMode`] and [`turns`]).
+    pub turns: TurnMode,
+}
+
+/// When compiled kernels' groups take turns (see [`turns`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum TurnMode {
+    /// Never (`off`).
+    Off,
+    /// In every launch the kernel allows (`on`).
+    On,
+    /// In launches whose buffers together are at least half the last-level cache's size
+    /// (`auto`, the default): from there on groups that walk memory in order win, and below
+    /// it the turns' bookkeeping costs more than it saves (measured in
+    /// `docs/notes/cpu-backend.md`, "Turns").
+    Auto,
+}
+
+impl TurnMode {
+    /// Whether a launch whose buffers total `bytes` takes turns.
+    pub fn takes_turns(self, bytes: u64) -> bool {
+        match self {
+            TurnMode::Off => false,
+            TurnMode::On => true,
+            TurnMode::Auto => bytes >= last_level_cache_bytes() / 2,
+        }
+    }
+}
+
+/// The size of the largest CPU cache (Linux sysfs; 32 MiB where it cannot be read).
+fn last_level_cache_bytes() -> u64 {
+    static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        let sizes = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").map(|dir| {
+            dir.flatten()
+                .filter_map(|e| std::fs::read_to_string(e.path().join("size")).ok())
+                .filter_map(|s| parse_cache_size(s.trim()))
+                .max()
+        });
+        sizes.ok().flatten().unwrap_or(32 << 20)
+    })
+}
+
+/// A sysfs cache size: `32768K`, `2M` or bytes.
+fn parse_cache_size(s: &str) -> Option<u64> {
+    let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((at, _)) => s.split_at(at),
+        None => (s, ""),
+    };
+    let n: u64 = digits.parse().ok()?;
+    let shift = match unit {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
 }
 
 impl CompileConfig {
@@ -72,7 +128,11 @@ impl CompileConfig {
                 .and_then(|v| v.trim().parse().ok())
                 .filter(|n| (1..=MAX_LANES).contains(n)),
             simd: var("CAJETA_XPU_SIMD").is_none_or(|v| v.trim() != "off"),
-            turns: var("CAJETA_XPU_TURNS").is_none_or(|v| v.trim() != "off"),
+            turns: match var("CAJETA_XPU_TURNS").as_deref().map(str::trim) {
+                Some("off") => TurnMode::Off,
+                Some("on") => TurnMode::On,
+                _ => TurnMode::Auto,
+            },
         }
     }
 }
@@ -128,7 +188,7 @@ impl Cache {
                     checks: config.checks,
                     lanes: config.lanes,
                     simd: config.simd,
-                    turns: config.turns,
+                    turns: config.turns != TurnMode::Off,
                 },
             )
             .map_err(|e| match e.pc {
@@ -701,22 +761,18 @@ pub(crate) fn turns(
     let (width, cells, n) = (slots.width as u64, slots.cells, k.registers);
     let block = l.block.map(u64::from);
     let groups = block.iter().product::<u64>() / width;
+    // A slot per group of the run: fresh, with its group's coordinates.
+    let total = (run.end - run.start) * groups;
     let mut memory = std::mem::take(&mut it.turns);
-    memory.clear();
-    // Each slot: fresh, its group's first item (x, y, z: x advances by the width along the
-    // rows, which it divides) and its workgroup's coordinates.
-    for g in run.clone() {
-        let wg = lanes::coordinates(l, g).map(u64::from);
-        for z in 0..block[2] {
-            for y in 0..block[1] {
-                for x in (0..block[0]).step_by(slots.width) {
-                    let at = memory.len();
-                    memory.resize(at + cells, turn::FRESH);
-                    let geometry = &mut memory[at + slots.geometry..at + slots.geometry + 6];
-                    geometry.copy_from_slice(&[x, y, z, wg[0], wg[1], wg[2]]);
-                }
-            }
-        }
+    memory.resize(total as usize * cells, 0);
+    let mut next = SlotCursor {
+        g: run.start,
+        wg: lanes::coordinates(l, run.start).map(u64::from),
+        at: [0; 3],
+    };
+    for slot in memory.chunks_exact_mut(cells) {
+        slot[0] = turn::FRESH;
+        slot[slots.geometry..slots.geometry + 6].copy_from_slice(&next.advance(l, width));
     }
     let mut files = std::mem::take(&mut it.files);
     files.resize(slots.width * (n + 1), 0);
@@ -736,7 +792,7 @@ pub(crate) fn turns(
         resume: 0,
         stop_pc: 0,
         turns: memory.as_mut_ptr(),
-        nturns: (memory.len() / cells) as u64,
+        nturns: total,
         turn: 0,
         fault: Default::default(),
     };
@@ -744,13 +800,15 @@ pub(crate) fn turns(
         l,
         env,
         k,
-        first: run.start,
+        run: run.start,
         groups,
         width,
+        cells,
     };
     let mut bails = 0;
     let result = loop {
         ctx.regs = files.as_mut_ptr();
+        ctx.turns = memory.as_mut_ptr();
         // SAFETY: as in `workgroup`, for every workgroup of `run` (the launch's); the slots
         // are `nturns` of `cells` cells of full groups of the width `turn_slots` gave for
         // this launch's x extent, and they and the files are touched by nothing else during
@@ -783,7 +841,6 @@ pub(crate) fn turns(
     };
     // Groups that mostly leave lockstep: the kernel's next runs go workgroup by workgroup
     // (which then run item by item).
-    let total = memory.len() as u64 / cells as u64;
     if total >= DIVERGENCE_PROBE && 2 * bails > total {
         k.set_divergent();
     }
@@ -792,15 +849,48 @@ pub(crate) fn turns(
     Some(result)
 }
 
+/// The groups of a run of workgroups in order: the coordinates of each one's first item in
+/// its workgroup and of the workgroup.
+struct SlotCursor {
+    g: u64,
+    wg: [u64; 3],
+    at: [u64; 3],
+}
+
+impl SlotCursor {
+    /// The next group's six coordinate cells (groups of `width` items along x, which divides
+    /// the x extent).
+    fn advance(&mut self, l: &Launch<'_>, width: u64) -> [u64; 6] {
+        let [x, y, z] = self.at;
+        let cells = [x, y, z, self.wg[0], self.wg[1], self.wg[2]];
+        let block = l.block.map(u64::from);
+        self.at[0] += width;
+        if self.at[0] == block[0] {
+            self.at = [0, y + 1, z];
+            if y + 1 == block[1] {
+                self.at = [0, 0, z + 1];
+                if z + 1 == block[2] {
+                    self.at = [0; 3];
+                    self.g += 1;
+                    self.wg = lanes::coordinates(l, self.g).map(u64::from);
+                }
+            }
+        }
+        cells
+    }
+}
+
 /// A run of workgroups in turns: where slot `s`'s group is.
 struct Turns<'a> {
     l: &'a Launch<'a>,
     env: &'a Env<'a>,
     k: &'a CompiledKernel,
     /// The run's first workgroup, groups per workgroup, items per group.
-    first: u64,
+    run: u64,
     groups: u64,
     width: u64,
+    /// Cells per slot.
+    cells: usize,
 }
 
 impl Turns<'_> {
@@ -814,7 +904,7 @@ impl Turns<'_> {
         it: &mut Item,
     ) -> Result<(), (u64, KernelFault)> {
         let (l, n) = (self.l, self.k.registers);
-        let g = self.first + s / self.groups;
+        let g = self.run + s / self.groups;
         ctx.group = lanes::coordinates(l, g).map(u64::from);
         let first = s % self.groups * self.width;
         for (j, file) in files.chunks_exact_mut(n + 1).enumerate() {
@@ -837,7 +927,7 @@ impl Turns<'_> {
         s: u64,
         it: &mut Item,
     ) -> Option<(u64, KernelFault)> {
-        let cells = memory.len() / ctx.nturns.max(1) as usize;
+        let cells = self.cells;
         for p in 0..s {
             if memory[p as usize * cells] != turn::PARKED {
                 continue;

@@ -81,6 +81,9 @@ pub(crate) struct Launch<'a> {
     pub compiled: Option<&'a cajeta_jit::device::CompiledKernel>,
     /// The launch's `sharedBytes:`: the memory of the kernel's dynamic shared declaration.
     pub shared_bytes: u64,
+    /// Whether a compiled kernel's groups take turns where it allows it (see
+    /// `super::compiled::turns`).
+    pub turns: bool,
 }
 
 /// Elements of shared declaration `d` in launch `l` (a dynamic one: `sharedBytes / size`).
@@ -358,7 +361,7 @@ fn work(
         // A compiled kernel whose groups take turns over the whole run.
         let turns = l
             .compiled
-            .filter(|k| !k.resumable)
+            .filter(|k| l.turns && !k.resumable)
             .and_then(|k| Some((k, k.turn_slots(u64::from(l.block[0]))?)));
         if let (Some((k, slots)), Some(it)) = (turns, items.first_mut()) {
             let env = &env;

@@ -437,6 +437,10 @@ impl Backend for CpuBackend {
             serial: self.serial,
             compiled: compiled.as_deref(),
             shared_bytes: dims.shared_bytes,
+            turns: {
+                let bytes = views.iter().map(|v| v.len() * u64::from(v.width())).sum();
+                self.compile.turns.takes_turns(bytes)
+            },
         };
         lanes::execute(&launch, &self.pool).map_err(|e| match e {
             lanes::RunError::Fault(f) => LaunchError::Fault(f),

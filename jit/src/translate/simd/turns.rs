@@ -15,8 +15,9 @@
 //! the embedder with `FRESH`).
 //!
 //! From slot `ctx.turn`, each slot in order: a fresh group starts at pc 0, a parked one
-//! continues at the header with its registers from its slot; either runs until it arrives at
-//! the header again (its registers to its slot: parked) or returns (done). After the last
+//! continues at the header with its registers from its slot; either runs until it comes back
+//! to the header along a back edge (its registers to its slot: parked) or returns (done). (An
+//! arrival from outside the loop stores every saved register and goes on.) After the last
 //! slot, another round while any group parked in this one. A group that leaves lockstep bails
 //! out as in a lockstep function, its slot in `ctx.turn`; the embedder finishes its lanes,
 //! marks it done and calls again from the next slot. With `ctx.resume = TURN_UNPARK` the
@@ -84,7 +85,8 @@ pub(crate) fn layout(f: &Function, plan: &Plan) -> Option<TurnLayout> {
 /// A turn function's translation state.
 pub(super) struct Turns {
     layout: TurnLayout,
-    /// An arrival at the header from outside the loop (every saved register to the slot).
+    /// An arrival at the header from outside the loop (every saved register to the slot, and
+    /// on into the loop).
     arrive: Block,
     /// An arrival along a back edge (only the saved registers the loop writes).
     come_back: Block,
@@ -259,7 +261,9 @@ impl Simd<'_, '_> {
         let bail = self.bail(h, None);
         self.b.ins().jump(bail, &[]);
 
-        // Arrivals: the registers to the slot, parked; then the next slot.
+        // Arrivals: the registers to the slot; from outside the loop, on into it (a slot
+        // holds every saved register from then on), along a back edge, parked until the next
+        // round (only the registers the loop writes change).
         let parks = self.b.create_block();
         for (block, regs) in [
             (turns.arrive, &turns.layout.saved),
@@ -276,8 +280,10 @@ impl Simd<'_, '_> {
             if block == turns.arrive {
                 let state = self.b.ins().iconst(I64, turn::PARKED as i64);
                 self.b.ins().store(MF, state, at, 0);
+                self.b.ins().jump(header, &[]);
+            } else {
+                self.b.ins().jump(parks, &[]);
             }
-            self.b.ins().jump(parks, &[]);
         }
         self.b.switch_to_block(parks);
         let yes = self.b.ins().iconst(types::I8, 1);
