@@ -144,6 +144,10 @@ pub struct WorkgroupCtx {
     /// The pc of the rendezvous a resumable item stopped before, or of the instruction a
     /// lockstep group left lockstep at.
     pub stop_pc: u64,
+    /// Lockstep functions held in vectors ([`CompiledKernel::spans_workgroups`]): the
+    /// workgroups to run, from `group` on in linear order (0 is 1); on [`STOP_BAIL`], those
+    /// left, the bailing group's included (`group` then names its workgroup).
+    pub workgroups: u64,
     /// Turn functions: the turn slots ([`TurnSlots::cells`] cells each).
     pub turns: *mut u64,
     /// Turn functions: the number of slots.
@@ -174,6 +178,7 @@ pub(crate) mod off {
     pub const REGS: i32 = offset_of!(WorkgroupCtx, regs) as i32;
     pub const RESUME: i32 = offset_of!(WorkgroupCtx, resume) as i32;
     pub const STOP_PC: i32 = offset_of!(WorkgroupCtx, stop_pc) as i32;
+    pub const WORKGROUPS: i32 = offset_of!(WorkgroupCtx, workgroups) as i32;
     pub const TURNS: i32 = offset_of!(WorkgroupCtx, turns) as i32;
     pub const NTURNS: i32 = offset_of!(WorkgroupCtx, nturns) as i32;
     pub const TURN: i32 = offset_of!(WorkgroupCtx, turn) as i32;
@@ -527,6 +532,12 @@ impl CompiledKernel {
             Some(f) => unsafe { f(ctx) },
             None => crate::Status::Panic as u32,
         }
+    }
+
+    /// Whether [`CompiledKernel::run`] runs consecutive workgroups in one call
+    /// ([`WorkgroupCtx::workgroups`]): lockstep kernels held in vectors.
+    pub fn spans_workgroups(&self) -> bool {
+        matches!(self.shape, Shape::Lockstep { simd: true, .. })
     }
 
     /// The turn slots of launches whose workgroups are `block_x` items wide along x, when

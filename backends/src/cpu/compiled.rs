@@ -637,20 +637,35 @@ fn group_ctx(
     resume: u64,
 ) -> WorkgroupCtx {
     WorkgroupCtx {
-        mems: views.as_ptr(),
-        nmems: env.mems.len().max(1) as u64,
-        nbufs: env.nbuf,
-        frame: l.frame.as_ptr(),
         group: [g[3], g[4], g[5]],
-        block: l.block.map(u64::from),
-        grid: l.grid.map(u64::from),
-        wave: u64::from(l.wave.max(1)),
         item: [g[0], g[1], g[2]],
         lin: g[0] + g[1] * g[6] + g[2] * g[6] * g[7],
         lane: g[16],
         regs,
         resume,
+        ..launch_ctx(l, env, views)
+    }
+}
+
+/// The context of a compiled function of launch `l` with memory views `views`: its launch
+/// fields; workgroup 0, no item, no files, no slots.
+fn launch_ctx(l: &Launch<'_>, env: &Env<'_>, views: &[MemView]) -> WorkgroupCtx {
+    WorkgroupCtx {
+        mems: views.as_ptr(),
+        nmems: env.mems.len().max(1) as u64,
+        nbufs: env.nbuf,
+        frame: l.frame.as_ptr(),
+        group: [0; 3],
+        block: l.block.map(u64::from),
+        grid: l.grid.map(u64::from),
+        wave: u64::from(l.wave.max(1)),
+        item: [0; 3],
+        lin: 0,
+        lane: 0,
+        regs: std::ptr::null_mut(),
+        resume: 0,
         stop_pc: 0,
+        workgroups: 1,
         turns: std::ptr::null_mut(),
         nturns: 0,
         turn: 0,
@@ -709,24 +724,8 @@ pub(crate) fn workgroup(
     it: &mut Item,
 ) -> Result<(), KernelFault> {
     let mut ctx = WorkgroupCtx {
-        mems: views.as_ptr(),
-        nmems: env.mems.len().max(1) as u64,
-        nbufs: env.nbuf,
-        frame: l.frame.as_ptr(),
         group: wg.map(u64::from),
-        block: l.block.map(u64::from),
-        grid: l.grid.map(u64::from),
-        wave: u64::from(l.wave.max(1)),
-        item: [0; 3],
-        lin: 0,
-        lane: 0,
-        regs: std::ptr::null_mut(),
-        resume: 0,
-        stop_pc: 0,
-        turns: std::ptr::null_mut(),
-        nturns: 0,
-        turn: 0,
-        fault: Default::default(),
+        ..launch_ctx(l, env, views)
     };
     if let Shape::Lockstep { .. } = k.shape {
         let lanes = k.lockstep_lanes(ctx.block[0]);
@@ -742,6 +741,82 @@ pub(crate) fn workgroup(
         return Ok(());
     }
     Err(fault(l, env, k, it, status, &ctx))
+}
+
+/// Runs workgroups `run` of a lockstep kernel that runs consecutive workgroups in one call
+/// ([`CompiledKernel::spans_workgroups`]) and whose groups fill a workgroup (its items a
+/// multiple of the group width): one call for the run, a group that leaves lockstep finished
+/// lane by lane as in [`lockstep`], then on from the next group. A fault comes with its
+/// workgroup's index.
+pub(crate) fn workgroups(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    views: &[MemView],
+    run: Range<u64>,
+    it: &mut Item,
+) -> Result<(), (u64, KernelFault)> {
+    let mut ctx = WorkgroupCtx {
+        group: lanes::coordinates(l, run.start).map(u64::from),
+        workgroups: run.end - run.start,
+        ..launch_ctx(l, env, views)
+    };
+    let lanes = k.lockstep_lanes(ctx.block[0]) as u64;
+    let per_workgroup = ctx.block.iter().product::<u64>() / lanes;
+    let n = k.registers;
+    // The worker's files, reused (as in `lockstep`).
+    let mut files = std::mem::take(&mut it.files);
+    files.resize(lanes as usize * (n + 1), 0);
+    let mut bails = 0;
+    loop {
+        ctx.regs = files.as_mut_ptr();
+        // SAFETY: as in `workgroup`, for every workgroup of `run` (the launch's), and `regs`
+        // points at `lanes` files of `n + 1` cells that nothing else touches during the call.
+        let status = unsafe { k.run(&mut ctx) };
+        // (The workgroup the call stopped in.)
+        let g = run.end - ctx.workgroups.max(1);
+        match status {
+            0 => break,
+            STOP_BAIL => {
+                let first = ctx.lin;
+                for (j, file) in files.chunks_exact_mut(n + 1).enumerate() {
+                    let pc = file[n].saturating_sub(1) as u32;
+                    item(
+                        l,
+                        env,
+                        k,
+                        &mut ctx,
+                        first + j as u64,
+                        &mut file[..n],
+                        pc,
+                        it,
+                    )
+                    .map_err(|f| (g, f))?;
+                }
+                ctx.lin = first + lanes;
+                // Mostly leaving lockstep (see `lockstep`): item by item from here on.
+                bails += 1;
+                let groups = (g - run.start) * per_workgroup + ctx.lin / lanes;
+                if groups >= DIVERGENCE_PROBE && 2 * bails > groups {
+                    k.set_divergent();
+                    one_by_one(l, env, k, &mut ctx, it).map_err(|f| (g, f))?;
+                    for h in g + 1..run.end {
+                        ctx.group = lanes::coordinates(l, h).map(u64::from);
+                        ctx.lin = 0;
+                        one_by_one(l, env, k, &mut ctx, it).map_err(|f| (h, f))?;
+                    }
+                    break;
+                }
+            }
+            _ => {
+                it.geo = lanes::geometry(l, ctx.group.map(|g| g as u32), [0; 3], 0);
+                let kind = FaultKind::Internal("unknown status from a lockstep kernel");
+                return Err((g, lanes::describe(l, env, it, kind)));
+            }
+        }
+    }
+    it.files = files;
+    Ok(())
 }
 
 /// Runs workgroups `run` of a kernel with a turn function whose slots are `slots`
@@ -777,24 +852,10 @@ pub(crate) fn turns(
     let mut files = std::mem::take(&mut it.files);
     files.resize(slots.width * (n + 1), 0);
     let mut ctx = WorkgroupCtx {
-        mems: views.as_ptr(),
-        nmems: env.mems.len().max(1) as u64,
-        nbufs: env.nbuf,
-        frame: l.frame.as_ptr(),
-        group: [0; 3],
-        block,
-        grid: l.grid.map(u64::from),
-        wave: u64::from(l.wave.max(1)),
-        item: [0; 3],
-        lin: 0,
-        lane: 0,
         regs: files.as_mut_ptr(),
-        resume: 0,
-        stop_pc: 0,
         turns: memory.as_mut_ptr(),
         nturns: total,
-        turn: 0,
-        fault: Default::default(),
+        ..launch_ctx(l, env, views)
     };
     let turns = Turns {
         l,

@@ -212,8 +212,9 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
     // workgroup (the counter's cache line moves between cores at each claim), and each
     // worker walks its buffers' neighbouring elements, which the prefetchers follow (and a
     // kernel with turns runs a run's groups in turns). A run is run in increasing order, each
-    // workgroup only while no lower one has faulted, so the lowest faulting workgroup is
-    // still found: every workgroup below it was claimed first.
+    // workgroup only while no lower one has faulted, and workers claim until every run is
+    // claimed, so the lowest faulting workgroup is still found: every workgroup below it
+    // runs.
     let run = (total / (workers.len() as u64 * CLAIMS_PER_WORKER)).clamp(1, MAX_RUN);
     if workers.len() == 1 {
         // Increasing g, stopping at the first fault: it is the lowest faulting workgroup's.
@@ -244,14 +245,27 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
         };
     }
 
-    let next = AtomicU64::new(0);
+    // Each worker claims runs from its own share of the workgroups first — the same share in
+    // every launch, so that a kernel sweeping the same buffers launch after launch finds its
+    // part of them in its own core's caches — then from the others' shares, in order (a
+    // worker that falls behind, or never starts, leaves the rest of its share to the others).
+    let n = workers.len();
+    let shares: Vec<(AtomicU64, u64)> = (0..=n)
+        .map(|k| (u128::from(total) * k as u128 / n as u128) as u64)
+        .collect::<Vec<_>>()
+        .windows(2)
+        .map(|w| (AtomicU64::new(w[0]), w[1]))
+        .collect();
+    let claim = |me: usize| {
+        (0..n).find_map(|j| {
+            let (next, end) = &shares[(me + j) % n];
+            let g = next.fetch_add(run, Ordering::Relaxed);
+            (g < *end).then(|| g..g.saturating_add(run).min(*end))
+        })
+    };
     // The lowest faulting workgroup known so far (u64::MAX: none) and its fault.
     let lowest = AtomicU64::new(u64::MAX);
     let best: Mutex<Option<(u64, KernelFault)>> = Mutex::new(None);
-    let claim = || {
-        let g = next.fetch_add(run, Ordering::Relaxed);
-        (g < total).then(|| g..g.saturating_add(run).min(total))
-    };
     let wanted = |g: u64| g < lowest.load(Ordering::Acquire);
     let report = |g: u64, fault: KernelFault| {
         let mut slot = best.lock().unwrap_or_else(PoisonError::into_inner);
@@ -266,7 +280,7 @@ pub(crate) fn execute(l: &Launch<'_>, pool: &Pool) -> Result<(), RunError> {
     let job = |slot: usize| {
         if let Some(w) = slots.get(slot) {
             let mut w = w.lock().unwrap_or_else(PoisonError::into_inner);
-            work(l, &mut w, claim, wanted, report);
+            work(l, &mut w, || claim(slot), wanted, report);
         }
     };
     let clean = pool.run(slots.len() - 1, &job);
@@ -316,7 +330,7 @@ pub(crate) fn coordinates(l: &Launch<'_>, g: u64) -> [u32; 3] {
 }
 
 /// One worker: runs the runs of workgroups `claim` hands out until it returns `None`, each
-/// workgroup while `wanted`, reporting each workgroup's fault.
+/// workgroup only while `wanted`, reporting each workgroup's fault.
 fn work(
     l: &Launch<'_>,
     w: &mut Worker,
@@ -356,7 +370,7 @@ fn work(
     let mut fresh = true;
     while let Some(run) = claim() {
         if !wanted(run.start) {
-            return;
+            continue;
         }
         // A compiled kernel whose groups take turns over the whole run.
         let turns = l
@@ -382,9 +396,33 @@ fn work(
                 }
             }
         }
+        // A lockstep kernel whose groups fill its workgroups: one call for the run.
+        let items_per_workgroup: u64 = l.block.iter().map(|&b| u64::from(b)).product();
+        let spans = l.compiled.filter(|k| {
+            let lanes = k.lockstep_lanes(u64::from(l.block[0])) as u64;
+            k.spans_workgroups()
+                && !k.divergent()
+                && decls.is_empty()
+                && items_per_workgroup.is_multiple_of(lanes)
+        });
+        if let (Some(k), Some(it)) = (spans, items.first_mut()) {
+            let env = &env;
+            let ran = catch_unwind(AssertUnwindSafe(|| {
+                super::compiled::workgroups(l, env, k, &views, run.clone(), it)
+            }));
+            match ran {
+                Ok(Ok(())) => {}
+                Ok(Err((g, fault))) => report(g, fault),
+                Err(_) => {
+                    report(run.start, panicked(l, Some(run.start)));
+                    return;
+                }
+            }
+            continue;
+        }
         for g in run {
             if !wanted(g) {
-                return;
+                break;
             }
             if !fresh {
                 // One zero-filled array per declaration per workgroup (XPU §2.6, cpu).

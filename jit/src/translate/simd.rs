@@ -476,6 +476,8 @@ struct Simd<'a, 'b> {
     first: [Variable; 3],
     /// The linear index of the group's first item.
     lin0: Variable,
+    /// The workgroups left to run, this one included (a lockstep function).
+    left: Variable,
     blocks: Vec<Option<Block>>,
     /// Where `ret` goes: the next group.
     latch: Block,
@@ -627,6 +629,7 @@ impl<'a, 'b> Simd<'a, 'b> {
         // and z are shared).
         let first_coords = [(); 3].map(|_| b.declare_var(I32));
         let lin0 = b.declare_var(I64);
+        let left = b.declare_var(I64);
         // The workgroup's coordinates and first global id per axis (read once; a turn
         // function sets them for each group it runs).
         let group = [(); 3].map(|_| b.declare_var(I32));
@@ -672,6 +675,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             group,
             group_offset,
             lin0,
+            left,
             blocks,
             latch,
             checks,
@@ -719,6 +723,8 @@ impl<'a, 'b> Simd<'a, 'b> {
         let b = &mut self.b;
         let first = b.ins().load(I64, MF, ctx, doff::LIN);
         b.def_var(lin0, first);
+        let workgroups = b.ins().load(I64, MF, ctx, doff::WORKGROUPS);
+        b.def_var(self.left, workgroups);
         // The first lane's coordinates: by division once (not for a workgroup's first item,
         // where a call usually starts: three dependent divisions per workgroup otherwise),
         // then carried from group to group.
@@ -885,7 +891,39 @@ impl<'a, 'b> Simd<'a, 'b> {
 
         self.b.switch_to_block(latch);
         super::lockstep::next_group(&mut self.b, lin0, width, head);
+        // The workgroup's full groups done: on to the next workgroup while any is left (its
+        // coordinates counted on along x, then y and z).
         self.b.switch_to_block(exit);
+        let left = self.b.use_var(self.left);
+        let (more, done) = (self.b.create_block(), self.b.create_block());
+        let last = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, left, 1);
+        self.b.ins().brif(last, done, &[], more, &[]);
+        self.b.switch_to_block(more);
+        let rest = self.b.ins().iadd_imm_s(left, -1);
+        self.b.def_var(self.left, rest);
+        let group = self.group.map(|v| {
+            let g = self.b.use_var(v);
+            self.b.ins().uextend(I64, g)
+        });
+        let grid = [0, 1, 2].map(|axis| self.b.ins().load(I64, MF, ctx, doff::GRID + 8 * axis));
+        let next = carry_coords(&mut self.b, group, grid, 1);
+        for axis in 0..3 {
+            let g = self.b.ins().ireduce(I32, next[axis]);
+            self.b.def_var(self.group[axis], g);
+            let extent = self.b.ins().ireduce(I32, block[axis]);
+            let offset = self.b.ins().imul(g, extent);
+            self.b.def_var(self.group_offset[axis], offset);
+        }
+        let zero = self.b.ins().iconst(I64, 0);
+        self.b.def_var(lin0, zero);
+        for v in &coords {
+            self.b.def_var(*v, zero);
+        }
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(done);
         super::lockstep::groups_done(&mut self.b, ctx, lin0);
     }
 
@@ -2106,13 +2144,28 @@ impl<'a, 'b> Simd<'a, 'b> {
             // (The registers as they were before the instruction at `bail.pc`.)
             self.pc = bail.pc;
             self.store_lanes(bail.pc, Some(bail.branch.as_ref()));
-            // (A turn function's group: its slot, from which the embedder knows the rest.)
-            let (at, offset) = match &self.turns {
-                Some(t) => (t.current(), doff::TURN),
-                None => (self.lin0, doff::LIN),
-            };
-            let x = self.b.use_var(at);
-            self.b.ins().store(MF, x, self.ctx, offset);
+            // (A turn function's group: its slot, from which the embedder knows the rest; a
+            // lockstep function's: its workgroup and first item.)
+            match &self.turns {
+                Some(t) => {
+                    let x = self.b.use_var(t.current());
+                    self.b.ins().store(MF, x, self.ctx, doff::TURN);
+                }
+                None => {
+                    let l0 = self.b.use_var(self.lin0);
+                    self.b.ins().store(MF, l0, self.ctx, doff::LIN);
+                    if self.resume.is_none() {
+                        let left = self.b.use_var(self.left);
+                        self.b.ins().store(MF, left, self.ctx, doff::WORKGROUPS);
+                        for axis in 0..3 {
+                            let g = self.b.use_var(self.group[axis]);
+                            let g = self.b.ins().uextend(I64, g);
+                            let at = doff::GROUP + 8 * axis as i32;
+                            self.b.ins().store(MF, g, self.ctx, at);
+                        }
+                    }
+                }
+            }
             let pc = self.b.ins().iconst(I64, i64::from(bail.pc));
             self.b.ins().store(MF, pc, self.ctx, doff::STOP_PC);
             let stop = self.b.ins().iconst(I32, i64::from(STOP_BAIL));
