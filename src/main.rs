@@ -37,8 +37,8 @@ Options:
   --xpu-simd on|off          lockstep groups of compiled cpu kernels in SIMD vectors where the
                              kernel allows it (default: on; also CAJETA_XPU_SIMD)
   --xpu-turns on|off|auto    groups of compiled cpu kernels taking turns at a grid-stride
-                             loop (walking memory in order); auto: for launches whose buffers
-                             outgrow the last-level cache (default: auto; also CAJETA_XPU_TURNS)
+                             loop (walking memory in order); auto: in launches whose buffers
+                             fill half the last-level cache (default; also CAJETA_XPU_TURNS)
   --xpu-sim                  run every kernel on the cpu backend's lane scheduler (checked,
                              deterministic) instead of compiling it
   --xpu-verbose              print how each kernel runs (compiled, or why not)

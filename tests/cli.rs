@@ -102,6 +102,17 @@ fn xpu_simd_other_than_on_or_off_is_a_usage_error_naming_the_option() {
 }
 
 #[test]
+fn xpu_turns_other_than_on_off_or_auto_is_a_usage_error_naming_the_option() {
+    assert_usage_errors(
+        &[
+            &["run", "--xpu-turns", "yes", "x.cajeta"],
+            &["run", "--xpu-turns=", "x.cajeta"],
+        ],
+        "for --xpu-turns (expected on, off or auto)",
+    );
+}
+
+#[test]
 fn directory_without_sources_is_a_usage_error() {
     let d = tmp_dir("empty-dir");
     let o = cajeta(&["run", d.to_str().unwrap()]);
@@ -245,10 +256,21 @@ fn check_prints_warnings_and_run_does_not() {
 #[test]
 fn benchmark_kernels_run_in_simd_lockstep() {
     let bench = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/xpu");
-    // (saxpy's grid-stride loop keeps its state in scalars: groups twice as wide.)
-    for (program, args, checksum, lanes) in [
-        ("saxpy.cajeta", ["100000", "4"], "341406.250000", 32),
-        ("stencil.cajeta", ["100000", "3"], "29549.901344", 16),
+    // (saxpy's grid-stride loop keeps its state in scalars: groups twice as wide, which take
+    // turns at its header.)
+    for (program, args, checksum, shape) in [
+        (
+            "saxpy.cajeta",
+            ["100000", "4"],
+            "341406.250000",
+            "32 items in lockstep, in vectors, groups taking turns at the streaming loop",
+        ),
+        (
+            "stencil.cajeta",
+            ["100000", "3"],
+            "29549.901344",
+            "16 items in lockstep, in vectors)",
+        ),
     ] {
         let path = bench.join(program).display().to_string();
         let mut argv = vec!["run", "--backend", "cpu", "--xpu-verbose", &path, "--"];
@@ -260,10 +282,6 @@ fn benchmark_kernels_run_in_simd_lockstep() {
             checksum,
             "{program}"
         );
-        assert!(
-            stderr(&o).contains(&format!("{lanes} items in lockstep, in vectors")),
-            "{program}: {}",
-            stderr(&o)
-        );
+        assert!(stderr(&o).contains(shape), "{program}: {}", stderr(&o));
     }
 }
