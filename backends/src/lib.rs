@@ -307,6 +307,13 @@ pub trait Backend: Send + Sync {
         cap == 3 && self.capabilities().atomics_64
     }
 
+    /// A hint when the backend becomes a program's backend: the kernels of `module` may be
+    /// launched. A backend may prepare them ahead (the `cpu` backend compiles them on a
+    /// thread of their own while the host code runs); by default nothing.
+    fn prepare(&self, module: &Arc<Module>) {
+        let _ = module;
+    }
+
     /// Whether this backend can run kernel `kernel` of `module` (`Device.kernelAvailable`).
     fn kernel_available(&self, module: &Arc<Module>, kernel: u32) -> bool {
         let _ = (module, kernel);

@@ -555,6 +555,14 @@ impl CompiledKernel {
         self.turns.is_some()
     }
 
+    /// Compiles the turn function now if this kernel has one (it is otherwise compiled by
+    /// the first [`CompiledKernel::run_turns`]).
+    pub fn prepare_turns(&self) {
+        if let (Some((slots, slot)), Some(items)) = (&self.turns, &self.items) {
+            let _ = slot.get(|| items.simd(slots.width, None, true, true));
+        }
+    }
+
     /// A turn function (see `translate/simd/turns.rs`): runs the lockstep groups of the
     /// slots at `ctx.turns` (`ctx.nturns` of them, in (workgroup, item) order), from slot
     /// `ctx.turn` on, taking turns at the streaming loop's header: each round, every group

@@ -50,6 +50,10 @@ pub(crate) struct XpuState {
     forced: Option<String>,
     /// The run option (`--backend`), if any.
     pub(crate) choice: Option<String>,
+    /// A `cpu` backend created ahead of the first device touch when the run option or the
+    /// environment names `cpu`, so that its kernels compile while the host code runs (see
+    /// [`Vm::set_backend_choice`]); taken by the touch if it selects `cpu`.
+    warm: Option<Arc<dyn Backend>>,
     /// Whether new storage is filled with `0xFF` (`CAJETA_XPU_POISON=1`, read at the touch).
     poison: bool,
     /// The handle of the default-stream object (0 until `KernelStream.current()` first runs).
@@ -285,14 +289,23 @@ impl Vm {
         let env = std::env::var("CAJETA_XPU_BACKEND")
             .ok()
             .filter(|v| !v.is_empty());
-        let backend = if let Some(name) = &self.xpu.forced {
-            create_backend(name, " in Device.force")?
+        let warm = self.xpu.warm.take();
+        let (name, source) = if let Some(name) = &self.xpu.forced {
+            (name.clone(), " in Device.force")
         } else if let Some(name) = &self.xpu.choice {
-            create_backend(name, " in --backend")?
+            (name.clone(), " in --backend")
         } else if let Some(name) = env {
-            create_backend(&name, " in CAJETA_XPU_BACKEND")?
+            (name, " in CAJETA_XPU_BACKEND")
         } else {
-            create_backend("auto", "")?
+            ("auto".to_string(), "")
+        };
+        let backend = match warm.filter(|_| name == "cpu") {
+            Some(warm) => warm,
+            None => {
+                let backend = create_backend(&name, source)?;
+                backend.prepare(&self.module);
+                backend
+            }
         };
         self.xpu.poison = std::env::var("CAJETA_XPU_POISON").is_ok_and(|v| v == "1");
         if let Some(cap) = self.xpu.worker_cap.take() {
@@ -305,8 +318,29 @@ impl Vm {
     /// Sets the backend the run option names (`cpu`, `vulkan`, `cuda`, `auto`; `None`: no
     /// option), used at the first device touch unless `Device.force` ran before it (XPU §8.1).
     /// An unusable or unknown name is `XPU-E-BACKEND` at that touch.
+    ///
+    /// When that name (or, without one, `CAJETA_XPU_BACKEND`) is `cpu` and the program has
+    /// kernels, the `cpu` backend is created now and compiles them on a thread of its own
+    /// ([`Backend::prepare`]); nothing observable changes — it becomes the active backend only
+    /// at the first device touch, if that selects `cpu`.
     pub fn set_backend_choice(&mut self, name: Option<String>) {
         self.xpu.choice = name;
+        self.xpu.warm = None;
+        let named = self
+            .xpu
+            .choice
+            .clone()
+            .or_else(|| std::env::var("CAJETA_XPU_BACKEND").ok());
+        let kernels = self
+            .module
+            .functions
+            .iter()
+            .any(|f| f.kind == cajeta_bytecode::FnKind::Kernel);
+        if self.xpu.backend.is_none() && named.as_deref() == Some("cpu") && kernels {
+            let warm: Arc<dyn Backend> = Arc::new(CpuBackend::new());
+            warm.prepare(&self.module);
+            self.xpu.warm = Some(warm);
+        }
     }
 
     /// Makes `backend` the active backend (for embedders and tests), as if the first device
@@ -327,6 +361,7 @@ impl Vm {
             ));
         }
         self.xpu.poison = std::env::var("CAJETA_XPU_POISON").is_ok_and(|v| v == "1");
+        backend.prepare(&self.module);
         self.xpu.backend = Some(backend);
         Ok(())
     }

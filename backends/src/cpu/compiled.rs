@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use cajeta_bytecode::Module;
 use cajeta_jit::device::{
@@ -138,13 +138,18 @@ impl CompileConfig {
 }
 
 /// A cached kernel: its module (kept alive so that its address, the key, is not reused) and
-/// its compiled form, `None` for a kernel that runs on the scheduler.
-type Entry = (Arc<Module>, Option<Arc<CompiledKernel>>);
+/// its compiled form once compiled, `None` for a kernel that runs on the scheduler.
+struct Entry {
+    _module: Arc<Module>,
+    compiled: OnceLock<Option<Arc<CompiledKernel>>>,
+}
 
-/// Compiled kernels by (module address, kernel).
+/// Compiled kernels by (module address, kernel). Each kernel compiles once, outside the map's
+/// lock: different kernels compile at the same time, and a launch of a kernel being compiled
+/// (by [`Cache::prepare`]'s thread, say) waits for it.
 #[derive(Default)]
 pub(crate) struct Cache {
-    kernels: Mutex<HashMap<(usize, u32), Entry>>,
+    kernels: Mutex<HashMap<(usize, u32), Arc<Entry>>>,
 }
 
 impl std::fmt::Debug for Cache {
@@ -165,77 +170,122 @@ impl Cache {
         config: CompileConfig,
     ) -> Option<Arc<CompiledKernel>> {
         let key = (Arc::as_ptr(module) as usize, kernel);
-        let mut kernels = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, k)) = kernels.get(&key) {
-            return k.clone();
-        }
-        let name = module
-            .functions
-            .get(kernel as usize)
-            .map_or("?", |f| f.name.as_str());
-        let outcome = if config.sim {
-            Err("--xpu-sim".to_string())
-        } else if cfg!(target_endian = "big") {
-            Err("big-endian host".to_string())
-        } else if plan.has_rendezvous != plan_has_sites(module, kernel) {
-            // The plan sees rendezvous in callees too; compiled kernels have no callees.
-            Err("its rendezvous are in device functions".to_string())
-        } else {
-            compile_kernel(
-                module,
-                kernel,
-                KernelOptions {
-                    checks: config.checks,
-                    lanes: config.lanes,
-                    simd: config.simd,
-                    turns: config.turns != TurnMode::Off,
-                },
-            )
-            .map_err(|e| match e.pc {
-                Some(pc) => format!("{} (pc {pc})", e.message),
-                None => e.message,
-            })
+        let entry = {
+            let mut kernels = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
+            let entry = kernels.entry(key).or_insert_with(|| {
+                Arc::new(Entry {
+                    _module: Arc::clone(module),
+                    compiled: OnceLock::new(),
+                })
+            });
+            Arc::clone(entry)
         };
-        if config.verbose {
-            match &outcome {
-                Ok(k) => eprintln!(
-                    "xpu: compiled kernel {name} in {:.2} ms ({} bytes, {})",
-                    k.compile_time.as_secs_f64() * 1e3,
-                    k.code_size,
-                    match k.shape {
-                        Shape::Resumable => match k.group_widths()[..] {
-                            [] => "items resumable at rendezvous".to_string(),
-                            [w, ..] if k.scalar_reason.is_none() => format!(
-                                "items resumable at rendezvous, barrier phases in groups of {w} \
-                                 in vectors"
-                            ),
-                            [w, ..] => format!(
-                                "items resumable at rendezvous, barrier phases in groups of {w}, \
-                                 scalar: {}",
-                                k.scalar_reason.as_deref().unwrap_or("?")
-                            ),
-                        },
-                        Shape::Lockstep { lanes, simd: true } if k.takes_turns() => format!(
-                            "{lanes} items in lockstep, in vectors, groups taking turns at \
-                             the streaming loop"
+        entry
+            .compiled
+            .get_or_init(|| compile(module, kernel, plan, config))
+            .clone()
+    }
+
+    /// Compiles the kernels of `module` on a thread of their own, while the program's host
+    /// code runs up to their first launches (which then find them compiled, or wait for the
+    /// one being compiled), including the turn functions launches over large buffers use.
+    /// Nothing under `--xpu-sim`.
+    pub fn prepare(self: &Arc<Self>, module: &Arc<Module>, config: CompileConfig) {
+        if config.sim {
+            return;
+        }
+        let (cache, module) = (Arc::clone(self), Arc::clone(module));
+        let work = move || {
+            let kernels = module.functions.iter().enumerate();
+            for (k, _) in kernels.filter(|(_, f)| f.kind == cajeta_bytecode::FnKind::Kernel) {
+                let Ok(plan) = super::plan::plan(&module, k as u32) else {
+                    continue;
+                };
+                if let Some(compiled) = cache.get(&module, k as u32, &plan, config) {
+                    if config.turns != TurnMode::Off {
+                        compiled.prepare_turns();
+                    }
+                }
+            }
+        };
+        // (Without a thread, kernels compile at their first launch, as before.)
+        let _ = std::thread::Builder::new()
+            .name("cajeta-xpu-compile".into())
+            .spawn(work);
+    }
+}
+
+/// Compiles `kernel` of `module` (plan `plan`), reporting it with `config.verbose`.
+fn compile(
+    module: &Module,
+    kernel: u32,
+    plan: &Plan,
+    config: CompileConfig,
+) -> Option<Arc<CompiledKernel>> {
+    let name = module
+        .functions
+        .get(kernel as usize)
+        .map_or("?", |f| f.name.as_str());
+    let outcome = if config.sim {
+        Err("--xpu-sim".to_string())
+    } else if cfg!(target_endian = "big") {
+        Err("big-endian host".to_string())
+    } else if plan.has_rendezvous != plan_has_sites(module, kernel) {
+        // The plan sees rendezvous in callees too; compiled kernels have no callees.
+        Err("its rendezvous are in device functions".to_string())
+    } else {
+        compile_kernel(
+            module,
+            kernel,
+            KernelOptions {
+                checks: config.checks,
+                lanes: config.lanes,
+                simd: config.simd,
+                turns: config.turns != TurnMode::Off,
+            },
+        )
+        .map_err(|e| match e.pc {
+            Some(pc) => format!("{} (pc {pc})", e.message),
+            None => e.message,
+        })
+    };
+    if config.verbose {
+        match &outcome {
+            Ok(k) => eprintln!(
+                "xpu: compiled kernel {name} in {:.2} ms ({} bytes, {})",
+                k.compile_time.as_secs_f64() * 1e3,
+                k.code_size,
+                match k.shape {
+                    Shape::Resumable => match k.group_widths()[..] {
+                        [] => "items resumable at rendezvous".to_string(),
+                        [w, ..] if k.scalar_reason.is_none() => format!(
+                            "items resumable at rendezvous, barrier phases in groups of {w} \
+                             in vectors"
                         ),
-                        Shape::Lockstep { lanes, simd: true } => {
-                            format!("{lanes} items in lockstep, in vectors")
-                        }
-                        Shape::Lockstep { lanes, simd: false } => format!(
-                            "{lanes} items in lockstep, scalar: {}",
+                        [w, ..] => format!(
+                            "items resumable at rendezvous, barrier phases in groups of {w}, \
+                             scalar: {}",
                             k.scalar_reason.as_deref().unwrap_or("?")
                         ),
-                        Shape::Workgroup => "items one by one".to_string(),
+                    },
+                    Shape::Lockstep { lanes, simd: true } if k.takes_turns() => format!(
+                        "{lanes} items in lockstep, in vectors, groups taking turns at \
+                         the streaming loop"
+                    ),
+                    Shape::Lockstep { lanes, simd: true } => {
+                        format!("{lanes} items in lockstep, in vectors")
                     }
-                ),
-                Err(why) => eprintln!("xpu: kernel {name} runs on the lane scheduler: {why}"),
-            }
+                    Shape::Lockstep { lanes, simd: false } => format!(
+                        "{lanes} items in lockstep, scalar: {}",
+                        k.scalar_reason.as_deref().unwrap_or("?")
+                    ),
+                    Shape::Workgroup => "items one by one".to_string(),
+                }
+            ),
+            Err(why) => eprintln!("xpu: kernel {name} runs on the lane scheduler: {why}"),
         }
-        let compiled = outcome.ok().map(Arc::new);
-        kernels.insert(key, (Arc::clone(module), compiled.clone()));
-        compiled
     }
+    outcome.ok().map(Arc::new)
 }
 
 /// Whether kernel `kernel` itself contains a rendezvous instruction.

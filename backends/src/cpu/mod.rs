@@ -112,7 +112,7 @@ pub struct CpuBackend {
     serial: bool,
     /// Compiled or lane scheduler, per kernel.
     compile: compiled::CompileConfig,
-    kernels: compiled::Cache,
+    kernels: Arc<compiled::Cache>,
     /// Worker threads of multi-worker launches, started by the first one (joined on drop).
     pool: pool::Pool,
 }
@@ -151,7 +151,7 @@ impl CpuBackend {
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             serial: config.serial,
             compile: compiled::CompileConfig::from_env(),
-            kernels: compiled::Cache::default(),
+            kernels: Arc::default(),
             pool: pool::Pool::default(),
         }
     }
@@ -307,6 +307,10 @@ impl Backend for CpuBackend {
 
     fn host_accessible(&self, _id: StorageId) -> bool {
         true
+    }
+
+    fn prepare(&self, module: &Arc<Module>) {
+        self.kernels.prepare(module, self.compile);
     }
 
     fn launch(
