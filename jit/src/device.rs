@@ -287,6 +287,10 @@ pub struct CompiledKernel {
     origins: Option<Vec<Origin>>,
     /// Resumable kernels run in lockstep groups: the group function and its width.
     groups: Vec<(WorkgroupFn, usize)>,
+    /// Resumable kernels whose groups are held in vectors: the aligned group function for
+    /// groups whose items ran apart (the eager one is for groups that never did), compiled
+    /// when first needed.
+    apart: Lazy,
     /// Resumable kernels whose groups are held in vectors: the scalar group width, for the
     /// workgroup sizes the vector width does not divide, compiled when first needed.
     scalar_group: Option<(usize, Lazy)>,
@@ -367,26 +371,51 @@ impl Lazy {
 }
 
 impl Items {
-    /// A SIMD lockstep function (`resume`: group function) of `width` lanes, `aligned` or not
-    /// (see `translate/simd.rs`).
+    /// A SIMD lockstep function (`resume`: group function) of `width` lanes (see
+    /// `translate/simd.rs`).
     fn simd(
         &self,
         width: usize,
         resume: Option<&[u32]>,
-        aligned: bool,
-        turns: bool,
+        variant: Variant,
     ) -> Result<ItemFn, JitError> {
         let f = &self.module.functions[self.kernel as usize];
         let plan = crate::translate::simd_plan(&self.module, f, resume.is_some())
             .map_err(|why| JitError::new(Some(self.kernel), None, why))?;
-        let shape = ShapeOf::Simd {
-            width,
-            plan: &plan,
-            resume,
-            aligned,
-            turns,
-        };
+        let shape = variant.shape(width, &plan, resume);
         compile_item(&self.module, self.kernel, self.checks, shape)
+    }
+}
+
+/// The SIMD functions of a kernel (see `translate/simd.rs`).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Variant {
+    /// For launches whose x extent is a multiple of the width, with lane facts (a group
+    /// function's facts end at each barrier).
+    Aligned,
+    /// For the other launches.
+    Unaligned,
+    /// The turn function.
+    Turns,
+    /// The group function of groups that never left lockstep, facts through barriers.
+    Through,
+}
+
+impl Variant {
+    fn shape<'a>(
+        self,
+        width: usize,
+        plan: &'a crate::translate::SimdPlan,
+        resume: Option<&'a [u32]>,
+    ) -> ShapeOf<'a> {
+        ShapeOf::Simd {
+            width,
+            plan,
+            resume,
+            aligned: self != Variant::Unaligned,
+            turns: self == Variant::Turns,
+            through: self == Variant::Through,
+        }
     }
 }
 
@@ -455,7 +484,11 @@ impl CompiledKernel {
                     (_, Some((w, slot))) => (*w, slot, false),
                     _ => return crate::Status::Panic as u32,
                 };
-                let f = slot.get(|| items.simd(width, None, aligned, false));
+                let variant = match aligned {
+                    true => Variant::Aligned,
+                    false => Variant::Unaligned,
+                };
+                let f = slot.get(|| items.simd(width, None, variant));
                 return match f {
                     // SAFETY: as below; `width` is what `lockstep_lanes` says for this launch,
                     // and the function runs it (aligned: its x extent is a multiple of it).
@@ -559,7 +592,7 @@ impl CompiledKernel {
     /// the first [`CompiledKernel::run_turns`]).
     pub fn prepare_turns(&self) {
         if let (Some((slots, slot)), Some(items)) = (&self.turns, &self.items) {
-            let _ = slot.get(|| items.simd(slots.width, None, true, true));
+            let _ = slot.get(|| items.simd(slots.width, None, Variant::Turns));
         }
     }
 
@@ -591,7 +624,7 @@ impl CompiledKernel {
         if !divides(slots.width, ctx.block[0]) {
             return crate::Status::Panic as u32;
         }
-        match slot.get(|| items.simd(slots.width, None, true, true)) {
+        match slot.get(|| items.simd(slots.width, None, Variant::Turns)) {
             // SAFETY: the caller's contract above is the compiled code's.
             Some(f) => unsafe { (f.entry)(ctx) },
             None => crate::Status::Panic as u32,
@@ -650,17 +683,34 @@ impl CompiledKernel {
     /// ([`STOP_RENDEZVOUS`]: registers stored, `ctx.resume` and `ctx.stop_pc` set for every
     /// lane), all return (0), or the group leaves lockstep ([`STOP_BAIL`], as for
     /// [`CompiledKernel::run`] of a lockstep kernel). `Status::Panic` for other kernels.
+    /// `apart`: whether the group's items ever ran apart since the workgroup started (left
+    /// lockstep, or were run by the scheduler) — a group that never did gets code that knows
+    /// its lanes' facts across barriers (see `translate/simd.rs`).
     ///
     /// # Safety
     ///
-    /// As for [`CompiledKernel::run`].
-    pub unsafe fn run_group(&self, width: usize, ctx: &mut WorkgroupCtx) -> u32 {
+    /// As for [`CompiledKernel::run`], and a group that is not `apart` must hold in its files
+    /// what this function stored at the group's previous stop.
+    pub unsafe fn run_group(&self, width: usize, ctx: &mut WorkgroupCtx, apart: bool) -> u32 {
         if let Some(&(f, _)) = self.groups.iter().find(|&&(_, w)| w == width) {
             if let (Some((w, slot)), Some(items)) = (&self.unaligned, &self.items) {
                 if *w == width && !divides(width, ctx.block[0]) {
-                    let f = slot.get(|| items.simd(width, Some(&items.main.resume), false, false));
+                    let resume = Some(&items.main.resume[..]);
+                    let f = slot.get(|| items.simd(width, resume, Variant::Unaligned));
                     return match f {
                         // SAFETY: as below; this function runs any launch.
+                        Some(f) => unsafe { (f.entry)(ctx) },
+                        None => crate::Status::Panic as u32,
+                    };
+                }
+                // A group that left lockstep since the start: facts end at barriers.
+                if *w == width && apart {
+                    let resume = Some(&items.main.resume[..]);
+                    let f = self
+                        .apart
+                        .get(|| items.simd(width, resume, Variant::Aligned));
+                    return match f {
+                        // SAFETY: as below (aligned, as just checked).
                         Some(f) => unsafe { (f.entry)(ctx) },
                         None => crate::Status::Panic as u32,
                     };
@@ -780,13 +830,11 @@ pub fn compile_kernel(
         }
         // Compiled for aligned launches (see `translate/simd.rs`); the others get a function
         // without lane facts when first needed (`CompiledKernel::run`, `run_group`).
-        let shape = ShapeOf::Simd {
-            width,
-            plan: &plan,
-            resume,
-            aligned: true,
-            turns: false,
+        let variant = match resume {
+            Some(_) => Variant::Through,
+            None => Variant::Aligned,
         };
+        let shape = variant.shape(width, &plan, resume);
         let turns = crate::translate::turn_layout(f, &plan)
             .filter(|_| options.turns && resume.is_none())
             .map(|layout| TurnSlots {
@@ -908,6 +956,7 @@ pub fn compile_kernel(
         narrow,
         sequential,
         turns,
+        apart: Lazy::default(),
         divergent: AtomicBool::new(false),
         items,
         scalar_reason,

@@ -454,6 +454,8 @@ fn barrier_phases_in(
     let stride = n + 1;
     let groups = items.len() / w;
     let mut resume = 0;
+    // Groups whose items ran apart (left lockstep) since the workgroup started.
+    let mut apart = vec![false; groups];
     loop {
         // The phase's common stop: (rendezvous pc, continuation), or `None` for returned.
         let mut common: Option<Option<(u64, u64)>> = None;
@@ -461,12 +463,14 @@ fn barrier_phases_in(
             let file = files[g * w * stride..].as_mut_ptr();
             let mut ctx = group_ctx(l, env, views, items[g * w].geo, file, resume);
             // SAFETY: as in `workgroup`, and `regs` points at the group's `w` files of
-            // `n + 1` cells inside `files`, which nothing else touches during the call.
-            let status = unsafe { k.run_group(w, &mut ctx) };
+            // `n + 1` cells inside `files`, which nothing else touches during the call and
+            // which hold what the group function stored there unless the group is `apart`.
+            let status = unsafe { k.run_group(w, &mut ctx, apart[g]) };
             let stop = match status {
                 0 => None,
                 STOP_RENDEZVOUS => Some((ctx.stop_pc, ctx.resume)),
                 STOP_BAIL => {
+                    apart[g] = true;
                     // The lanes one by one to their next stops: the phase goes on if they
                     // all stop where the others do.
                     let lanes = &mut items[g * w..(g + 1) * w];
@@ -631,7 +635,7 @@ fn group(
     );
     // SAFETY: as in `workgroup`, and `regs` points at one file of `n + 1` cells per item of the
     // group, which nothing else touches during the call.
-    let status = unsafe { k.run_group(items.len(), &mut ctx) };
+    let status = unsafe { k.run_group(items.len(), &mut ctx, true) };
     for (file, it) in files.chunks_exact(n + 1).zip(items.iter_mut()) {
         it.registers()[..n].copy_from_slice(&file[..n]);
     }

@@ -92,13 +92,15 @@ pub(crate) enum Shape<'a> {
     /// a kernel `plan` accepted; with `resume`, a resumable group function as for
     /// `Lockstep`. An `aligned` one (not resumable) runs only launches whose workgroup x
     /// extent is a multiple of `width`. With `turns`, the aligned turn function of a kernel
-    /// whose plan allows it (`simd/turns.rs`).
+    /// whose plan allows it (`simd/turns.rs`). With `through`, an aligned group function
+    /// for groups that never left lockstep, whose lane facts hold across barriers.
     Simd {
         width: usize,
         plan: &'a super::SimdPlan,
         resume: Option<&'a [u32]>,
         aligned: bool,
         turns: bool,
+        through: bool,
     },
 }
 
@@ -129,9 +131,10 @@ pub(crate) fn translate_kernel(
         resume,
         aligned,
         turns,
+        through,
     } = shape
     {
-        let form = (width, resume, aligned, turns);
+        let form = (width, resume, aligned, turns, through);
         return super::simd::translate_simd(b, s, f, plan, form, checks);
     }
     let mut tr = Tr::kernel_prologue(b, s, f, checks, shape);

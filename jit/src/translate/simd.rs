@@ -513,13 +513,16 @@ struct Simd<'a, 'b> {
 /// `width` lanes (a multiple of 4); with `resume`, a resumable group function; with `turns`,
 /// a turn function (see `simd/turns.rs`). An `aligned` function may only run launches whose
 /// workgroup x extent is a multiple of `width`, and uses the lane facts that hold there (see
-/// `lanes_facts`); a turn function is aligned.
+/// `lanes_facts`); a turn function is aligned. An aligned group function `through` barriers
+/// may only run groups that never left lockstep: its facts hold across barriers (a group
+/// that stops at one in lockstep stores the values lockstep computed), and a continuation
+/// loads a uniform or affine register from its first lane's file alone.
 pub(crate) fn translate_simd(
     b: FunctionBuilder<'_>,
     s: &Setup<'_>,
     f: &Function,
     plan: &Plan,
-    (width, resume, aligned, turns): (usize, Option<&[u32]>, bool, bool),
+    (width, resume, aligned, turns, through): (usize, Option<&[u32]>, bool, bool, bool),
     checks: bool,
 ) -> Result<(), JitError> {
     if width == 0 || !width.is_multiple_of(WORDS) {
@@ -538,7 +541,7 @@ pub(crate) fn translate_simd(
         false => None,
     };
     let form = (width / WORDS, aligned, resume, turns);
-    let mut t = Simd::prologue(b, s, f, plan, form, checks);
+    let mut t = Simd::prologue(b, s, f, plan, form, (checks, through));
     t.body()?;
     t.epilogue();
     t.b.seal_all_blocks();
@@ -561,7 +564,7 @@ impl<'a, 'b> Simd<'a, 'b> {
         f: &'a Function,
         plan: &'a Plan,
         (chunks, aligned, resume, turns): (usize, bool, Option<&'a [u32]>, Option<TurnLayout>),
-        checks: bool,
+        (checks, through): (bool, bool),
     ) -> Simd<'a, 'b> {
         let width = chunks * WORDS;
         let super::device::Launch {
@@ -683,7 +686,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             bails: Vec::new(),
             resume,
             facts: match aligned {
-                true => super::lanes_facts::facts(f, resume.is_some()),
+                true => super::lanes_facts::facts(f, resume.is_some() && !through),
                 false => Vec::new(),
             },
             bases,
@@ -695,6 +698,7 @@ impl<'a, 'b> Simd<'a, 'b> {
             turns: None,
         };
         if !t.facts.is_empty() {
+            // (Counted runs end at barriers even `through` them: files keep no runs.)
             let resumable = resume.is_some();
             t.counted = super::lanes_facts::counted(f, resumable, |pc, i| {
                 counts_lanes(plan, &t.facts, pc, i)
@@ -992,16 +996,28 @@ impl<'a, 'b> Simd<'a, 'b> {
             // A parameter nothing writes holds its launch value in every lane.
             if let Some(&cell) = self.cells.get(usize::from(r)) {
                 if !self.f.code.iter().any(|i| loops::writes(i, r)) {
-                    let values = match class {
-                        Class::Handle => vec![cell],
-                        _ => vec![self.splat_cell(class, cell); self.vars[usize::from(r)].len()],
-                    };
-                    self.set(r, &values);
+                    match class {
+                        Class::Handle => self.set(r, &[cell]),
+                        _ => {
+                            let x = self.cell_scalar(class, cell);
+                            self.set_base(r, Fact::Uniform, x);
+                        }
+                    }
                     continue;
                 }
             }
             // Lane j's cell (little-endian: a 32-bit value is its first half).
             let at = |j: usize| stride * j as i32 + 8 * i32::from(r);
+            // A uniform or affine register (facts through barriers): its first lane's.
+            self.pc = pc;
+            if let (Some(_), fact @ (Fact::Uniform | Fact::Affine)) =
+                (self.bases[usize::from(r)], self.fact(pc, r))
+            {
+                let cell = self.b.ins().load(I64, MF, files, at(0));
+                let base = self.cell_scalar(class, cell);
+                self.set_base(r, fact, base);
+                continue;
+            }
             let (ty, lane_ty, per) = match class {
                 // The same in every lane: lane 0's.
                 Class::Handle => {
