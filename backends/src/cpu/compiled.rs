@@ -478,7 +478,9 @@ fn barrier_phases_in(
                     match finish_alike(l, env, k, views, lanes, group_files, resume) {
                         Some(stop) => stop,
                         None => {
-                            hand_over(n, items, files, g * w, common, resume, Some(g * w + w));
+                            let (first, settled) = (g * w, Some(g * w + w));
+                            let at = (first, first);
+                            hand_over((l, n), items, files, at, common, resume, settled);
                             return Ok(false);
                         }
                     }
@@ -489,7 +491,9 @@ fn barrier_phases_in(
                 None => common = Some(stop),
                 Some(c) if c == stop => {}
                 Some(_) => {
-                    hand_over(n, items, files, g * w, common, resume, None);
+                    // (This group ran too: its registers are in its files.)
+                    let at = (g * w, g * w + w);
+                    hand_over((l, n), items, files, at, common, resume, None);
                     // The group that differs stopped as a whole: its items hold that stop.
                     for it in &mut items[g * w..(g + 1) * w] {
                         it.ahead = Some(match stop {
@@ -513,15 +517,15 @@ fn barrier_phases_in(
 
 /// Hands a workgroup of [`barrier_phases`] over to the scheduler when the group starting at
 /// item `first` did not stop like the groups before it (`common`) in the phase that started
-/// at `resume`: registers (files of `n + 1` cells) back to the items that ran; the items before `first`
-/// hold the common stop; the others continue at `resume`, except items `first..settled`,
-/// which already hold their registers and stops (else the caller settles the group at
-/// `first`).
+/// at `resume`: registers (files of `n + 1` cells) back to the items that ran (in this phase,
+/// those below `ran`); the items before `first` hold the common stop; the others continue
+/// at `resume`, except items `first..settled`, which already hold their registers and stops
+/// (else the caller settles the group at `first`).
 fn hand_over(
-    n: usize,
+    (l, n): (&Launch<'_>, usize),
     items: &mut [Item],
     files: &[u64],
-    first: usize,
+    (first, ran): (usize, usize),
     common: Option<Option<(u64, u64)>>,
     resume: u64,
     settled: Option<usize>,
@@ -530,10 +534,12 @@ fn hand_over(
         if settled.is_some_and(|end| (first..end).contains(&j)) {
             continue;
         }
-        // In the first phase, the items from `first` on have not run: they keep their fresh
-        // frames (their files were never written).
-        if j < first || resume != 0 {
+        // In the first phase, the items that have not run start from the fresh frame (their
+        // files were never written).
+        if j < ran || resume != 0 {
             it.registers()[..n].copy_from_slice(&file[..n]);
+        } else {
+            it.start(l.kernel, l.frame);
         }
         it.resume = resume;
         if j < first {

@@ -184,6 +184,13 @@ impl Item {
         // One copy of a prepared frame: cheaper per item than a copy plus a fill.
         let n = frame.len().min(self.stack.len());
         self.stack[..n].copy_from_slice(&frame[..n]);
+        self.reset(kernel);
+    }
+
+    /// [`Item::start`] but for the registers, which the caller fills (from a compiled group's
+    /// files, or with [`Item::start`] before the item runs from its start).
+    #[inline]
+    pub(crate) fn reset(&mut self, kernel: u32) {
         self.frames.clear();
         self.func = kernel;
         self.pc = 0;

@@ -453,6 +453,16 @@ fn work(
     }
 }
 
+/// The item after item `t` of a workgroup of `block` items (x fastest).
+fn next_item(t: [u32; 3], block: [u32; 3]) -> [u32; 3] {
+    let [x, y, z] = t;
+    match (x + 1 < block[0], y + 1 < block[1]) {
+        (true, _) => [x + 1, y, z],
+        (false, true) => [0, y + 1, z],
+        (false, false) => [0, 0, z + 1],
+    }
+}
+
 /// The `geom` values of item (tx, ty, tz), linear index `lin`, of workgroup `wg`.
 pub(crate) fn geometry(l: &Launch<'_>, wg: [u32; 3], t: [u32; 3], lin: u32) -> [u64; GEOM_LEN] {
     let mut geo = [0u64; GEOM_LEN];
@@ -545,20 +555,32 @@ fn switching(
         status,
         waves,
     } = lanes;
-    let [bx, by, _] = l.block;
     let n = items.len().min(status.len());
     let w = (l.wave as usize).clamp(1, MAX_WAVE);
-    for (lin, it) in items.iter_mut().enumerate().take(n) {
-        // lin < bx * by * bz <= 1024.
-        let lin = lin as u32;
-        let t = [lin % bx, (lin / bx) % by, lin / (bx * by)];
-        it.start(l.kernel, l.frame);
-        it.geo = geometry(l, wg, t, lin);
-    }
     // Kernels that run in lockstep groups go phase by phase without the scheduler while every
     // group stops at the same barrier (`compiled::barrier_phases`); the scheduler takes over
-    // from wherever that ends, with the items that ran ahead holding their stops.
-    if let Some(k) = l.compiled.filter(|k| k.group_width(n).is_some()) {
+    // from wherever that ends, with the items that ran ahead holding their stops. (Their
+    // items' registers come from the groups' files, or are set when they are handed over.)
+    let groups = l.compiled.filter(|k| k.group_width(n).is_some());
+    // The items' geometry, counted on from the workgroup's first item (x fastest).
+    let base = geometry(l, wg, [0; 3], 0);
+    let first = [0, 1, 2].map(|a| wg[a].wrapping_mul(l.block[a]));
+    let mut t = [0u32; 3];
+    for (lin, it) in items.iter_mut().enumerate().take(n) {
+        match groups {
+            Some(_) => it.reset(l.kernel),
+            None => it.start(l.kernel, l.frame),
+        }
+        it.geo = base;
+        for axis in 0..3 {
+            it.geo[axis] = u64::from(t[axis]);
+            it.geo[9 + axis] = u64::from(first[axis].wrapping_add(t[axis]));
+        }
+        // lin < bx * by * bz <= 1024.
+        it.geo[16] = lin as u64 % u64::from(l.wave.max(1));
+        t = next_item(t, l.block);
+    }
+    if let Some(k) = groups {
         match super::compiled::barrier_phases(l, env, k, views, &mut items[..n]) {
             Ok(true) => return Ok(()),
             Ok(false) => {}
