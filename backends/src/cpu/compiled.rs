@@ -884,7 +884,8 @@ pub(crate) fn workgroups(
 /// kernel's streaming loop, so that together they walk memory in order (see
 /// `cajeta_jit::device::CompiledKernel::run_turns`). A fault is the first in execution order
 /// (XPU §5.5) of the lowest faulting workgroup of the run, with that workgroup's index.
-/// `None` when the function declines the launch (nothing ran): run the workgroups one by one.
+/// `false` when the function declines the launch (nothing ran): run the workgroups another
+/// way.
 pub(crate) fn turns(
     l: &Launch<'_>,
     env: &Env<'_>,
@@ -892,7 +893,7 @@ pub(crate) fn turns(
     (views, slots): (&[MemView], TurnSlots),
     run: Range<u64>,
     it: &mut Item,
-) -> Option<Result<(), (u64, KernelFault)>> {
+) -> Result<bool, (u64, KernelFault)> {
     let (width, cells, n) = (slots.width as u64, slots.cells, k.registers);
     let block = l.block.map(u64::from);
     let groups = block.iter().product::<u64>() / width;
@@ -940,7 +941,7 @@ pub(crate) fn turns(
             STOP_DECLINE => {
                 it.files = files;
                 it.turns = memory;
-                return None;
+                return Ok(false);
             }
             STOP_BAIL => {
                 let s = ctx.turn;
@@ -967,7 +968,7 @@ pub(crate) fn turns(
     }
     it.files = files;
     it.turns = memory;
-    Some(result)
+    result.map(|()| true)
 }
 
 /// The groups of a run of workgroups in order: the coordinates of each one's first item in

@@ -379,21 +379,14 @@ fn work(
             .and_then(|k| Some((k, k.turn_slots(u64::from(l.block[0]))?)));
         if let (Some((k, slots)), Some(it)) = (turns, items.first_mut()) {
             let env = &env;
-            let ran = catch_unwind(AssertUnwindSafe(|| {
+            let ran = guarded(l, run.start, &mut report, || {
                 super::compiled::turns(l, env, k, (&views, slots), run.clone(), it)
-            }));
+            });
             match ran {
-                Ok(Some(Ok(()))) => continue,
-                Ok(Some(Err((g, fault)))) => {
-                    report(g, fault);
-                    continue;
-                }
-                // Declined: workgroup by workgroup.
-                Ok(None) => {}
-                Err(_) => {
-                    report(run.start, panicked(l, Some(run.start)));
-                    return;
-                }
+                None => return,
+                // Declined: as any other kernel.
+                Some(Some(false)) => {}
+                Some(_) => continue,
             }
         }
         // A lockstep kernel whose groups fill its workgroups: one call for the run.
@@ -407,18 +400,13 @@ fn work(
         });
         if let (Some(k), Some(it)) = (spans, items.first_mut()) {
             let env = &env;
-            let ran = catch_unwind(AssertUnwindSafe(|| {
+            let ran = guarded(l, run.start, &mut report, || {
                 super::compiled::workgroups(l, env, k, &views, run.clone(), it)
-            }));
+            });
             match ran {
-                Ok(Ok(())) => {}
-                Ok(Err((g, fault))) => report(g, fault),
-                Err(_) => {
-                    report(run.start, panicked(l, Some(run.start)));
-                    return;
-                }
+                None => return,
+                Some(_) => continue,
             }
-            continue;
         }
         for g in run {
             if !wanted(g) {
@@ -438,17 +426,35 @@ fn work(
                 status,
                 waves,
             };
-            // A panic (a bug of the backend) is this workgroup's fault, so fault selection
-            // stays deterministic; the worker's state may be inconsistent after it, so it
-            // stops.
-            match catch_unwind(AssertUnwindSafe(|| workgroup(l, &env, &views, g, state))) {
-                Ok(Ok(())) => {}
-                Ok(Err(f)) => report(g, f),
-                Err(_) => {
-                    report(g, panicked(l, Some(g)));
-                    return;
-                }
+            let ran = guarded(l, g, &mut report, || {
+                workgroup(l, &env, &views, g, state).map_err(|f| (g, f))
+            });
+            if ran.is_none() {
+                return;
             }
+        }
+    }
+}
+
+/// Runs `f` (workgroups from `first` on), reporting its fault with its workgroup: `Some` of
+/// its result, or of `None` after a fault; `None` after a panic, a bug of the backend, which
+/// is `first`'s fault (so fault selection stays deterministic), after which the worker, whose
+/// state may be inconsistent, stops.
+fn guarded<T>(
+    l: &Launch<'_>,
+    first: u64,
+    report: &mut impl FnMut(u64, KernelFault),
+    f: impl FnOnce() -> Result<T, (u64, KernelFault)>,
+) -> Option<Option<T>> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(x)) => Some(Some(x)),
+        Ok(Err((g, fault))) => {
+            report(g, fault);
+            Some(None)
+        }
+        Err(_) => {
+            report(first, panicked(l, Some(first)));
+            None
         }
     }
 }
