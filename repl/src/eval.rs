@@ -134,6 +134,9 @@ impl Repl {
     /// Compiles and runs an entry (`label` names it in diagnostics); with `time`, prints the
     /// run's wall time.
     fn entry(&mut self, text: &str, label: &str, time: bool) -> Flow {
+        // From here on a Ctrl-C is this entry's: one pressed while it compiles (which can
+        // take a while) stops it as soon as it runs, rather than being forgotten.
+        self.interrupt.clear();
         let items = match split(text) {
             Split::Items(items) => items,
             Split::Incomplete => {
@@ -174,7 +177,6 @@ impl Repl {
         let Some(run) = compiled.run else {
             return Flow::Continue;
         };
-        self.interrupt.clear();
         let started = Instant::now();
         let result = self.vm.call_index(run, &[]);
         let elapsed = started.elapsed();
