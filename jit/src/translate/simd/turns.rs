@@ -352,3 +352,72 @@ impl Simd<'_, '_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cajeta_bytecode::{FnKind, Instr, Module, Scalar, Type};
+
+    /// A grid-stride kernel `for (i = globalIdX; i < n; i += stride) { acc op … }`: r0 = n
+    /// (a parameter nothing writes), r1 a temporary, r2 = i, r3 = stride, r4 = i < n, r5 a
+    /// value computed in the body; with `carried`, r5 is also read at the header (a varying
+    /// value the loop carries).
+    fn grid_stride(carried: bool) -> Function {
+        let (i64t, u32t) = (Type::Scalar(Scalar::I64), Type::Scalar(Scalar::U32));
+        let mut code = vec![
+            Instr::new(Op::Geom, 1, 9, 0),
+            Instr::new(Op::WrapI64, 2, 1, 0),
+            Instr::new(Op::Geom, 1, 12, 0),
+            Instr::new(Op::WrapI64, 3, 1, 0),
+            Instr::new(Op::LtI64, 4, 2, 0),
+            Instr::with_bc(Op::JmpIfNot, 4, 10),
+            Instr::new(Op::MulI64, 5, 2, 3),
+            Instr::new(Op::AddI64, 2, 2, 3),
+            Instr::with_bc(Op::Jmp, 0, 4),
+            Instr::new(Op::RetVoid, 0, 0, 0),
+            Instr::new(Op::RetVoid, 0, 0, 0),
+        ];
+        if carried {
+            // r5 = r5 * i: what r5 held at the header is read in the body.
+            code[6] = Instr::new(Op::MulI64, 5, 5, 2);
+        }
+        let regs = vec![i64t, u32t, i64t, i64t, Type::Scalar(Scalar::Bool), i64t];
+        crate::test_function::function(FnKind::Kernel, (1, None), regs, code)
+    }
+
+    #[test]
+    fn a_grid_stride_loop_keeps_its_counter_and_stride_in_a_slot_not_its_parameter() {
+        let f = grid_stride(false);
+        let module = Module {
+            functions: vec![f.clone()],
+            ..Module::default()
+        };
+        let plan = super::super::plan(&module, &f, false).expect("a SIMD plan");
+        let layout = layout(&f, &plan).expect("turns");
+        assert_eq!(layout.header, 4);
+        assert_eq!(layout.saved, vec![2, 3]);
+        assert_eq!((layout.geometry(), layout.cells()), (3, 9));
+    }
+
+    #[test]
+    fn a_loop_carrying_a_varying_value_takes_no_turns() {
+        let f = grid_stride(true);
+        let module = Module {
+            functions: vec![f.clone()],
+            ..Module::default()
+        };
+        let plan = super::super::plan(&module, &f, false).expect("a SIMD plan");
+        assert_eq!(layout(&f, &plan), None);
+    }
+
+    #[test]
+    fn reachability_avoids_the_given_pc() {
+        let f = grid_stride(false);
+        // From the entry without the header: the set-up only.
+        let before = reachable(&f, 0, Some(4));
+        assert_eq!(before.iter().filter(|&&b| b).count(), 4);
+        // From the header: the loop and its exit, not the set-up (nor the dead pc 9).
+        let after = reachable(&f, 4, None);
+        assert!(after[4] && after[8] && after[10] && !after[0] && !after[9]);
+    }
+}
