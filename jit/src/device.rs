@@ -291,6 +291,10 @@ pub struct CompiledKernel {
     /// groups whose items ran apart (the eager one is for groups that never did), compiled
     /// when first needed.
     apart: Lazy,
+    /// Resumable kernels whose groups are held in vectors wider than the default: the default
+    /// width, for workgroups the wide one does not suit, aligned and unaligned, compiled when
+    /// first needed.
+    narrow_group: Option<(usize, Lazy, Lazy)>,
     /// Resumable kernels whose groups are held in vectors: the scalar group width, for the
     /// workgroup sizes the vector width does not divide, compiled when first needed.
     scalar_group: Option<(usize, Lazy)>,
@@ -660,15 +664,21 @@ impl CompiledKernel {
         self.divergent.store(true, Ordering::Relaxed);
     }
 
-    /// Resumable kernels that run in lockstep groups: the widest group that divides a
-    /// workgroup of `items` items.
-    pub fn group_width(&self, items: usize) -> Option<usize> {
+    /// Resumable kernels that run in lockstep groups: the group width for workgroups of
+    /// `block` items — the widest vector width that divides the x extent (groups of
+    /// consecutive x), else the widest vector width that divides the workgroup, else the
+    /// scalar width if it does.
+    pub fn group_width(&self, block: [u64; 3]) -> Option<usize> {
+        let items: u64 = block.iter().product();
+        let vector = self.groups.first().map(|&(_, w)| w);
+        let narrow = self.narrow_group.as_ref().map(|(w, ..)| *w);
         let scalar = self.scalar_group.as_ref().map(|(w, _)| *w);
-        self.groups
-            .iter()
-            .map(|&(_, w)| w)
-            .chain(scalar)
-            .find(|&w| w > 0 && items.is_multiple_of(w))
+        let aligned = [vector, narrow]
+            .into_iter()
+            .flatten()
+            .find(|&w| divides(w, block[0]));
+        let fills = |w: &usize| *w > 0 && items.is_multiple_of(*w as u64);
+        aligned.or_else(|| [vector, narrow, scalar].into_iter().flatten().find(fills))
     }
 
     /// The widths of the lockstep groups of a resumable kernel, widest first (for
@@ -719,6 +729,20 @@ impl CompiledKernel {
             // SAFETY: the caller's contract above is the compiled code's (and an aligned
             // vector group function's condition was just checked).
             return unsafe { f(ctx) };
+        }
+        if let (Some((w, aligned, unaligned)), Some(items)) = (&self.narrow_group, &self.items) {
+            if *w == width {
+                let resume = Some(&items.main.resume[..]);
+                let (slot, variant) = match divides(width, ctx.block[0]) {
+                    true => (aligned, Variant::Aligned),
+                    false => (unaligned, Variant::Unaligned),
+                };
+                return match slot.get(|| items.simd(width, resume, variant)) {
+                    // SAFETY: as above (aligned only where it applies, as just checked).
+                    Some(f) => unsafe { (f.entry)(ctx) },
+                    None => crate::Status::Panic as u32,
+                };
+            }
         }
         let (Some((w, slot)), Some(items)) = (&self.scalar_group, &self.items) else {
             return crate::Status::Panic as u32;
@@ -820,7 +844,9 @@ pub fn compile_kernel(
             return Err("SIMD off".to_string());
         }
         let plan = crate::translate::simd_plan(module, f, resume.is_some())?;
-        let default = match resume.is_none() && plan.streams() {
+        // Wide groups for streaming loops, and for barrier kernels (half the groups to take
+        // through each phase); the default width for the others.
+        let default = match resume.is_some() || plan.streams() {
             true => WIDE_SIMD_LANES,
             false => DEFAULT_SIMD_LANES,
         };
@@ -893,7 +919,7 @@ pub fn compile_kernel(
             )
         }
     };
-    let mut scalar_group = None;
+    let (mut scalar_group, mut narrow_group) = (None, None);
     let (item_id, group_id, sequential_id) = match shape {
         Shape::Lockstep { .. } => {
             let item = ShapeOf::Item { resume: &points };
@@ -907,6 +933,8 @@ pub fn compile_kernel(
             // vector width does not divide, when first needed).
             Some((group, width, _)) => {
                 scalar_group = (width != lanes).then(|| (lanes, Lazy::default()));
+                narrow_group = (width > DEFAULT_SIMD_LANES)
+                    .then(|| (DEFAULT_SIMD_LANES, Lazy::default(), Lazy::default()));
                 unaligned = Some((width, Lazy::default()));
                 (Some(id), vec![(group, width)], None)
             }
@@ -952,6 +980,7 @@ pub fn compile_kernel(
         origins,
         groups,
         scalar_group,
+        narrow_group,
         unaligned,
         narrow,
         sequential,

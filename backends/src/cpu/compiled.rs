@@ -394,8 +394,7 @@ pub(crate) fn step_at(
         return resume_ahead(l, env, k, first, ahead);
     }
     let resume = first.resume;
-    let block_items = l.block.iter().map(|&b| b as usize).product();
-    if let Some(w) = k.group_width(block_items) {
+    if let Some(w) = k.group_width(l.block.map(u64::from)) {
         let together = items.get(..w.min(runnable)).filter(|g| {
             g.len() == w && g.iter().all(|it| it.resume == resume && it.ahead.is_none())
         });
@@ -421,7 +420,7 @@ pub(crate) fn barrier_phases(
     views: &[MemView],
     items: &mut [Item],
 ) -> Result<bool, FaultKind> {
-    let Some(w) = k.group_width(items.len()) else {
+    let Some(w) = k.group_width(l.block.map(u64::from)) else {
         return Ok(false);
     };
     let n = k.registers;

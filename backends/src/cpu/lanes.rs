@@ -567,7 +567,9 @@ fn switching(
     // group stops at the same barrier (`compiled::barrier_phases`); the scheduler takes over
     // from wherever that ends, with the items that ran ahead holding their stops. (Their
     // items' registers come from the groups' files, or are set when they are handed over.)
-    let groups = l.compiled.filter(|k| k.group_width(n).is_some());
+    let groups = l
+        .compiled
+        .filter(|k| k.group_width(l.block.map(u64::from)).is_some());
     // The items' geometry, counted on from the workgroup's first item (x fastest).
     let base = geometry(l, wg, [0; 3], 0);
     let first = [0, 1, 2].map(|a| wg[a].wrapping_mul(l.block[a]));
