@@ -385,15 +385,19 @@ mod tests {
         crate::test_function::function(FnKind::Kernel, (1, None), regs, code)
     }
 
-    #[test]
-    fn a_grid_stride_loop_keeps_its_counter_and_stride_in_a_slot_not_its_parameter() {
-        let f = grid_stride(false);
+    /// The turn layout of kernel `f` (alone in its module).
+    fn layout_of(f: &Function) -> Option<TurnLayout> {
         let module = Module {
             functions: vec![f.clone()],
             ..Module::default()
         };
-        let plan = super::super::plan(&module, &f, false).expect("a SIMD plan");
-        let layout = layout(&f, &plan).expect("turns");
+        let plan = super::super::plan(&module, f, false).expect("a SIMD plan");
+        layout(f, &plan)
+    }
+
+    #[test]
+    fn a_grid_stride_loop_keeps_its_counter_and_stride_in_a_slot_not_its_parameter() {
+        let layout = layout_of(&grid_stride(false)).expect("turns");
         assert_eq!(layout.header, 4);
         assert_eq!(layout.saved, vec![2, 3]);
         assert_eq!((layout.geometry(), layout.cells()), (3, 9));
@@ -401,13 +405,7 @@ mod tests {
 
     #[test]
     fn a_loop_carrying_a_varying_value_takes_no_turns() {
-        let f = grid_stride(true);
-        let module = Module {
-            functions: vec![f.clone()],
-            ..Module::default()
-        };
-        let plan = super::super::plan(&module, &f, false).expect("a SIMD plan");
-        assert_eq!(layout(&f, &plan), None);
+        assert_eq!(layout_of(&grid_stride(true)), None);
     }
 
     #[test]
