@@ -838,20 +838,7 @@ pub(crate) fn workgroups(
             0 => break,
             STOP_BAIL => {
                 let first = ctx.lin;
-                for (j, file) in files.chunks_exact_mut(n + 1).enumerate() {
-                    let pc = file[n].saturating_sub(1) as u32;
-                    item(
-                        l,
-                        env,
-                        k,
-                        &mut ctx,
-                        first + j as u64,
-                        &mut file[..n],
-                        pc,
-                        it,
-                    )
-                    .map_err(|f| (g, f))?;
-                }
+                finish_bailed(l, env, k, &mut ctx, &mut files, first, it).map_err(|f| (g, f))?;
                 ctx.lin = first + lanes;
                 // Mostly leaving lockstep (see `lockstep`): item by item from here on.
                 bails += 1;
@@ -1024,16 +1011,11 @@ impl Turns<'_> {
         s: u64,
         it: &mut Item,
     ) -> Result<(), (u64, KernelFault)> {
-        let (l, n) = (self.l, self.k.registers);
+        let l = self.l;
         let g = self.run + s / self.groups;
         ctx.group = lanes::coordinates(l, g).map(u64::from);
         let first = s % self.groups * self.width;
-        for (j, file) in files.chunks_exact_mut(n + 1).enumerate() {
-            let pc = file[n].saturating_sub(1) as u32;
-            let lin = first + j as u64;
-            item(l, self.env, self.k, ctx, lin, &mut file[..n], pc, it).map_err(|f| (g, f))?;
-        }
-        Ok(())
+        finish_bailed(l, self.env, self.k, ctx, files, first, it).map_err(|f| (g, f))
     }
 
     /// After the group of slot `s` faulted: the fault of the first parked group before it
@@ -1117,10 +1099,7 @@ fn lockstep(
         match status {
             0 => break,
             STOP_BAIL => {
-                for (j, file) in files.chunks_exact_mut(n + 1).enumerate() {
-                    let pc = file[n].saturating_sub(1) as u32;
-                    item(l, env, k, ctx, first + j as u64, &mut file[..n], pc, it)?;
-                }
+                finish_bailed(l, env, k, ctx, &mut files, first, it)?;
                 ctx.lin = first + lanes as u64;
                 ctx.regs = files.as_mut_ptr();
                 // A kernel whose groups mostly leave lockstep pays for every lane's exit and
@@ -1148,6 +1127,26 @@ fn lockstep(
         item(l, env, k, ctx, lin, regs, 0, it)?;
     }
     it.files = files;
+    Ok(())
+}
+
+/// Finishes the lanes of a group that left lockstep, whose first item is `first` of the
+/// workgroup in `ctx`: each from its file in `files` (the kernel's registers, then where it
+/// continues plus one), in item order, to its end or its fault.
+fn finish_bailed(
+    l: &Launch<'_>,
+    env: &Env<'_>,
+    k: &CompiledKernel,
+    ctx: &mut WorkgroupCtx,
+    files: &mut [u64],
+    first: u64,
+    it: &mut Item,
+) -> Result<(), KernelFault> {
+    let n = k.registers;
+    for (j, file) in files.chunks_exact_mut(n + 1).enumerate() {
+        let pc = file[n].saturating_sub(1) as u32;
+        item(l, env, k, ctx, first + j as u64, &mut file[..n], pc, it)?;
+    }
     Ok(())
 }
 
