@@ -386,40 +386,13 @@ impl Items {
         let f = &self.module.functions[self.kernel as usize];
         let plan = crate::translate::simd_plan(&self.module, f, resume.is_some())
             .map_err(|why| JitError::new(Some(self.kernel), None, why))?;
-        let shape = variant.shape(width, &plan, resume);
-        compile_item(&self.module, self.kernel, self.checks, shape)
-    }
-}
-
-/// The SIMD functions of a kernel (see `translate/simd.rs`).
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-enum Variant {
-    /// For launches whose x extent is a multiple of the width, with lane facts (a group
-    /// function's facts end at each barrier).
-    Aligned,
-    /// For the other launches.
-    Unaligned,
-    /// The turn function.
-    Turns,
-    /// The group function of groups that never left lockstep, facts through barriers.
-    Through,
-}
-
-impl Variant {
-    fn shape<'a>(
-        self,
-        width: usize,
-        plan: &'a crate::translate::SimdPlan,
-        resume: Option<&'a [u32]>,
-    ) -> ShapeOf<'a> {
-        ShapeOf::Simd {
+        let shape = ShapeOf::Simd {
             width,
-            plan,
+            plan: &plan,
             resume,
-            aligned: self != Variant::Unaligned,
-            turns: self == Variant::Turns,
-            through: self == Variant::Through,
-        }
+            variant,
+        };
+        compile_item(&self.module, self.kernel, self.checks, shape)
     }
 }
 
@@ -765,7 +738,7 @@ impl CompiledKernel {
     }
 }
 
-use crate::translate::Shape as ShapeOf;
+use crate::translate::{Shape as ShapeOf, SimdVariant as Variant};
 
 /// Compiles kernel `kernel` of `module` (verified by the caller).
 ///
@@ -860,7 +833,12 @@ pub fn compile_kernel(
             Some(_) => Variant::Through,
             None => Variant::Aligned,
         };
-        let shape = variant.shape(width, &plan, resume);
+        let shape = ShapeOf::Simd {
+            width,
+            plan: &plan,
+            resume,
+            variant,
+        };
         let turns = crate::translate::turn_layout(f, &plan)
             .filter(|_| options.turns && resume.is_none())
             .map(|layout| TurnSlots {

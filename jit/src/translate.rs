@@ -50,7 +50,7 @@ use crate::JitError;
 pub(crate) use device::rendezvous;
 pub use device::rendezvous_sites;
 pub(crate) use device::{translate_kernel, Shape};
-pub(crate) use simd::{plan as simd_plan, turn_layout, Plan as SimdPlan};
+pub(crate) use simd::{plan as simd_plan, turn_layout, Plan as SimdPlan, Variant as SimdVariant};
 
 const I8: types::Type = types::I8;
 const I16: types::Type = types::I16;

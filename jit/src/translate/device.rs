@@ -90,17 +90,12 @@ pub(crate) enum Shape<'a> {
     Item { resume: &'a [u32] },
     /// A lockstep workgroup function of `width` lanes held in vectors ([`super::simd`]), for
     /// a kernel `plan` accepted; with `resume`, a resumable group function as for
-    /// `Lockstep`. An `aligned` one (not resumable) runs only launches whose workgroup x
-    /// extent is a multiple of `width`. With `turns`, the aligned turn function of a kernel
-    /// whose plan allows it (`simd/turns.rs`). With `through`, an aligned group function
-    /// for groups that never left lockstep, whose lane facts hold across barriers.
+    /// `Lockstep`; which of its functions, `variant` says.
     Simd {
         width: usize,
         plan: &'a super::SimdPlan,
         resume: Option<&'a [u32]>,
-        aligned: bool,
-        turns: bool,
-        through: bool,
+        variant: super::SimdVariant,
     },
 }
 
@@ -129,13 +124,10 @@ pub(crate) fn translate_kernel(
         width,
         plan,
         resume,
-        aligned,
-        turns,
-        through,
+        variant,
     } = shape
     {
-        let form = (width, resume, aligned, turns, through);
-        return super::simd::translate_simd(b, s, f, plan, form, checks);
+        return super::simd::translate_simd(b, s, f, plan, (width, resume, variant), checks);
     }
     let mut tr = Tr::kernel_prologue(b, s, f, checks, shape);
     tr.body()?;

@@ -509,22 +509,34 @@ struct Simd<'a, 'b> {
     turns: Option<turns::Turns>,
 }
 
+/// Which of a kernel's SIMD functions to translate.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Variant {
+    /// For launches whose workgroup x extent is a multiple of the width: it uses the lane
+    /// facts that hold there (see `lanes_facts`; a group function's end at each barrier).
+    Aligned,
+    /// For the other launches, without lane facts.
+    Unaligned,
+    /// The turn function (see `simd/turns.rs`; aligned, not resumable).
+    Turns,
+    /// An aligned group function for groups that never left lockstep: its facts hold across
+    /// barriers (a group that stops at one in lockstep stores the values lockstep computed),
+    /// and a continuation loads a uniform or affine register from its first lane's file alone.
+    Through,
+}
+
 /// Translates kernel `f` (`s.func`, which `plan` accepted) to a SIMD lockstep function of
-/// `width` lanes (a multiple of 4); with `resume`, a resumable group function; with `turns`,
-/// a turn function (see `simd/turns.rs`). An `aligned` function may only run launches whose
-/// workgroup x extent is a multiple of `width`, and uses the lane facts that hold there (see
-/// `lanes_facts`); a turn function is aligned. An aligned group function `through` barriers
-/// may only run groups that never left lockstep: its facts hold across barriers (a group
-/// that stops at one in lockstep stores the values lockstep computed), and a continuation
-/// loads a uniform or affine register from its first lane's file alone.
+/// `width` lanes (a multiple of 4), its `variant`; with `resume`, a resumable group function.
 pub(crate) fn translate_simd(
     b: FunctionBuilder<'_>,
     s: &Setup<'_>,
     f: &Function,
     plan: &Plan,
-    (width, resume, aligned, turns, through): (usize, Option<&[u32]>, bool, bool, bool),
+    (width, resume, variant): (usize, Option<&[u32]>, Variant),
     checks: bool,
 ) -> Result<(), JitError> {
+    let aligned = variant != Variant::Unaligned;
+    let through = variant == Variant::Through;
     if width == 0 || !width.is_multiple_of(WORDS) {
         return Err(JitError::new(
             Some(s.func),
@@ -532,7 +544,7 @@ pub(crate) fn translate_simd(
             format!("SIMD lockstep needs a multiple of {WORDS} lanes, not {width}"),
         ));
     }
-    let turns = match turns {
+    let turns = match variant == Variant::Turns {
         true => Some(
             turns::layout(f, plan)
                 .filter(|_| aligned && resume.is_none())
