@@ -105,6 +105,16 @@ pub fn always_visible(name: &str) -> Option<LibClass> {
     })
 }
 
+/// A hint for an unknown simple name that is a `cajeta.xpu` class needing an import: the
+/// most common first mistake (`KernelBuffer` used without `import cajeta.xpu.KernelBuffer;`).
+/// Empty otherwise, so callers append it to their message.
+pub fn import_hint(name: &str) -> String {
+    match library_class(&format!("cajeta.xpu.{name}")) {
+        Some(_) => format!(" (it is cajeta.xpu.{name}: add 'import cajeta.xpu.{name};')"),
+        None => String::new(),
+    }
+}
+
 /// The `cajeta.xpu` package and its `cajeta.xpu.core` alias.
 pub fn is_library_package(p: &str) -> bool {
     matches!(p, "cajeta.xpu" | "cajeta.xpu.core" | "cajeta.lang")

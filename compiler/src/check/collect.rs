@@ -249,7 +249,7 @@ impl Program {
                     return Err(Diag::error(
                         code::UNRESOLVED_TYPE,
                         t.span,
-                        format!("unknown type '{text}'"),
+                        format!("unknown type '{text}'{}", builtins::import_hint(&text)),
                     ));
                 };
                 match class {

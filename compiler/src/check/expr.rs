@@ -2,7 +2,7 @@
 //! numeric rules of LANGUAGE §3–§4, assignments with ownership (§6), casts, creation, indexing
 //! and calls with overload resolution and named arguments (§8.4).
 
-use super::builtins::LibClass;
+use super::builtins::{self, LibClass};
 use super::collect::ClassRef;
 use super::func::{FnBuilder, Loc, Own, Reg, Val};
 use super::ty::{self, Num, Ty};
@@ -375,7 +375,7 @@ impl FnBuilder<'_> {
         self.error(
             code::VARIABLE_NOT_FOUND,
             span,
-            format!("unknown name '{name}'"),
+            format!("unknown name '{name}'{}", builtins::import_hint(name)),
         );
         Val::error()
     }
@@ -1329,7 +1329,11 @@ impl FnBuilder<'_> {
                 self.error(
                     code::VARIABLE_NOT_FOUND,
                     target.span,
-                    format!("unknown name '{}'", id.name),
+                    format!(
+                        "unknown name '{}'{}",
+                        id.name,
+                        builtins::import_hint(&id.name)
+                    ),
                 );
                 None
             }
