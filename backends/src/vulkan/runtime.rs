@@ -169,6 +169,8 @@ pub struct VulkanBackend {
     fault_stride: u64,
     caps: Capabilities,
     have: Features,
+    /// How kernels are lowered for this device (a lavapipe workaround).
+    target: spirv::Target,
     /// The subgroup sizes a compute pipeline can require (`VK_EXT_subgroup_size_control`),
     /// `None` without it: `@Wave(width = N)` then needs `N` to be the default size.
     wave_sizes: Option<(u32, u32)>,
@@ -264,6 +266,13 @@ impl VulkanBackend {
             });
         };
         let cpu = props.device_type == vk::PhysicalDeviceType::CPU;
+        let lavapipe = cpu
+            && props
+                .device_name_as_c_str()
+                .is_ok_and(|n| n.to_bytes().starts_with(b"llvmpipe"));
+        let target = spirv::Target {
+            relaxed_atomics: lavapipe,
+        };
         let integrated = props.device_type == vk::PhysicalDeviceType::INTEGRATED_GPU;
 
         // Features.
@@ -461,6 +470,7 @@ impl VulkanBackend {
             wave_sizes,
             force_staging,
             host_device_memory: cpu || integrated,
+            target,
             stats,
             state: Mutex::new(State {
                 storages: HashMap::new(),
@@ -625,7 +635,7 @@ impl VulkanBackend {
                 return Ok(k.clone());
             }
         }
-        let lowered = spirv::lower(module, kernel).map_err(|e| e.message)?;
+        let lowered = spirv::lower_for(module, kernel, self.target).map_err(|e| e.message)?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         lowered.words.hash(&mut hasher);
         let h = hasher.finish();
@@ -1442,7 +1452,7 @@ impl Backend for VulkanBackend {
     /// Whether the kernel lowers to SPIR-V, the device has every feature it needs and its
     /// `@Wave` width is supported.
     fn kernel_available(&self, module: &Arc<Module>, kernel: u32) -> bool {
-        spirv::lower(module, kernel).is_ok_and(|l| {
+        spirv::lower_for(module, kernel, self.target).is_ok_and(|l| {
             self.missing_feature(&l.features).is_none()
                 && l.wave_width.is_none_or(|w| self.supports_wave_width(w))
         })

@@ -162,6 +162,18 @@ pub struct Lowered {
     pub wave_width: Option<u32>,
 }
 
+/// What the lowering may assume of the device it targets.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Target {
+    /// Emit atomics with no memory semantics (Relaxed). Only for a device that runs every
+    /// atomic sequentially consistent whatever its semantics say, as lavapipe does (its
+    /// gallivm emits LLVM `seq_cst` read-modify-writes); Mesa 22.3's lavapipe
+    /// loses the updates of a whole subgroup when an acquire/release atomic sits in a loop
+    /// that the subgroups of a workgroup leave after different trip counts
+    /// (`tests/programs/xpu/t2_atomic_retry_loops.cajeta`).
+    pub relaxed_atomics: bool,
+}
+
 /// The SPIR-V module (words) of kernel function `kernel` of `module`.
 ///
 /// # Errors
@@ -176,6 +188,14 @@ pub fn emit_spirv(module: &Module, kernel: u32) -> Result<Vec<u32>, LowerError> 
 /// # Errors
 /// As [`emit_spirv`].
 pub fn lower(module: &Module, kernel: u32) -> Result<Lowered, LowerError> {
+    lower_for(module, kernel, Target::default())
+}
+
+/// Lowers kernel `kernel` of `module` for a device described by `target`.
+///
+/// # Errors
+/// As [`emit_spirv`].
+pub fn lower_for(module: &Module, kernel: u32, target: Target) -> Result<Lowered, LowerError> {
     let Some(k) = module.functions.get(kernel as usize) else {
         return Err(LowerError {
             kernel: format!("#{kernel}"),
@@ -189,7 +209,7 @@ pub fn lower(module: &Module, kernel: u32) -> Result<Lowered, LowerError> {
     if k.kind != FnKind::Kernel {
         return Err(err("not a kernel".into()));
     }
-    let mut cx = Cx::new(module, k).map_err(&err)?;
+    let mut cx = Cx::new(module, k, target).map_err(&err)?;
     cx.run(kernel).map_err(&err)?;
     let shared_bytes = k
         .shared
@@ -241,6 +261,7 @@ struct Pending {
 struct Cx<'m> {
     m: &'m Module,
     k: &'m Function,
+    target: Target,
     b: Builder,
     t_void: Word,
     t_bool: Word,
@@ -281,7 +302,7 @@ struct Cx<'m> {
 }
 
 impl<'m> Cx<'m> {
-    fn new(m: &'m Module, k: &'m Function) -> R<Cx<'m>> {
+    fn new(m: &'m Module, k: &'m Function, target: Target) -> R<Cx<'m>> {
         let mut b = Builder::new();
         b.set_version(1, 3);
         b.capability(Capability::Shader);
@@ -295,6 +316,7 @@ impl<'m> Cx<'m> {
         let mut cx = Cx {
             m,
             k,
+            target,
             b,
             t_void,
             t_bool,
@@ -3009,12 +3031,18 @@ impl<'a, 'm> FnCx<'a, 'm> {
             Mem::Buffer(_) => (Scope::Device, MemorySemantics::UNIFORM_MEMORY),
             Mem::Shared(_) => (Scope::Workgroup, MemorySemantics::WORKGROUP_MEMORY),
         };
+        let semantics = |order: MemorySemantics| match self.cx.target.relaxed_atomics {
+            true => 0,
+            false => (storage | order).bits(),
+        };
+        let (acq_rel, acquire) = (
+            semantics(MemorySemantics::ACQUIRE_RELEASE),
+            semantics(MemorySemantics::ACQUIRE),
+        );
         let sc = AtomicScope {
             scope: self.cx.k32(scope as u32),
-            acq_rel: self
-                .cx
-                .k32((storage | MemorySemantics::ACQUIRE_RELEASE).bits()),
-            acquire: self.cx.k32((storage | MemorySemantics::ACQUIRE).bits()),
+            acq_rel: self.cx.k32(acq_rel),
+            acquire: self.cx.k32(acquire),
         };
         if elem.bits() == 64 {
             self.cx.cap(Capability::Int64Atomics);
