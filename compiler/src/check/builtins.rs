@@ -105,6 +105,52 @@ pub fn always_visible(name: &str) -> Option<LibClass> {
     })
 }
 
+/// Library classes of a later tier (XPU.md §2.14; LANGUAGE.md §2, `Matrix`/`Quaternion`):
+/// naming one is `CAJETA_ERROR_NOT_IMPLEMENTED`, not an unknown name.
+pub fn later_tier_class(name: &str) -> bool {
+    matches!(
+        name,
+        "Fence"
+            | "Group"
+            | "GroupOp"
+            | "Quad"
+            | "CooperativeMatrix"
+            | "Tile"
+            | "WaveVector"
+            | "AsyncCopy"
+            | "CoopStage"
+            | "AccelerationStructure"
+            | "RayQuery"
+            | "Autotune"
+            | "Spec"
+            | "Debug"
+            | "Scheduler"
+            | "Matrix"
+            | "Quaternion"
+            | "Texture"
+            | "Texture2D"
+            | "Texture3D"
+            | "Image"
+            | "Sampler"
+    )
+}
+
+/// Members of T1 library classes that belong to a later tier (XPU.md §2.14, LANGUAGE.md §5.9).
+pub fn later_tier_member(class: &str, member: &str) -> bool {
+    matches!(
+        (class, member),
+        ("KernelThread", "clock")
+            | ("Workgroup", "reduce")
+            | ("KernelBuffer", "wordView")
+            | ("System", "stdin" | "env" | "property")
+    )
+}
+
+/// The message of a later-tier construct.
+pub fn later_tier(what: &str) -> String {
+    format!("{what} is not implemented")
+}
+
 /// A hint for an unknown simple name that is a `cajeta.xpu` class needing an import: the
 /// most common first mistake (`KernelBuffer` used without `import cajeta.xpu.KernelBuffer;`).
 /// Empty otherwise, so callers append it to their message.
@@ -201,6 +247,14 @@ impl FnBuilder<'_> {
         let stderr = match stream.name.as_str() {
             "stdout" => false,
             "stderr" => true,
+            later if later_tier_member("System", later) => {
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    sys.span.to(stream.span),
+                    later_tier(&format!("'System.{later}'")),
+                );
+                return Some(Val::error());
+            }
             _ => {
                 self.error(
                     code::UNKNOWN_SYSTEM_STREAM,
@@ -740,6 +794,14 @@ impl FnBuilder<'_> {
             ("currentTimeMillis" | "nanoTime", 0) => {
                 let d = self.def(Op::SysTime, Type::I64, (n == "nanoTime") as u16, 0);
                 Val::reg(Ty::Prim(Scalar::I64), d)
+            }
+            (later, _) if later_tier_member("System", later) => {
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    span,
+                    later_tier(&format!("'System.{later}'")),
+                );
+                Val::error()
             }
             _ => {
                 self.error(

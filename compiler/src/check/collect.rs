@@ -239,6 +239,15 @@ impl Program {
                     self.lookup_qualified(&text)
                 };
                 let Some(class) = class else {
+                    // Only a name that resolves to nothing of the program is a later-tier one.
+                    let simple = name.parts.last().map_or("", |p| p.name.as_str());
+                    if text == "pointer" || builtins::later_tier_class(simple) {
+                        return Err(Diag::error(
+                            code::NOT_IMPLEMENTED,
+                            t.span,
+                            builtins::later_tier(&format!("type '{text}'")),
+                        ));
+                    }
                     if name.parts.len() == 1 && self.is_ambiguous(unit, &text) {
                         return Err(Diag::error(
                             code::UNRESOLVED_TYPE,
@@ -600,7 +609,16 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             } else {
                 p.lookup_qualified(&q).is_some()
             };
-            if !ok {
+            let later = q.rsplit_once('.').is_some_and(|(pkg, name)| {
+                pkg.starts_with("cajeta.") && builtins::later_tier_class(name)
+            });
+            if later {
+                errors.push(Diag::error(
+                    code::NOT_IMPLEMENTED,
+                    imp.path.span,
+                    builtins::later_tier(&format!("'{q}'")),
+                ));
+            } else if !ok {
                 errors.push(Diag::error(
                     code::UNRESOLVED_TYPE,
                     imp.path.span,
@@ -1194,6 +1212,13 @@ fn device_signature_errors(
                 code,
                 prm.ty.span,
                 format!("{what} cannot use '#' types"),
+            ));
+        } else if matches!(ty, Ty::Array(e) if matches!(**e, Ty::Buffer(_))) {
+            // Bindless buffer arrays are T3 (XPU.md §2.14).
+            out.push(Diag::error(
+                code::NOT_IMPLEMENTED,
+                prm.ty.span,
+                builtins::later_tier(&format!("the bindless parameter '{name}'")),
             ));
         } else if !ok {
             out.push(Diag::error(

@@ -372,6 +372,14 @@ impl FnBuilder<'_> {
             );
             return Val::error();
         }
+        if builtins::later_tier_class(name) {
+            self.error(
+                code::NOT_IMPLEMENTED,
+                span,
+                builtins::later_tier(&format!("'{name}'")),
+            );
+            return Val::error();
+        }
         self.error(
             code::VARIABLE_NOT_FOUND,
             span,
@@ -509,7 +517,7 @@ impl FnBuilder<'_> {
                     );
                     return Val::error();
                 }
-                ClassRef::Lib(lib) => return self.lib_field(lib, name),
+                ClassRef::Lib(lib) => return self.lib_field(lib, name, target.span),
             }
         }
         let obj = self.expr(target);
@@ -1023,6 +1031,24 @@ impl FnBuilder<'_> {
             BinOp::Shr => "shr",
             _ => "ushr",
         };
+        // Constant operands fold, so that `uint32 a = 1 << 20;` is a constant (§5.3) and
+        // converts without a lossy-conversion warning when it fits.
+        if let (Some(Num::Int(a)), Some(Num::Int(b))) = (l.num(), r.num()) {
+            let x = ty::const_cell(ty::cell_num(ty::const_cell(Num::Int(a), lt), lt), res);
+            let amount = (ty::const_cell(Num::Int(b), rt) as u32) & (res.bits() - 1);
+            let shifted = match op {
+                BinOp::Shl => x << amount,
+                BinOp::Shr if res.is_signed() => ((x as i64) >> amount) as u64,
+                // `>>>` and `>>` of an unsigned value: zeros in from the type's width.
+                _ => (x & (u64::MAX >> (64 - res.bits()))) >> amount,
+            };
+            return Val {
+                ty: Ty::Prim(res),
+                loc: Loc::Num(ty::cell_num(ty::canon(shifted, res), res)),
+                untyped: false,
+                own: Own::No,
+            };
+        }
         let (Some(a), Some(b)) = (self.operand(&l, lt, res), self.operand(&r, rt, rt)) else {
             return Val::error();
         };
@@ -1950,6 +1976,15 @@ impl FnBuilder<'_> {
                 return None;
             }
         }
+        // A void call as an argument has no value (§8.4), whatever the candidates.
+        if let Some(a) = vals.iter().position(|v| v.ty == Ty::Void) {
+            self.error(
+                code::UNRESOLVED_EXPRESSION,
+                args[a].value.span,
+                "a void call has no value",
+            );
+            return None;
+        }
         let mut scored: Vec<(MethodSig, Vec<u32>)> = vec![];
         let mut bind_err = None;
         for c in cands {
@@ -2355,7 +2390,9 @@ impl FnBuilder<'_> {
     }
 
     /// Library fields: enum constants.
-    fn lib_field(&mut self, lib: LibClass, name: &crate::ast::Ident) -> Val {
+    /// `class` is where the class name was written (a later-tier member is reported there, at
+    /// the construct's first token).
+    fn lib_field(&mut self, lib: LibClass, name: &crate::ast::Ident, class: Span) -> Val {
         let e = match lib {
             LibClass::MemoryKind => Some(ty::EnumTy::MemoryKind),
             LibClass::MemoryOrder => Some(ty::EnumTy::MemoryOrder),
@@ -2371,6 +2408,14 @@ impl FnBuilder<'_> {
                     own: Own::No,
                 };
             }
+        }
+        if lib == LibClass::System && builtins::later_tier_member("System", &name.name) {
+            self.error(
+                code::NOT_IMPLEMENTED,
+                class.to(name.span),
+                builtins::later_tier(&format!("'System.{}'", name.name)),
+            );
+            return Val::error();
         }
         if lib == LibClass::System {
             self.error(

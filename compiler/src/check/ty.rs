@@ -440,7 +440,8 @@ pub fn const_conversion_is_lossy(n: Num, t: Scalar) -> bool {
             Scalar::F16 | Scalar::BF16 => {
                 cell_num(const_cell(n, t), t) != Num::Float(f) && !f.is_nan()
             }
-            _ => true,
+            // To an integer: silent only for a whole number in range (`int32 t = 2.0;`).
+            _ => !(f.fract() == 0.0 && f.abs() < 1e38 && int_fits(f as i128, t)),
         },
     }
 }

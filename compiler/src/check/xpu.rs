@@ -8,7 +8,7 @@
 //! order; device functions use the same convention, and kernels and device functions take no
 //! owns-flags (device code never owns anything).
 
-use super::builtins::LibClass;
+use super::builtins::{self, LibClass};
 use super::expr::typed_op;
 use super::func::{FnBuilder, Loc, Own, Reg, Val};
 use super::ty::Ty;
@@ -313,11 +313,15 @@ impl FnBuilder<'_> {
                     (LibClass::Workgroup, "dimY") => geom::BLOCK_DIM + 1,
                     (LibClass::Workgroup, "dimZ") => geom::BLOCK_DIM + 2,
                     _ => {
-                        self.error(
-                            code::UNRESOLVED_METHOD,
-                            name.span,
-                            format!("{}.{n} is not a known member", lib.name()),
-                        );
+                        // A later-tier member is reported at the construct's first token.
+                        let (code, at, message) = if builtins::later_tier_member(lib.name(), n) {
+                            let what = format!("'{}.{n}'", lib.name());
+                            (code::NOT_IMPLEMENTED, span, builtins::later_tier(&what))
+                        } else {
+                            let what = format!("{}.{n} is not a known member", lib.name());
+                            (code::UNRESOLVED_METHOD, name.span, what)
+                        };
+                        self.error(code, at, message);
                         return Some(Val::error());
                     }
                 };
@@ -662,6 +666,14 @@ impl FnBuilder<'_> {
                     untyped: false,
                     own: Own::Yes,
                 }
+            }
+            (later, _) if builtins::later_tier_member("KernelBuffer", later) => {
+                self.error(
+                    code::NOT_IMPLEMENTED,
+                    span,
+                    builtins::later_tier(&format!("'KernelBuffer.{later}'")),
+                );
+                Val::error()
             }
             _ => {
                 self.error(
@@ -1092,6 +1104,17 @@ impl FnBuilder<'_> {
                         return Val::error();
                     }
                     *slot = Some(&o.value);
+                }
+                Some("spec") => {
+                    let at = o.name.as_ref().map_or(o.value.span, |n| n.span);
+                    self.error(
+                        code::NOT_IMPLEMENTED,
+                        at,
+                        builtins::later_tier(
+                            "the launch option 'spec:' (specialization constants)",
+                        ),
+                    );
+                    return Val::error();
                 }
                 Some(other) => {
                     self.error(
