@@ -250,6 +250,38 @@ fn check_prints_warnings_and_run_does_not() {
     assert_eq!(stderr(&o), "");
 }
 
+/// LANGUAGE.md §3.2: a constant warns only if the conversion changes its value — folded
+/// shifts and whole float constants in range included.
+#[test]
+fn check_warns_on_constants_only_when_the_value_changes() {
+    let d = tmp_dir("warn_const");
+    let lines = [
+        ("uint32 a = 1 << 20;", false),
+        ("uint32 b = 5 + 3;", false),
+        ("int32 c = 2.0;", false),
+        ("int8 e = -128.0;", false),
+        ("uint8 f = 255.0;", false),
+        ("uint32 g = -1;", true),
+        ("uint8 h = 300;", true),
+        ("int32 i = 2.5;", true),
+        ("uint8 j = 256.0;", true),
+        ("int8 k = 1 << 7;", true),
+    ];
+    let body: String = lines.iter().map(|(l, _)| format!("    {l}\n")).collect();
+    let src = format!("public class W {{\n  static void main() {{\n{body}  }}\n}}\n");
+    let f = write(&d, "W.cajeta", src.as_bytes());
+    let o = cajeta(&["check", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    for (n, (line, warns)) in lines.iter().enumerate() {
+        let at = format!("W.cajeta:{}:", n + 3);
+        let warned = e
+            .lines()
+            .any(|l| l.contains(&at) && l.contains("warning[CAJETA_WARN_LOSSY_CONVERSION]"));
+        assert_eq!(warned, *warns, "{line}\n{e}");
+    }
+}
+
 /// The benchmark kernels stay on the vector path (`--xpu-simd`, `translate/simd.rs`): a
 /// lowering that stops covering one of them shows here, not only as a slower benchmark. Each
 /// still prints its SPEC checksum.
