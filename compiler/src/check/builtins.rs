@@ -469,6 +469,16 @@ impl FnBuilder<'_> {
     /// `{:.N}` of a numeric value.
     fn fixed(&mut self, v: &Val, n: u16, span: Span) -> Option<Reg> {
         match v.ty.scalar() {
+            // An integer's value is exact in decimal (§5.9: correctly rounded from its binary
+            // value), also beyond float64's 2^53: its digits and `n` zeros.
+            Some(s) if s.is_int() => {
+                let digits = self.printable(v, span)?;
+                if n == 0 {
+                    return Some(digits);
+                }
+                let zeros = self.load_str(&format!(".{}", "0".repeat(usize::from(n))));
+                Some(self.def(Op::Concat, Type::Str, digits, zeros))
+            }
             Some(s) if s.is_numeric() => {
                 let r = self.materialize(v)?;
                 let f = self.convert(r, s, Scalar::F64);
