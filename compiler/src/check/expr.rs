@@ -614,11 +614,16 @@ impl FnBuilder<'_> {
         init: bool,
     ) -> Option<Reg> {
         let l = self.locals[li].clone();
-        if l.is_final && (l.assigned_once || !init && self.da[l.da]) {
+        if l.unassigned.is_some_and(|u| !self.da[u]) {
+            let why = if self.da[l.da] {
+                "is assigned twice"
+            } else {
+                "might already have been assigned"
+            };
             self.error(
                 code::FINAL_ASSIGNMENT,
                 at,
-                format!("final variable '{}' is assigned twice", l.name),
+                format!("final variable '{}' {why}", l.name),
             );
         }
         let own = v.own;
@@ -647,9 +652,8 @@ impl FnBuilder<'_> {
         } else {
             self.move_into(l.reg, r);
         }
-        self.locals[li].assigned_once = true;
-        let da = self.locals[li].da;
-        self.da[da] = true;
+        self.mark_assigned(li);
+        self.locals[li].assigned_at = Some(at);
         Some(l.reg)
     }
 

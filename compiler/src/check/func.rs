@@ -114,8 +114,13 @@ pub struct Local {
     pub flag: Option<Reg>,
     /// `final`.
     pub is_final: bool,
-    /// Has been assigned somewhere (for `final`).
-    pub assigned_once: bool,
+    /// For a `final` local: the index of its *definitely unassigned* fact in the
+    /// definite-assignment set (LANGUAGE §7, Java's rule: a final local is assigned only where
+    /// it is definitely unassigned). Like assignment, the fact holds at a join only if it holds
+    /// on every path, and vacuously where control cannot reach.
+    pub unassigned: Option<usize>,
+    /// Where it was last assigned (for the loop check of a `final` local).
+    pub assigned_at: Option<Span>,
     /// Index into the definite-assignment set.
     pub da: usize,
     /// Statically known to own its object (initialised by a creation, an owned call result or
@@ -164,6 +169,8 @@ pub struct LoopCtx {
     pub continues: Vec<usize>,
     /// Definite-assignment states at each `break` (intersected at the merge).
     pub break_da: Vec<Vec<bool>>,
+    /// Definite-assignment states at each `continue` (intersected at the continue point).
+    pub continue_da: Vec<Vec<bool>>,
     /// A `switch` (a `break` target only; `continue` skips it).
     pub is_switch: bool,
 }
@@ -354,8 +361,7 @@ impl<'a> FnBuilder<'a> {
                         true,
                         span,
                     ) {
-                        let da = self.locals[li].da;
-                        self.da[da] = true;
+                        self.mark_assigned(li);
                         self.locals[li].pod = Some(regs);
                     }
                     continue;
@@ -368,8 +374,7 @@ impl<'a> FnBuilder<'a> {
                     self.checked_mems.push((r, len));
                     let span = decl_params.get(i).map(|p| p.name.span).unwrap_or_default();
                     if let Some(li) = self.add_local(name, ty.clone(), r, false, span) {
-                        let da = self.locals[li].da;
-                        self.da[da] = true;
+                        self.mark_assigned(li);
                     }
                     continue;
                 }
@@ -382,8 +387,7 @@ impl<'a> FnBuilder<'a> {
                 let is_final = decl_params.get(i).is_some_and(|p| p.is_final);
                 let li = self.add_local(name, ty.clone(), r, is_final, span);
                 if let Some(li) = li {
-                    let da = self.locals[li].da;
-                    self.da[da] = true;
+                    self.mark_assigned(li);
                     if ty.is_owned_kind() && !self.device {
                         owned_params.push(li);
                     }
@@ -819,13 +823,18 @@ impl<'a> FnBuilder<'a> {
         let li = self.locals.len();
         let da = self.da.len();
         self.da.push(false);
+        let unassigned = is_final.then(|| {
+            self.da.push(true);
+            da + 1
+        });
         self.locals.push(Local {
             name: name.to_string(),
             ty,
             reg,
             flag: None,
             is_final,
-            assigned_once: false,
+            unassigned,
+            assigned_at: None,
             da,
             static_owner: false,
             pod: None,
@@ -838,6 +847,16 @@ impl<'a> FnBuilder<'a> {
             name: name.to_string(),
         });
         Some(li)
+    }
+
+    /// Records that local `li` is assigned here (definitely assigned, no longer definitely
+    /// unassigned).
+    pub fn mark_assigned(&mut self, li: usize) {
+        let l = &self.locals[li];
+        self.da[l.da] = true;
+        if let Some(u) = l.unassigned {
+            self.da[u] = false;
+        }
     }
 
     /// Finds a visible local.

@@ -110,8 +110,7 @@ impl FnBuilder<'_> {
         self.push_scope();
         for ((name, ty), r) in sig.params.iter().zip(regs) {
             if let Some(li) = self.add_local(name, ty.clone(), r, true, span) {
-                let da = self.locals[li].da;
-                self.da[da] = true;
+                self.mark_assigned(li);
             }
         }
         let v = self.expr(body);
@@ -246,8 +245,7 @@ impl FnBuilder<'_> {
         self.scope_floor = self.scopes.len() - 1;
         for ((name, ty), (r, pod)) in sig.params.iter().zip(bound) {
             if let Some(li) = self.add_local(name, ty.clone(), r, false, span) {
-                let da = self.locals[li].da;
-                self.da[da] = true;
+                self.mark_assigned(li);
                 self.locals[li].pod = pod;
             }
         }

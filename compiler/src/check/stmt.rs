@@ -219,8 +219,7 @@ impl FnBuilder<'_> {
                 };
                 self.store_local(li, v, init.span, true);
                 // Even a failed initialiser counts as an assignment: no cascading errors.
-                let da = self.locals[li].da;
-                self.da[da] = true;
+                self.mark_assigned(li);
             }
             self.end_statement();
         }
@@ -453,8 +452,7 @@ impl FnBuilder<'_> {
                     self.add_local("$iterable", a.ty.clone(), src, true, iterable.span)
                 {
                     self.locals[li].flag = Some(f);
-                    let da = self.locals[li].da;
-                    self.da[da] = true;
+                    self.mark_assigned(li);
                 }
             }
             elem = (*e).clone();
@@ -476,6 +474,7 @@ impl FnBuilder<'_> {
             breaks: vec![],
             continues: vec![],
             break_da: vec![],
+            continue_da: vec![],
             is_switch: false,
         });
         self.push_scope();
@@ -487,8 +486,7 @@ impl FnBuilder<'_> {
                 let s = ity.scalar().expect("integer index");
                 let conv = self.convert(k, Scalar::I64, s);
                 self.move_into(r, conv);
-                let da = self.locals[li].da;
-                self.da[da] = true;
+                self.mark_assigned(li);
             }
         }
         let er = self.new_reg(elem_decl.reg());
@@ -556,6 +554,7 @@ impl FnBuilder<'_> {
     ) {
         let always = cond.is_none_or(|c| matches!(c.kind, ExprKind::Bool(true)));
         let header = self.pc();
+        let head_da = self.da.clone();
         let depth = self.scopes.len();
         let mut jexit = None;
         let entry_da;
@@ -579,6 +578,7 @@ impl FnBuilder<'_> {
             breaks: vec![],
             continues: vec![],
             break_da: vec![],
+            continue_da: vec![],
             is_switch: false,
         });
         self.push_scope();
@@ -591,7 +591,11 @@ impl FnBuilder<'_> {
         for j in &lp.continues {
             self.patch(*j, cont);
         }
-        // The continue point is reachable if the body completes or any `continue` jumps there.
+        // The continue point is reachable if the body completes or any `continue` jumps there;
+        // what is assigned there is what every way in assigned.
+        for cd in lp.continue_da {
+            self.merge_flow(cd, true);
+        }
         if !lp.continues.is_empty() {
             self.reachable = true;
         }
@@ -601,6 +605,9 @@ impl FnBuilder<'_> {
                 self.drop_unstored(&v);
                 self.end_statement();
             }
+        }
+        if self.reachable {
+            self.final_assigned_in_loop(&head_da);
         }
         if do_while {
             if let (Some(c), false) = (cond, always) {
@@ -623,13 +630,21 @@ impl FnBuilder<'_> {
             self.patch(*j, merge);
         }
         self.region(RegionKind::Loop, header, cont, merge);
-        // After the loop: reachable through the condition being false or a `break`.
+        // After the loop: reachable through the condition being false or a `break`, with what
+        // every way out assigned.
         if always {
-            self.reachable = !lp.breaks.is_empty();
-            self.da = entry_da;
-            for bd in lp.break_da {
-                for (a, b) in self.da.iter_mut().zip(bd) {
-                    *a = *a && b;
+            let mut ways = lp.break_da.into_iter();
+            match ways.next() {
+                Some(first) => {
+                    self.da = first;
+                    self.reachable = true;
+                    for bd in ways {
+                        self.merge_flow(bd, true);
+                    }
+                }
+                None => {
+                    self.da = entry_da;
+                    self.reachable = false;
                 }
             }
         } else if do_while {
@@ -645,6 +660,31 @@ impl FnBuilder<'_> {
         } else {
             self.da = entry_da;
             self.reachable = true;
+            for bd in lp.break_da {
+                self.merge_flow(bd, true);
+            }
+        }
+    }
+
+    /// At a loop's back edge: a `final` local definitely unassigned at the loop's head but
+    /// assigned on the way round could be assigned again (`CAJETA_ERROR_FINAL_ASSIGNMENT` at
+    /// its assignment, as Java's "might be assigned in loop").
+    fn final_assigned_in_loop(&mut self, head_da: &[bool]) {
+        let again: Vec<(String, Span)> = self
+            .locals
+            .iter()
+            .filter_map(|l| {
+                let u = l.unassigned?;
+                let (at_head, round) = (*head_da.get(u)?, self.da[u]);
+                (at_head && !round).then(|| (l.name.clone(), l.assigned_at.unwrap_or_default()))
+            })
+            .collect();
+        for (name, at) in again {
+            self.error(
+                code::FINAL_ASSIGNMENT,
+                at,
+                format!("final variable '{name}' might be assigned in a loop"),
+            );
         }
     }
 
@@ -691,6 +731,9 @@ impl FnBuilder<'_> {
             }
         } else {
             lp.continues.push(j);
+            if reach {
+                lp.continue_da.push(da);
+            }
         }
         self.reachable = false;
     }

@@ -405,6 +405,7 @@ impl FnBuilder<'_> {
             breaks: vec![],
             continues: vec![],
             break_da: vec![],
+            continue_da: vec![],
             is_switch: true,
         });
         self.push_scope();
