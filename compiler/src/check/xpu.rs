@@ -1031,6 +1031,57 @@ impl FnBuilder<'_> {
         self.convert(n, Scalar::U64, Scalar::I64)
     }
 
+    /// A launch's `grid:` or `block:` list, each entry an int64 register; `None` after an
+    /// error.
+    fn launch_dims(&mut self, e: &Expr) -> Option<Vec<Reg>> {
+        let parts: Vec<&Expr> = match &e.kind {
+            ExprKind::ArrayLit(items) => items.iter().collect(),
+            _ => vec![e],
+        };
+        if parts.is_empty() || parts.len() > 3 {
+            self.error(
+                code::XPU_N02,
+                e.span,
+                "a launch dimension list has 1 to 3 entries",
+            );
+            return None;
+        }
+        let mut regs = vec![];
+        for p in parts {
+            let v = self.expr(p);
+            if !v.ty.is_int() {
+                if v.ty != Ty::Error {
+                    let n = self.ty_name(&v.ty);
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        p.span,
+                        format!("a launch dimension must be an integer, found {n}"),
+                    );
+                }
+                return None;
+            }
+            regs.push(self.coerce(v, &Ty::Prim(Scalar::I64), p.span)?);
+        }
+        Some(regs)
+    }
+
+    /// A launch's `sharedBytes:` as an int64 register; `None` after an error.
+    fn launch_shared_bytes(&mut self, e: &Expr) -> Option<Reg> {
+        let e = match &e.kind {
+            ExprKind::ArrayLit(items) if items.len() == 1 => &items[0],
+            _ => e,
+        };
+        let v = self.expr(e);
+        if !v.ty.is_int() {
+            self.error(
+                code::TYPE_MISMATCH,
+                e.span,
+                "sharedBytes must be an integer",
+            );
+            return None;
+        }
+        self.coerce(v, &Ty::Prim(Scalar::I64), e.span)
+    }
     /// The launch statement `k.launch(s?, grid: …, block: …, sharedBytes: …)(args)`.
     pub fn launch(&mut self, callee: &Expr, args: &[Arg], span: Span) -> Val {
         let ExprKind::Call {
@@ -1145,63 +1196,22 @@ impl FnBuilder<'_> {
             }
             None => self.def(Op::StreamCurrent, Type::Stream, 0, 0),
         };
-        let mut dims: Vec<(&Expr, Vec<Reg>)> = vec![];
-        for e in [grid, block] {
-            let parts: Vec<&Expr> = match &e.kind {
-                ExprKind::ArrayLit(items) => items.iter().collect(),
-                _ => vec![e],
+        // The options in the order they are written (XPU §3.4: stream, options, arguments).
+        let mut written: Vec<(&Expr, usize)> = vec![(grid, 0), (block, 1)];
+        written.extend(shared.map(|e| (e, 2)));
+        written.sort_by_key(|(e, _)| e.span.start);
+        let (mut grid_regs, mut block_regs, mut sh) = (vec![], vec![], None);
+        for (e, which) in written {
+            let ok = match which {
+                0 => self.launch_dims(e).map(|r| grid_regs = r),
+                1 => self.launch_dims(e).map(|r| block_regs = r),
+                _ => self.launch_shared_bytes(e).map(|r| sh = Some(r)),
             };
-            if parts.is_empty() || parts.len() > 3 {
-                self.error(
-                    code::XPU_N02,
-                    e.span,
-                    "a launch dimension list has 1 to 3 entries",
-                );
+            if ok.is_none() {
                 return Val::error();
             }
-            let mut regs = vec![];
-            for p in parts {
-                let v = self.expr(p);
-                if !v.ty.is_int() {
-                    if v.ty != Ty::Error {
-                        let n = self.ty_name(&v.ty);
-                        self.error(
-                            code::TYPE_MISMATCH,
-                            p.span,
-                            format!("a launch dimension must be an integer, found {n}"),
-                        );
-                    }
-                    return Val::error();
-                }
-                let Some(r) = self.coerce(v, &Ty::Prim(Scalar::I64), p.span) else {
-                    return Val::error();
-                };
-                regs.push(r);
-            }
-            dims.push((e, regs));
         }
-        let sh = match shared {
-            Some(e) => {
-                let e = match &e.kind {
-                    ExprKind::ArrayLit(items) if items.len() == 1 => &items[0],
-                    _ => e,
-                };
-                let v = self.expr(e);
-                if !v.ty.is_int() {
-                    self.error(
-                        code::TYPE_MISMATCH,
-                        e.span,
-                        "sharedBytes must be an integer",
-                    );
-                    return Val::error();
-                }
-                let Some(r) = self.coerce(v, &Ty::Prim(Scalar::I64), e.span) else {
-                    return Val::error();
-                };
-                Some(r)
-            }
-            None => None,
-        };
+        let dims: Vec<(&Expr, Vec<Reg>)> = vec![(grid, grid_regs), (block, block_regs)];
         let vals = self.eval_args(args);
         if vals.iter().any(|v| v.ty == Ty::Error) {
             return Val::error();
