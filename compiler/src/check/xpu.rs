@@ -1082,6 +1082,7 @@ impl FnBuilder<'_> {
         }
         self.coerce(v, &Ty::Prim(Scalar::I64), e.span)
     }
+
     /// The launch statement `k.launch(s?, grid: …, block: …, sharedBytes: …)(args)`.
     pub fn launch(&mut self, callee: &Expr, args: &[Arg], span: Span) -> Val {
         let ExprKind::Call {
