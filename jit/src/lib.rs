@@ -57,7 +57,9 @@
 //!   entered below the limit all the same, lifts the limit for that activation.)
 //!   With [`JitOptions::inline_objects`] a call may also not happen at all: a callee's pure
 //!   code runs in place when it returns without reaching anything else (partial inlining),
-//!   with the same results, depth limit and traces.
+//!   and a small leaf called from a loop is spliced into its caller (`inline.rs`), both with
+//!   the same results, depth limit and traces (a spliced callee's error pushes its own entry
+//!   before its call site's).
 //! * **Results.** A function returns a [`Status`] as `u32`. On 0 its result cell is in
 //!   [`JitContext::ret`] and the ownership bit (`retown`/`takeown`) in [`JitContext::own`];
 //!   the embedder copies `own` into its own state after a JIT call returns, and
@@ -97,6 +99,7 @@ mod context;
 pub mod device;
 mod flatten;
 mod helpers;
+mod inline;
 mod liveness;
 mod loops;
 mod translate;
@@ -253,6 +256,8 @@ pub struct Jit {
     compiled: Vec<Option<CompiledFn>>,
     /// Disassemblies, when [`JitOptions::disasm`] is on.
     disasm: Vec<Option<String>>,
+    /// Per compiled function, the functions whose calls it inlined ([`inline`]).
+    inlined: Vec<Vec<u32>>,
     cctx: cranelift_codegen::Context,
     fctx: FunctionBuilderContext,
 }
@@ -282,6 +287,7 @@ impl Jit {
             table: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             compiled: vec![None; n],
             disasm: vec![None; n],
+            inlined: vec![Vec::new(); n],
             fctx: FunctionBuilderContext::new(),
             module,
         })
@@ -301,6 +307,14 @@ impl Jit {
     /// it was compiled with [`JitOptions::disasm`].
     pub fn disassembly(&self, func: u32) -> Option<&str> {
         self.disasm.get(func as usize)?.as_deref()
+    }
+
+    /// The functions whose calls compiled function `func` inlined (spliced into its code,
+    /// so they run there without being compiled or called), in call order.
+    pub fn inlined(&self, func: u32) -> &[u32] {
+        self.inlined
+            .get(func as usize)
+            .map_or(&[], |v| v.as_slice())
     }
 
     /// Compiles function `func` (once; later calls return the same code) and publishes it in
@@ -382,7 +396,12 @@ impl Jit {
             };
             let builder = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
             let built = if is_body {
-                translate::translate(builder, &setup).map(Some)
+                translate::translate(builder, &setup).map(|(check, inlined)| {
+                    if let Some(slot) = self.inlined.get_mut(func as usize) {
+                        *slot = inlined;
+                    }
+                    Some(check)
+                })
             } else {
                 translate::entry_wrapper(builder, &setup).map(|()| None)
             };

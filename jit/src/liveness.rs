@@ -94,8 +94,9 @@ fn reads(i: &Instr) -> Vec<u16> {
     let m = i.op.mnemonic();
     let atomic = m.starts_with("atom.");
     let mut out = Vec::new();
-    for (o, r) in i.op.operands().into_iter().zip([i.a, i.b, i.c]) {
+    for (k, (o, r)) in i.op.operands().into_iter().zip([i.a, i.b, i.c]).enumerate() {
         match o {
+            Operand::Special if k == 0 && writes_first(i.op) => {}
             Operand::Src(_) | Operand::Special => out.push(r),
             Operand::Dst(_) if atomic => out.push(r),
             _ => {}
@@ -112,12 +113,22 @@ fn kills(i: &Instr) -> Vec<u16> {
     if i.op.mnemonic().starts_with("atom.") {
         return Vec::new();
     }
-    i.op.operands()
-        .into_iter()
-        .zip([i.a, i.b, i.c])
-        .filter(|(o, _)| matches!(o, Operand::Dst(_)))
-        .map(|(_, r)| r)
-        .collect()
+    let mut out: Vec<u16> =
+        i.op.operands()
+            .into_iter()
+            .zip([i.a, i.b, i.c])
+            .filter(|(o, _)| matches!(o, Operand::Dst(_)))
+            .map(|(_, r)| r)
+            .collect();
+    if writes_first(i.op) {
+        out.push(i.a);
+    }
+    out
+}
+
+/// Opcodes whose `Special` first operand is a register they only write (`r[a] := …`).
+fn writes_first(op: Op) -> bool {
+    matches!(op, Op::GetStatic | Op::GetField)
 }
 
 #[cfg(test)]

@@ -15,7 +15,10 @@
 //!
 //! The candidates of such a loop are the registers of a scalar-array or instance type that an
 //! element or field instruction in the loop uses as its object and that no instruction in the
-//! loop writes. The preheader looks each one up *speculatively* and keeps its data address
+//! loop writes — or that only a `getstatic` of a static the loop leaves alone writes, where
+//! no read in the loop can see an older value ([`HoistedLoop::statics`]: a function that
+//! borrows a static array into a local, inlined into a loop by [`crate::inline`]). A `drop`
+//! whose owns-flag is never set (a borrowed local's) frees nothing. The preheader looks each one up *speculatively* and keeps its data address
 //! and length in variables, with a length of 0 when the lookup fails (null, stale, another
 //! kind). An access in the loop then only checks its index against that length (instances:
 //! that the length is not 0); a failed check falls to the access's cold path, where the hook
@@ -38,6 +41,11 @@ pub(crate) struct HoistedLoop {
     pub regs: Vec<(u16, u32)>,
     /// Its strength-reduced multiplications (see [`Reduced`]).
     pub reduced: Vec<Reduced>,
+    /// Hoisted registers that the loop writes, each only by `getstatic` of one static the
+    /// loop does not write, and that are dead at its header: every read in the loop follows
+    /// that `getstatic`, so the register holds the static's value wherever it is read, and
+    /// the preheader looks up the static's object. (register, static index)
+    pub statics: Vec<(u16, u16)>,
 }
 
 /// A multiplication `mul r, x, j` (or `r, j, x`) in a loop where `x` is loop-invariant and
@@ -108,6 +116,13 @@ pub(crate) fn writes(i: &Instr, r: u16) -> bool {
 /// `drop`) keeps its views.
 pub(crate) fn hoisted_loops(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<HoistedLoop> {
     let code = &f.code;
+    // Liveness only matters to registers loaded from statics in a loop.
+    let live = code
+        .iter()
+        .any(|i| i.op == Op::GetStatic)
+        .then(|| crate::liveness::live_in(f));
+    let dead_at = |pc: u32, r: u16| live.as_ref().is_some_and(|l| !l[pc as usize].contains(r));
+    let view_regs = |header, end| view_regs(f, header, end, frees, &dead_at);
     // header -> furthest backward branch.
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     for (pc, i) in code.iter().enumerate() {
@@ -124,7 +139,7 @@ pub(crate) fn hoisted_loops(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<Ho
         if header == 0 || !single_entry(code, header, end) {
             continue;
         }
-        let regs = view_regs(f, header, end, frees);
+        let (regs, statics) = view_regs(header, end);
         let reduced = reductions(header, &code[header as usize..=end as usize]);
         if !regs.is_empty() || !reduced.is_empty() {
             loops.push(HoistedLoop {
@@ -132,6 +147,7 @@ pub(crate) fn hoisted_loops(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<Ho
                 end,
                 regs,
                 reduced,
+                statics,
             });
         }
     }
@@ -146,19 +162,20 @@ pub(crate) fn hoisted_loops(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<Ho
         let next = loops[k + 1..].iter().find(|l| l.header > first.end);
         let merged = next.and_then(|next| {
             let (header, end) = (first.header, next.end);
-            let regs = view_regs(f, header, end, frees);
+            let (regs, statics) = view_regs(header, end);
             let keeps = first
                 .regs
                 .iter()
                 .chain(&next.regs)
                 .all(|r| regs.contains(r));
             let both = !first.regs.is_empty() && !next.regs.is_empty();
-            (both && keeps && single_entry(code, header, end)).then_some((end, regs))
+            (both && keeps && single_entry(code, header, end)).then_some((end, regs, statics))
         });
         match merged {
-            Some((end, regs)) => {
+            Some((end, regs, statics)) => {
                 loops[k].end = end;
                 loops[k].regs = regs;
+                loops[k].statics = statics;
             }
             None => k += 1,
         }
@@ -177,26 +194,71 @@ fn single_entry(code: &[Instr], header: u32, end: u32) -> bool {
 }
 
 /// The object registers whose views the range `[header, end]` may look up once: those an
-/// element or field instruction in it uses and nothing in it writes — none when something
-/// in it may free an object (a `drop`, or a `call` for which `frees` says so).
-fn view_regs(f: &Function, header: u32, end: u32, frees: &dyn Fn(u16) -> bool) -> Vec<(u16, u32)> {
+/// element or field instruction in it uses and nothing in it writes, or only a `getstatic`
+/// (then also listed with the static; `dead_at(pc, r)`: `r` is dead at `pc`) — none when
+/// something in it may free an object (a `drop` of a possibly owned object, or a `call` for
+/// which `frees` says so).
+fn view_regs(
+    f: &Function,
+    header: u32,
+    end: u32,
+    frees: &dyn Fn(u16) -> bool,
+    dead_at: &dyn Fn(u32, u16) -> bool,
+) -> (Vec<(u16, u32)>, Vec<(u16, u16)>) {
     let body = &f.code[header as usize..=end as usize];
     let mut regs: Vec<(u16, u32)> = Vec::new();
+    let mut statics: Vec<(u16, u16)> = Vec::new();
     if body
         .iter()
-        .any(|i| i.op == Op::Drop || i.op == Op::Call && frees(i.c))
+        .any(|i| i.op == Op::Drop && !never_owns(f, i.b) || i.op == Op::Call && frees(i.c))
     {
-        return regs;
+        return (regs, statics);
     }
     let written = |r: u16| body.iter().any(|i| writes(i, r));
+    // The one static that alone writes `r` in the range, if the range never writes it.
+    let static_of = |r: u16| -> Option<u16> {
+        let mut k = None;
+        for i in body.iter().filter(|i| writes(i, r)) {
+            if i.op != Op::GetStatic || k.is_some_and(|k| k != i.b) {
+                return None;
+            }
+            k = Some(i.b);
+        }
+        let k = k?;
+        // (Liveness does not see the argument ranges of calls and the like.)
+        let ranges = body.iter().any(|i| {
+            let ops = i.op.operands();
+            i.op == Op::Call
+                || matches!(ops[1], Operand::Special)
+                || matches!(ops[2], Operand::Special)
+        });
+        let stored = ranges || body.iter().any(|i| i.op == Op::SetStatic && i.b == k);
+        (!stored && dead_at(header, r)).then_some(k)
+    };
     for i in body {
         if let Some((r, kind)) = object_operand(f, i.op, i.a, i.b) {
-            if !regs.iter().any(|&(x, _)| x == r) && !written(r) {
+            if regs.iter().any(|&(x, _)| x == r) {
+                continue;
+            }
+            if !written(r) {
                 regs.push((r, kind));
+            } else if let Some(k) = static_of(r) {
+                regs.push((r, kind));
+                statics.push((r, k));
             }
         }
     }
-    regs
+    (regs, statics)
+}
+
+/// Whether the owns-flag register `flag` of `f` is false wherever it is read: not a
+/// parameter, and only ever set by `loadi flag, 0` (a borrowed local's flag).
+fn never_owns(f: &Function, flag: u16) -> bool {
+    flag >= f.params
+        && f.code
+            .iter()
+            .filter(|i| writes(i, flag))
+            .all(|i| i.op == Op::LoadI && i.bc() == 0)
 }
 
 /// The strength-reducible multiplications of the loop `body` starting at pc `header`.
@@ -285,6 +347,7 @@ mod tests {
                 end: 6,
                 regs: vec![(0, kind)],
                 reduced: Vec::new(),
+                statics: Vec::new(),
             }]
         );
     }
@@ -359,6 +422,40 @@ mod tests {
         f.code[7] = Instr::new(Op::LoadNull, 0, 0, 0);
         let loops = hoisted_loops(&f, &|_| true);
         assert_eq!((loops[0].header, loops[0].end), (2, 6));
+    }
+
+    #[test]
+    fn an_array_borrowed_from_a_static_in_the_loop_is_looked_up_from_the_static() {
+        // pc 4 becomes `getstatic r0, static 3` before the access at pc 5.
+        let get = Instr::new(Op::GetStatic, 0, 3, 0);
+        let f = sum_loop(Some(get), START);
+        let mut f = f;
+        f.code.swap(4, 5);
+        let kind = ObjectView::array_kind(Scalar::F64);
+        let loops = hoisted_loops(&f, &|_| true);
+        assert_eq!(loops.len(), 1);
+        assert_eq!(loops[0].regs, vec![(0, kind)]);
+        assert_eq!(loops[0].statics, vec![(0, 3)]);
+        // Read before the `getstatic` (its older value may be seen): not hoisted.
+        let g = sum_loop(Some(get), START);
+        assert!(hoisted_loops(&g, &|_| true).is_empty());
+        // A loop that writes the static: not hoisted.
+        let mut h = f.clone();
+        h.code[6] = Instr::new(Op::SetStatic, 3, 3, 0);
+        assert!(hoisted_loops(&h, &|_| true).is_empty());
+    }
+
+    #[test]
+    fn a_drop_of_a_borrowed_local_frees_nothing() {
+        // `drop r3, r5` where r5 (the owns-flag) is only ever `loadi r5, 0`.
+        let drop = Instr::new(Op::Drop, 0, 5, 0);
+        let mut f = sum_loop(Some(drop), START);
+        f.code[1] = Instr::with_bc(Op::LoadI, 5, 0);
+        f.regs[5] = Type::BOOL;
+        assert_eq!(hoisted_loops(&f, &|_| true).len(), 1);
+        // A flag that may be set: the drop may free.
+        f.code[1] = Instr::with_bc(Op::LoadI, 5, 1);
+        assert!(hoisted_loops(&f, &|_| true).is_empty());
     }
 
     #[test]

@@ -40,6 +40,7 @@ use crate::context::{
     encode_elem, off, ObjectView, RuntimeHooks, Status, ELEM_OWN_FLAG, ELEM_REF, ELEM_TAKE_OWNED,
 };
 use crate::helpers;
+use crate::inline;
 use crate::loops::{self, HoistedLoop};
 
 mod device;
@@ -180,20 +181,34 @@ fn suffix_scalar(suffix: &str) -> Option<Scalar> {
 ///
 /// Returns the prologue's native-stack branch ([`Tr::native_stack_check`]): a copy of the
 /// body inlined into itself makes it a jump (an inlined frame uses no stack of its own
-/// worth checking, and the repeated check would keep the stack pointer live).
-pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<Inst, JitError> {
+/// worth checking, and the repeated check would keep the stack pointer live); and the
+/// callees of the calls spliced in ([`crate::inline`]).
+pub(crate) fn translate(
+    b: FunctionBuilder<'_>,
+    s: &Setup<'_>,
+) -> Result<(Inst, Vec<u32>), JitError> {
     let f = s
         .module
         .functions
         .get(s.func as usize)
         .ok_or_else(|| JitError::new(Some(s.func), None, "no such function".into()))?;
+    // Leaf calls in loops are spliced in first (not with fuel: a call is a unit of it).
+    let inlined = (s.inline_objects && !s.fuel)
+        .then(|| inline::leaf_calls(s.module, s.func, f))
+        .flatten();
+    let (f, sites) = match &inlined {
+        Some(i) => (&i.f, i.sites.clone()),
+        None => (f, Vec::new()),
+    };
     let (mut tr, check) = Tr::prologue(b, s, f);
+    let callees = sites.iter().map(|site| site.callee).collect();
+    tr.sites = sites;
     tr.body()?;
     tr.fill_deferred();
     tr.fault_block();
     tr.b.seal_all_blocks();
     tr.b.finalize(s.frontend);
-    Ok(check)
+    Ok((check, callees))
 }
 
 impl Tr<'_, '_> {
@@ -488,6 +503,8 @@ struct Tr<'a, 'b> {
     /// (array register, index register) pairs whose bounds check passed earlier in the
     /// current bytecode block, through a hoisted view (see [`Tr::object_data`]).
     checked: Vec<(u16, u16)>,
+    /// The calls inlined into this function's code (see [`crate::inline`]).
+    sites: Vec<inline::Site>,
 }
 
 /// A hoisting loop, its preheader block, per hoisted register (in the loop's order) the
@@ -648,6 +665,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             deferred: Vec::new(),
             dev: None,
             checked: Vec::new(),
+            sites: Vec::new(),
         };
         let check = tr.native_stack_check(&params[3..]);
         // A frame with String registers uses its window: make sure it exists (callers
@@ -744,13 +762,40 @@ impl<'a, 'b> Tr<'a, 'b> {
         self.b.switch_to_block(fault);
         let st = self.b.block_params(fault)[0];
         let pc = self.b.block_params(fault)[1];
-        let func = self.b.ins().iconst(I32, i64::from(self.s.func));
-        let ctx = self.ctx;
-        self.call_addr(
-            helpers::trace_push as *const () as usize,
-            &[I64, I32, I32],
-            &[ctx, func, pc],
-        );
+        let push = helpers::trace_push as *const () as usize;
+        let func = self.s.func;
+        if self.sites.is_empty() {
+            self.push_entry(push, func, pc);
+        } else {
+            // An inlined callee's error: its entry, then its call site's.
+            let tail = self.b.create_block();
+            let own = self.b.create_block();
+            let mut next = self.b.create_block();
+            let site = self.b.ins().ushr_imm_u(pc, INLINED_SITE_SHIFT);
+            let inner = self.b.ins().band_imm_s(pc, (1 << INLINED_SITE_SHIFT) - 1);
+            let inlined = self.b.ins().band_imm_s(pc, INLINED_PC);
+            self.b.ins().brif(inlined, next, &[], own, &[]);
+            self.b.switch_to_block(own);
+            self.push_entry(push, func, pc);
+            self.b.ins().jump(tail, &[]);
+            for (k, s) in self.sites.clone().into_iter().enumerate() {
+                self.b.switch_to_block(next);
+                let here = self.b.create_block();
+                next = self.b.create_block();
+                let tag = (INLINED_PC >> INLINED_SITE_SHIFT) | k as i64;
+                let is = self.b.ins().icmp_imm_s(IntCC::Equal, site, tag);
+                self.b.ins().brif(is, here, &[], next, &[]);
+                self.b.switch_to_block(here);
+                self.push_entry(push, s.callee, inner);
+                let call = self.b.ins().iconst(I32, i64::from(s.call_pc));
+                self.push_entry(push, func, call);
+                self.b.ins().jump(tail, &[]);
+            }
+            // (No other word reaches here.)
+            self.b.switch_to_block(next);
+            self.b.ins().jump(tail, &[]);
+            self.b.switch_to_block(tail);
+        }
         self.epilogue();
         let st = self.b.ins().uextend(I64, st);
         // The result cell is meaningless after an error, except `sys.exit`'s status, which
@@ -758,6 +803,13 @@ impl<'a, 'b> Tr<'a, 'b> {
         let ctx = self.ctx;
         let ret = self.b.ins().load(I64, MF, ctx, off::RET);
         self.b.ins().return_(&[st, ret]);
+    }
+
+    /// Pushes the trace entry (function `func`, pc `pc`).
+    fn push_entry(&mut self, push: usize, func: u32, pc: Value) {
+        let func = self.b.ins().iconst(I32, i64::from(func));
+        let ctx = self.ctx;
+        self.call_addr(push, &[I64, I32, I32], &[ctx, func, pc]);
     }
 
     /// Writes the fuel back before any return.
@@ -919,7 +971,14 @@ impl<'a, 'b> Tr<'a, 'b> {
                 // An enclosing loop's preheader looked it up already.
                 continue;
             }
-            let handle = self.get(reg);
+            let handle = match l.statics.iter().find(|&&(r, _)| r == reg) {
+                // (The register itself is set later, in the loop.)
+                Some(&(_, k)) => {
+                    let st = self.statics;
+                    self.b.ins().load(I64, MF, st, 8 * i32::from(k))
+                }
+                None => self.get(reg),
+            };
             let (data, len) = self.speculative_lookup(handle, kind);
             self.b.def_var(data_var, data);
             self.b.def_var(len_var, len);
@@ -1000,17 +1059,45 @@ impl<'a, 'b> Tr<'a, 'b> {
         JitError::new(Some(self.s.func), Some(pc), msg)
     }
 
+    /// What the error exit gets for an error at `pc`: the caller's own pc, or for the code
+    /// of an inlined call ([`crate::inline`]) the callee's pc tagged with the site, which
+    /// [`Tr::fault_block`] turns into the callee's trace entry and the call site's.
+    fn pc_word(&self, pc: u32) -> i64 {
+        match inline::origin(&self.sites, pc) {
+            (None, p) => i64::from(p),
+            (Some(k), p) => INLINED_PC | (k as i64) << INLINED_SITE_SHIFT | i64::from(p),
+        }
+    }
+
+    /// Register `r` as a hook names it in a message: in inlined code, the callee's own
+    /// number (the trace's innermost entry is the callee's).
+    fn reg_id(&mut self, pc: u32, r: u16) -> Value {
+        let r = match inline::origin(&self.sites, pc) {
+            (Some(k), _) => r.saturating_sub(self.sites[k].base),
+            (None, _) => r,
+        };
+        self.i32c(u32::from(r))
+    }
+
     /// `if cond != 0` → the error exit with `status` at `pc`; continues in a new block.
     fn fail_if(&mut self, cond: Value, status: Value, pc: u32) {
-        let cont = self.b.create_block();
         // A lane of lockstep code leaves its group instead (the lanes finish one by one,
         // and the first in item order to fail reports it).
         if let Some(bail) = self.lockstep_bail(pc) {
+            let cont = self.b.create_block();
             self.b.ins().brif(cond, bail, &[], cont, &[]);
             self.b.switch_to_block(cont);
             return;
         }
-        let pcv = self.b.ins().iconst(I32, i64::from(pc));
+        let word = self.pc_word(pc);
+        self.fail_at(cond, status, word);
+    }
+
+    /// `if cond != 0` → the error exit with `status` at trace word `word` (see
+    /// [`Tr::pc_word`]); continues in a new block.
+    fn fail_at(&mut self, cond: Value, status: Value, word: i64) {
+        let cont = self.b.create_block();
+        let pcv = self.b.ins().iconst(I32, word);
         self.b.ins().brif(
             cond,
             self.fault,
@@ -1326,6 +1413,19 @@ impl<'a, 'b> Tr<'a, 'b> {
                 return Ok(terminated);
             }
         }
+        if let Some(site) = self.sites.iter().find(|s| s.start == pc) {
+            // The inlined call's own check: at the depth limit the call fails before its
+            // frame counts, at the call site.
+            let word = i64::from(site.call_pc);
+            let ctx = self.ctx;
+            let max = self.b.ins().load(I64, MF, ctx, off::MAX_DEPTH);
+            let full = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, self.depth, max);
+            let st = self.b.ins().iconst(I32, Status::Stack as i64);
+            self.fail_at(full, st, word);
+        }
         let hooks = *self.s.hooks;
         match i.op {
             Op::Nop => {}
@@ -1556,7 +1656,8 @@ impl<'a, 'b> Tr<'a, 'b> {
                 let ctx = self.ctx;
                 self.b.ins().store(MF, code, ctx, off::RET);
                 let st = self.b.ins().iconst(I32, Status::Exit as i64);
-                let pcv = self.b.ins().iconst(I32, i64::from(pc));
+                let word = self.pc_word(pc);
+                let pcv = self.b.ins().iconst(I32, word);
                 self.b
                     .ins()
                     .jump(self.fault, &[BlockArg::Value(st), BlockArg::Value(pcv)]);
@@ -1579,7 +1680,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             }
             Op::ArrLen => {
                 let arr = self.get(i.b);
-                let reg = self.i32c(u32::from(i.b));
+                let reg = self.reg_id(pc, i.b);
                 self.hook(pc, hooks.array_len as usize, &[I64, I32], &[arr, reg]);
                 let r = self.ret_cell();
                 self.set(i.a, r);
@@ -1598,7 +1699,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                 let arr = self.get(i.b);
                 let e = self.i32c(ELEM_TAKE_OWNED);
                 let unused = self.b.ins().iconst(I64, 0);
-                let reg = self.i32c(u32::from(i.b));
+                let reg = self.reg_id(pc, i.b);
                 let params = [I32, I64, I64, I32];
                 let args = [e, arr, unused, reg];
                 self.hook(pc, hooks.array_get as usize, &params, &args);
@@ -1923,7 +2024,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         let e = self.i32c(elem);
         if get {
             let (arr, idx) = (self.get(i.b), self.get(i.c));
-            let reg = self.i32c(u32::from(i.b));
+            let reg = self.reg_id(pc, i.b);
             let (addr, params, args) = (
                 hooks.array_get as usize,
                 [I32, I64, I64, I32],
@@ -1948,7 +2049,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         } else {
             let (arr, idx) = (self.get(i.a), self.get(i.b));
             let v = self.get_cell(i.c);
-            let reg = self.i32c(u32::from(i.a));
+            let reg = self.reg_id(pc, i.a);
             let (addr, params, args) = (
                 hooks.array_set as usize,
                 [I32, I64, I64, I64, I32],
@@ -1989,7 +2090,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             _ => None,
         };
         let fieldv = self.i32c(u32::from(field));
-        let reg = self.i32c(u32::from(obj_reg));
+        let reg = self.reg_id(pc, obj_reg);
         let offset = 8 * i32::from(field);
         if get {
             let (addr, params, args) = (
@@ -2184,7 +2285,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             let st = self.call1(d.hook, &p, I32, &a);
             let panic = self.b.ins().iconst(I32, Status::Panic as i64);
             let st = self.b.ins().select(st, st, panic);
-            let pcv = self.b.ins().iconst(I32, i64::from(d.pc));
+            let word = self.pc_word(d.pc);
+            let pcv = self.b.ins().iconst(I32, word);
             self.b
                 .ins()
                 .jump(self.fault, &[BlockArg::Value(st), BlockArg::Value(pcv)]);
@@ -2335,7 +2437,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             self.b.set_cold_block(failed);
             self.b.ins().brif(st, failed, &[], ok, &[]);
             self.b.switch_to_block(failed);
-            let pcv = self.b.ins().iconst(I32, i64::from(pc));
+            let word = self.pc_word(pc);
+            let pcv = self.b.ins().iconst(I32, word);
             let args = [BlockArg::Value(st), BlockArg::Value(pcv)];
             self.b.ins().jump(self.fault, &args);
             self.b.switch_to_block(ok);
@@ -2485,11 +2588,13 @@ impl<'a, 'b> Tr<'a, 'b> {
         let kinds = std::mem::replace(&mut self.kinds, kinds);
         let vars = std::mem::replace(&mut self.vars, vars);
         let hoisted = std::mem::take(&mut self.hoisted);
+        let sites = std::mem::take(&mut self.sites);
         let emitted = self.emit_prefix(start, slow, (done, zero));
         self.f = f;
         self.kinds = kinds;
         self.vars = vars;
         self.hoisted = hoisted;
+        self.sites = sites;
         emitted
     }
 
@@ -2597,6 +2702,11 @@ impl<'a, 'b> Tr<'a, 'b> {
 
 /// The most instructions of a loop test [`Tr::rotate`] copies (the branch included).
 const ROTATE_MAX: usize = 4;
+
+/// The tag of an error pc inside an inlined call ([`Tr::pc_word`]): bit 30, the site's
+/// index from bit 20, the callee's pc below.
+const INLINED_PC: i64 = 1 << 30;
+const INLINED_SITE_SHIFT: i64 = 20;
 
 /// Instructions a partially inlined prefix may take (per path, see [`Tr::inline_prefix`]).
 const PREFIX_BUDGET: u32 = 24;

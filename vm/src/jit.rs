@@ -257,9 +257,17 @@ impl Vm {
                     Ok(c) => {
                         st.slots[func as usize] = Slot::Compiled(c.entry());
                         let code = st.jit.disassembly(func).unwrap_or_default();
+                        let name = |g: u32| self.module.functions[g as usize].name.as_str();
+                        let inlined: Vec<&str> =
+                            st.jit.inlined(func).iter().map(|&g| name(g)).collect();
+                        let inlined = if inlined.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; inlined {}", inlined.join(", "))
+                        };
                         format!(
-                            "jit: compiled {} in {:.2} ms ({} bytes){}{code}",
-                            self.module.functions[func as usize].name,
+                            "jit: compiled {} in {:.2} ms ({} bytes{inlined}){}{code}",
+                            name(func),
                             c.compile_time.as_secs_f64() * 1e3,
                             c.code_size,
                             if code.is_empty() { "" } else { "\n" },

@@ -272,6 +272,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             deferred: Vec::new(),
             dev: None,
             checked: Vec::new(),
+            sites: Vec::new(),
         };
         // The views of buffer parameters never written.
         let mut views = vec![None; f.regs.len()];
