@@ -2182,11 +2182,14 @@ impl FnBuilder<'_> {
                     .collect();
                 if methods.is_empty() {
                     let _ = self.eval_args(args);
-                    self.error(
-                        code::UNRESOLVED_METHOD,
-                        name.span,
-                        format!("unknown method '{}'", name.name),
-                    );
+                    let message = if name.name == "this" {
+                        "`this(…)` calls another constructor only as the first statement of a \
+                         constructor"
+                            .to_string()
+                    } else {
+                        format!("unknown method '{}'", name.name)
+                    };
+                    self.error(code::UNRESOLVED_METHOD, name.span, message);
                     return Val::error();
                 }
                 // In an instance context a bare call may name an instance method of `this`.

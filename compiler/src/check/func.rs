@@ -256,6 +256,8 @@ pub struct FnBuilder<'a> {
     /// registers: the dynamic array (and copies of it), `Shared<T>` parameters of `@Device`
     /// functions (see [`FnBuilder::emit`]).
     pub(super) checked_mems: Vec<(Reg, Reg)>,
+    /// The constructor this one chains to with `this(…)` (its function index), and where.
+    pub chained: Option<(u32, Span)>,
 }
 
 impl<'a> FnBuilder<'a> {
@@ -315,6 +317,7 @@ impl<'a> FnBuilder<'a> {
             scope_floor: 0,
             dyn_shared: None,
             checked_mems: vec![],
+            chained: None,
         }
     }
 
@@ -410,10 +413,21 @@ impl<'a> FnBuilder<'a> {
                 self.reachable = false;
             }
             JobKind::Ctor(Some((u, c, m))) => {
-                self.lower_field_inits();
                 if let crate::ast::Member::Constructor(cd) = &self.units[u].classes[c].members[m] {
                     let body = cd.body.clone();
-                    self.block_stmts(&body.stmts);
+                    // `this(…)` first (§5.5, T2): the chosen constructor initialises the
+                    // fields; otherwise this one does, before its body.
+                    let rest = match body.stmts.split_first() {
+                        Some((first, rest)) if chain_args(first).is_some() => {
+                            self.chain_constructor(first);
+                            rest
+                        }
+                        _ => {
+                            self.lower_field_inits();
+                            &body.stmts[..]
+                        }
+                    };
+                    self.block_stmts(rest);
                     if self.reachable {
                         self.emit_return_drops();
                         self.emit(Op::RetVoid, 0, 0, 0);
@@ -526,6 +540,25 @@ impl<'a> FnBuilder<'a> {
         }
         self.emit(Op::RetVoid, 0, 0, 0);
         self.reachable = false;
+    }
+
+    /// `this(args);` as a constructor's first statement: the constructor of this class
+    /// chosen by the arguments (§8.4), called on `this`. A chain that comes back to where it
+    /// started is reported once every constructor is lowered (`check::constructor_cycles`).
+    fn chain_constructor(&mut self, stmt: &crate::ast::Stmt) {
+        let Some(args) = chain_args(stmt) else {
+            return;
+        };
+        self.set_pos(stmt.span);
+        let vals = self.eval_args(args);
+        let ctors = self.p.classes[self.class as usize].ctors.clone();
+        let Some(sig) = self.resolve_overload(&ctors, args, &vals, stmt.span, true) else {
+            return;
+        };
+        self.chained = Some((sig.func, stmt.span));
+        let this = self.this.unwrap_or(0);
+        self.emit_call(&sig, Some((this, self.class)), vals, args, stmt.span);
+        self.end_statement();
     }
 
     fn lower_field_inits(&mut self) {
@@ -1393,5 +1426,22 @@ pub fn conv_op(from: Scalar, to: Scalar) -> Op {
         // Char targets: through uint32.
         (_, true) => Op::F32ToU32,
         (_, false) => Op::F64ToU32,
+    }
+}
+
+/// The arguments of a `this(…);` statement.
+pub(super) fn chain_args(stmt: &crate::ast::Stmt) -> Option<&[crate::ast::Arg]> {
+    match &stmt.kind {
+        crate::ast::StmtKind::Expr(crate::ast::Expr {
+            kind:
+                crate::ast::ExprKind::Call {
+                    target: None,
+                    name,
+                    args,
+                    ..
+                },
+            ..
+        }) if name.name == "this" => Some(args),
+        _ => None,
     }
 }

@@ -134,9 +134,13 @@ pub fn compile_units(
     let mut errors = Vec::new();
     let mut pool = ConstPool::default();
     let mut functions = program.functions.clone();
+    let mut chains = Vec::new();
     for job in program.jobs.clone() {
         let mut b = func::FnBuilder::new(&program, units, sources, &mut pool, job.clone());
         b.lower();
+        if let Some((to, span)) = b.chained {
+            chains.push((job.func, to, span));
+        }
         let (f, mut diags) = b.finish();
         for d in diags.drain(..) {
             match d.severity {
@@ -146,6 +150,7 @@ pub fn compile_units(
         }
         functions[job.func as usize] = f;
     }
+    errors.extend(constructor_cycles(&chains));
     if errors.is_empty() {
         errors.extend(device_recursion(&program, &functions));
     }
@@ -217,6 +222,34 @@ fn library_classes_kept(
 
 /// XPU-N01: device code may not recurse, directly or indirectly (XPU §3.3). Reported once per
 /// device function on a call cycle, at its name.
+/// Constructors whose `this(…)` chain (`(constructor, chained to, where)`) leads back to
+/// themselves: each would call itself forever (§5.5).
+fn constructor_cycles(chains: &[(u32, u32, crate::diag::Span)]) -> Vec<Diag> {
+    let next = |f: u32| chains.iter().find(|c| c.0 == f).map(|c| c.1);
+    let mut out = Vec::new();
+    for &(from, _, span) in chains {
+        let mut at = next(from);
+        // A chain is at most as long as the number of chaining constructors.
+        for _ in 0..chains.len() {
+            match at {
+                Some(f) if f == from => {
+                    out.push(Diag::error(
+                        crate::diag::code::NO_MATCHING_CONSTRUCTOR,
+                        span,
+                        "recursive constructor invocation: this `this(…)` chain comes back to \
+                         its own constructor"
+                            .to_string(),
+                    ));
+                    break;
+                }
+                Some(f) => at = next(f),
+                None => break,
+            }
+        }
+    }
+    out
+}
+
 fn device_recursion(program: &Program, functions: &[cajeta_bytecode::Function]) -> Vec<Diag> {
     let callees = |f: usize| -> Vec<usize> {
         functions[f]
