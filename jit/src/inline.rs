@@ -195,7 +195,7 @@ fn inlinable(g: &Function) -> bool {
     g.kind == FnKind::Host
         && !g.code.is_empty()
         && g.code.len() <= MAX_CALLEE
-        && !g.regs.iter().any(|t| *t == Type::Str)
+        && !g.regs.contains(&Type::Str)
         && g.code.iter().all(|i| {
             !matches!(i.op, Op::Call | Op::RetOwn | Op::TakeOwn | Op::Launch)
                 && !unsupported(i.op)

@@ -204,7 +204,7 @@ fn view_regs(
     end: u32,
     frees: &dyn Fn(u16) -> bool,
     dead_at: &dyn Fn(u32, u16) -> bool,
-) -> (Vec<(u16, u32)>, Vec<(u16, u16)>) {
+) -> ViewRegs {
     let body = &f.code[header as usize..=end as usize];
     let mut regs: Vec<(u16, u32)> = Vec::new();
     let mut statics: Vec<(u16, u16)> = Vec::new();
@@ -250,6 +250,10 @@ fn view_regs(
     }
     (regs, statics)
 }
+
+/// The registers a range may look up once, with their view kinds, and those of them that
+/// are loaded from a static, with the static (see [`HoistedLoop::statics`]).
+type ViewRegs = (Vec<(u16, u32)>, Vec<(u16, u16)>);
 
 /// Whether the owns-flag register `flag` of `f` is false wherever it is read: not a
 /// parameter, and only ever set by `loadi flag, 0` (a borrowed local's flag).
