@@ -1048,6 +1048,7 @@ fn define(
         table: 0,
         fuel: false,
         inline_objects: false,
+        splice: false,
         self_ref,
         call_conv: jm.isa().default_call_conv(),
         frontend: jm.target_config(),

@@ -378,32 +378,44 @@ impl Jit {
             .declare_function(&format!("cajeta_entry{func}"), Linkage::Local, &entry_sig)
             .map_err(codegen)?;
         let mut code_size = 0;
+        // Leaf calls are spliced into the body unless that made it untranslatable.
+        let mut splice = self.options.inline_objects;
         for (id, sig, is_body) in [(body_id, internal_sig, true), (entry_id, entry_sig, false)] {
-            jm.clear_context(&mut self.cctx);
-            self.cctx.func.signature = sig;
-            self.cctx.func.name = UserFuncName::user(0, id.as_u32());
-            let self_ref = jm.declare_func_in_func(body_id, &mut self.cctx.func);
-            let setup = translate::Setup {
-                module: &module,
-                func,
-                hooks: &self.hooks,
-                table: self.table.as_ptr() as usize,
-                fuel: self.options.fuel,
-                inline_objects: self.options.inline_objects,
-                self_ref,
-                call_conv,
-                frontend: jm.target_config(),
-            };
-            let builder = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
-            let built = if is_body {
-                translate::translate(builder, &setup).map(|(check, inlined)| {
-                    if let Some(slot) = self.inlined.get_mut(func as usize) {
-                        *slot = inlined;
+            let (built, self_ref) = loop {
+                jm.clear_context(&mut self.cctx);
+                self.cctx.func.signature = sig.clone();
+                self.cctx.func.name = UserFuncName::user(0, id.as_u32());
+                let self_ref = jm.declare_func_in_func(body_id, &mut self.cctx.func);
+                let setup = translate::Setup {
+                    module: &module,
+                    func,
+                    hooks: &self.hooks,
+                    table: self.table.as_ptr() as usize,
+                    fuel: self.options.fuel,
+                    inline_objects: self.options.inline_objects,
+                    splice,
+                    self_ref,
+                    call_conv,
+                    frontend: jm.target_config(),
+                };
+                let builder = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
+                let built = if is_body {
+                    translate::translate(builder, &setup).map(|(check, inlined)| {
+                        if let Some(slot) = self.inlined.get_mut(func as usize) {
+                            *slot = inlined;
+                        }
+                        Some(check)
+                    })
+                } else {
+                    translate::entry_wrapper(builder, &setup).map(|()| None)
+                };
+                match built {
+                    Err(_) if is_body && splice => {
+                        self.fctx = FunctionBuilderContext::new();
+                        splice = false;
                     }
-                    Some(check)
-                })
-            } else {
-                translate::entry_wrapper(builder, &setup).map(|()| None)
+                    built => break (built, self_ref),
+                }
             };
             let native_check = match built {
                 Ok(check) => check,

@@ -80,6 +80,9 @@ pub(crate) struct Setup<'a> {
     /// Inline array and field access through the object views, and the pure prefix of
     /// callees ([`Tr::inline_prefix`]) (`JitOptions::inline_objects`).
     pub inline_objects: bool,
+    /// Splice small leaf callees of loops into the function ([`crate::inline`]; only with
+    /// `inline_objects` and without fuel).
+    pub splice: bool,
     /// A direct reference to the function's internal body (self-recursion needs no table
     /// load; the entry wrapper calls it).
     pub self_ref: FuncRef,
@@ -193,7 +196,7 @@ pub(crate) fn translate(
         .get(s.func as usize)
         .ok_or_else(|| JitError::new(Some(s.func), None, "no such function".into()))?;
     // Leaf calls in loops are spliced in first (not with fuel: a call is a unit of it).
-    let inlined = (s.inline_objects && !s.fuel)
+    let inlined = (s.splice && s.inline_objects && !s.fuel)
         .then(|| inline::leaf_calls(s.module, s.func, f))
         .flatten();
     let (f, sites) = match &inlined {
