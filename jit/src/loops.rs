@@ -116,12 +116,12 @@ pub(crate) fn writes(i: &Instr, r: u16) -> bool {
 /// `drop`) keeps its views.
 pub(crate) fn hoisted_loops(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<HoistedLoop> {
     let code = &f.code;
-    // Liveness only matters to registers loaded from statics in a loop.
-    let live = code
-        .iter()
-        .any(|i| i.op == Op::GetStatic)
-        .then(|| crate::liveness::live_in(f));
-    let dead_at = |pc: u32, r: u16| live.as_ref().is_some_and(|l| !l[pc as usize].contains(r));
+    // Liveness only matters to registers loaded from statics in a loop: computed the first
+    // time one is a candidate.
+    let live = std::cell::OnceCell::new();
+    let dead_at = |pc: u32, r: u16| {
+        !live.get_or_init(|| crate::liveness::live_in(f))[pc as usize].contains(r)
+    };
     let view_regs = |header, end| view_regs(f, header, end, frees, &dead_at);
     // header -> furthest backward branch.
     let mut ranges: Vec<(u32, u32)> = Vec::new();
