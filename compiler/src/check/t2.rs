@@ -54,12 +54,21 @@ impl FnBuilder<'_> {
         self.cache_barrier.set(s.code as u32);
     }
 
-    /// The type (and untyped-ness) of `e`, without emitting anything.
+    /// The type (and untyped-ness) of `e`, without emitting anything — except the
+    /// diagnostics of an `e` that does not type-check: its callers then give up on the whole
+    /// construct without evaluating `e` again, so these are the only report of its errors.
     fn probe(&mut self, e: &Expr) -> (Ty, bool, Option<Num>) {
         let snap = self.snapshot();
+        let first = snap.diags;
         let v = self.expr(e);
         let out = (v.ty.clone(), v.untyped, v.num());
+        let errors = if v.ty == Ty::Error {
+            self.diags.split_off(first)
+        } else {
+            Vec::new()
+        };
         self.restore(snap);
+        self.diags.extend(errors);
         out
     }
 
