@@ -169,6 +169,14 @@ pub fn decode(bytes: &[u8]) -> Result<Module, FormatError> {
         false => Ok(None),
         true => Ok(Some(s.function_index(nfunctions)?)),
     })?;
+    m.fini = r.section(section::FINI, |s| {
+        let n = s.count(1)?;
+        let mut fini = Vec::with_capacity(n);
+        for _ in 0..n {
+            fini.push(s.function_index(nfunctions)?);
+        }
+        Ok(fini)
+    })?;
     if r.pos != bytes.len() {
         return Err(err(
             "CJB-E-TRAILING",

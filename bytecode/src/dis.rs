@@ -152,6 +152,10 @@ impl Dis<'_> {
                 let _ = writeln!(out, "  entry: none");
             }
         }
+        if !m.fini.is_empty() {
+            let fini: Vec<String> = m.fini.iter().map(|&i| self.function_name(i)).collect();
+            let _ = writeln!(out, "  fini: [{}]", fini.join(", "));
+        }
     }
 
     fn function(&self, out: &mut String, n: usize, f: &Function) {

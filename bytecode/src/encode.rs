@@ -34,9 +34,11 @@ pub(crate) mod section {
     pub const INIT: u8 = 6;
     /// The default entry point.
     pub const ENTRY: u8 = 7;
+    /// Static-finaliser list.
+    pub const FINI: u8 = 8;
 
     /// Every section with its name, in file order.
-    pub const ORDER: [(u8, &str); 7] = [
+    pub const ORDER: [(u8, &str); 8] = [
         (FILES, "files"),
         (CONSTS, "constants"),
         (CLASSES, "classes"),
@@ -44,6 +46,7 @@ pub(crate) mod section {
         (FUNCTIONS, "functions"),
         (INIT, "init"),
         (ENTRY, "entry"),
+        (FINI, "fini"),
     ];
 }
 
@@ -151,6 +154,12 @@ pub fn encode(m: &Module) -> Vec<u8> {
         Some(e) => {
             w.u8(1);
             w.uleb(e);
+        }
+    });
+    w.section(section::FINI, |w| {
+        w.len(m.fini.len());
+        for &i in &m.fini {
+            w.uleb(i);
         }
     });
     w.out

@@ -5,7 +5,7 @@ use crate::opcodes::Instr;
 use crate::types::Type;
 
 /// Format version written into every `.cjb` file; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// A constant-pool entry.
 #[derive(Clone, PartialEq, Debug)]
@@ -184,6 +184,10 @@ pub struct Module {
     pub functions: Vec<Function>,
     /// Static initialisers (`<clinit>` functions) in the order they run (LANGUAGE §5.8).
     pub init: Vec<u32>,
+    /// Static finalisers (`<clfini>` functions) in the order they run at the normal end of a
+    /// program (LANGUAGE §5.8 step 4: each drops its class's owned statics, last first; the
+    /// classes last first).
+    pub fini: Vec<u32>,
     /// The default entry point (the unique `main`/`run`), if the program has one.
     pub entry: Option<u32>,
 }

@@ -19,8 +19,8 @@
 //! - **V-NATIVE**: a `Native` function has no code, regions or shared declarations, line
 //!   entries only at pc 0, exactly its parameters as registers, and only primitive or
 //!   `String` parameter and result types. (V-TERM and the code rules do not apply to it.)
-//! - **V-INIT**: every entry of `init` is a function index in range, of a `Host` function with
-//!   0 parameters and a `void` result.
+//! - **V-INIT**: every entry of `init` and of `fini` is a function index in range, of a `Host`
+//!   function with 0 parameters and a `void` result.
 //! - **V-ENTRY**: `entry`, if present, is a function index in range of a `Host` function.
 //!
 //! Per instruction (each function's code):
@@ -376,23 +376,28 @@ impl<'m> Verifier<'m> {
         for s in &m.statics {
             self.check_type(s.ty, None, &format!("static `{}`", s.name))?;
         }
-        for &i in &m.init {
-            let f = m.functions.get(i as usize).ok_or_else(|| {
-                fail(
-                    "V-INIT",
-                    None,
-                    None,
-                    format!("init function {i} does not exist"),
-                )
-            })?;
-            if f.kind != FnKind::Host || f.params != 0 || f.ret.is_some() {
-                return Err(fail(
-                    "V-INIT",
-                    Some(f),
-                    None,
-                    "an initialiser must be a host function without parameters returning void"
-                        .into(),
-                ));
+        let lists = [
+            (&m.init, "init", "an initialiser"),
+            (&m.fini, "fini", "a finaliser"),
+        ];
+        for (list, name, what) in lists {
+            for &i in list {
+                let f = m.functions.get(i as usize).ok_or_else(|| {
+                    fail(
+                        "V-INIT",
+                        None,
+                        None,
+                        format!("{name} function {i} does not exist"),
+                    )
+                })?;
+                if f.kind != FnKind::Host || f.params != 0 || f.ret.is_some() {
+                    return Err(fail(
+                        "V-INIT",
+                        Some(f),
+                        None,
+                        format!("{what} must be a host function without parameters returning void"),
+                    ));
+                }
             }
         }
         if let Some(e) = m.entry {

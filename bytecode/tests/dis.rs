@@ -152,7 +152,8 @@ fn calls_regions_and_tables() {
     assert!(
         text.contains("Demo.Holder { items: Demo.Point[], names: String[], later: Demo.Holder }")
     );
-    assert!(text.contains("  init: [Demo.<clinit>]\n  entry: Demo.everything\n"));
+    assert!(text
+        .contains("  init: [Demo.<clinit>]\n  entry: Demo.everything\n  fini: [Demo.<clinit>]\n"));
     assert!(text.contains("[kernel] (KernelBuffer<float32>, int32) -> void"));
     assert!(
         text.contains("  locals: r0 n, r1 ünïcödé, r1 \"\"\n"),

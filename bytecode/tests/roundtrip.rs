@@ -21,8 +21,8 @@ fn empty_module_round_trips() {
     let bytes = round_trip(&Module::default());
     assert_eq!(&bytes[..4], &MAGIC);
     assert_eq!(&bytes[4..8], &FORMAT_VERSION.to_le_bytes());
-    // Seven empty sections: tag, u32 length, one count (or presence) byte.
-    assert_eq!(bytes.len(), 8 + 7 * 6);
+    // Eight empty sections: tag, u32 length, one count (or presence) byte.
+    assert_eq!(bytes.len(), 8 + 8 * 6);
 }
 
 #[test]
@@ -361,9 +361,12 @@ fn rejects_bad_tags() {
     let mut bad = bytes.clone();
     bad[at] = 2;
     assert_eq!(code_of(&bad), "CJB-E-TAG");
-    // The entry section's presence byte is the last byte of the file (0: no entry).
+    // The entry section's presence byte (0: no entry) comes just before the last section,
+    // the empty fini list (tag, length, count: 6 bytes).
     let mut bad = bytes.clone();
-    *bad.last_mut().unwrap() = 2;
+    let presence = bad.len() - 7;
+    assert_eq!(bad[presence], 0);
+    bad[presence] = 2;
     assert_eq!(code_of(&bad), "CJB-E-TAG");
 }
 
@@ -389,6 +392,9 @@ fn rejects_out_of_range_indices() {
     m.entry = None;
     m.init = vec![0, 1];
     assert_eq!(code_of(&encode(&m)), "CJB-E-INDEX");
+    m.init = vec![0];
+    m.fini = vec![1];
+    assert_eq!(code_of(&encode(&m)), "CJB-E-INDEX");
 }
 
 #[test]
@@ -409,7 +415,7 @@ fn huge_counts_fail_fast_without_allocating() {
 #[test]
 fn matches_the_worked_examples_in_docs_cjb_format() {
     let empty: Vec<u8> = [
-        &[0x43, 0x4a, 0x42, 0x00, 0x01, 0x00, 0x00, 0x00][..],
+        &[0x43, 0x4a, 0x42, 0x00, 0x02, 0x00, 0x00, 0x00][..],
         &[0x01, 0x01, 0, 0, 0, 0x00],
         &[0x02, 0x01, 0, 0, 0, 0x00],
         &[0x03, 0x01, 0, 0, 0, 0x00],
@@ -417,6 +423,7 @@ fn matches_the_worked_examples_in_docs_cjb_format() {
         &[0x05, 0x01, 0, 0, 0, 0x00],
         &[0x06, 0x01, 0, 0, 0, 0x00],
         &[0x07, 0x01, 0, 0, 0, 0x00],
+        &[0x08, 0x01, 0, 0, 0, 0x00],
     ]
     .concat();
     assert_eq!(encode(&Module::default()), empty);

@@ -134,6 +134,10 @@ fn v_init() {
     rejects(&sample_with(|m| m.init.push(6)), "V-INIT");
     rejects(&sample_with(|m| m.init.push(F_ADD)), "V-INIT"); // has parameters
     rejects(&sample_with(|m| m.init.push(F_HELPER)), "V-INIT"); // device
+                                                                // Finalisers follow the same rule.
+    rejects(&sample_with(|m| m.fini.push(6)), "V-INIT");
+    rejects(&sample_with(|m| m.fini.push(F_ADD)), "V-INIT");
+    rejects(&sample_with(|m| m.fini.push(F_HELPER)), "V-INIT");
     rejects(
         &sample_with(|m| {
             let f = &mut m.functions[F_CLINIT as usize];

@@ -1077,12 +1077,18 @@ impl Vm {
     }
 
     /// Program end (LANGUAGE §5.8 step 4, after the entry's drops): drops the objects owned
-    /// by static fields in reverse order, then waits for all device work.
+    /// by static fields in reverse initialisation order — the module's finalisers, which run
+    /// destructors — then releases whatever statics still own (objects a destructor stored,
+    /// everything after a failed finaliser), then waits for all device work.
     ///
     /// # Errors
     ///
-    /// A device fault found while waiting (no host frames: the program has ended).
+    /// A runtime error raised by a destructor (the finalisers after it do not run: an error
+    /// ends the program without destructors, §6.4), else a device fault found while waiting
+    /// (no host frames: the program has ended).
     pub fn finish(&mut self) -> Result<(), RuntimeError> {
+        let fini = self.module.fini.clone();
+        let failed = fini.into_iter().find_map(|f| self.call_index(f, &[]).err());
         for s in (0..self.statics.len()).rev() {
             let ty = self.module.statics[s].ty;
             if ty.is_ref() && ty != Type::Str {
@@ -1093,11 +1099,14 @@ impl Vm {
             }
         }
         if let Some(backend) = self.xpu.backend.clone() {
-            backend
+            let synced = backend
                 .stream_sync(StreamId::DEFAULT)
-                .map_err(|f| self.xpu_error(XErr::Kernel(f), None))?;
+                .map_err(|f| self.xpu_error(XErr::Kernel(f), None));
+            if failed.is_none() {
+                synced?;
+            }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// Whether static `s` owns its object: the compiler gives a static of an owned kind a

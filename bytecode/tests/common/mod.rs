@@ -507,6 +507,8 @@ pub fn sample_module() -> Module {
         ],
         functions: vec![everything, add, clinit, kernel, helper, log],
         init: vec![F_CLINIT],
+        // Any void host function without parameters may finalise; the same one will do.
+        fini: vec![F_CLINIT],
         entry: Some(F_EVERYTHING),
     }
 }

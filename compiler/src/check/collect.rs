@@ -76,6 +76,8 @@ pub enum JobKind {
     Ctor(Option<(usize, usize, usize)>),
     /// The class's static initialiser.
     Clinit,
+    /// The class's static finaliser: drops what its statics own, last first (§5.8 step 4).
+    Clfini,
     /// The class's drop function: the destructor body (if any), then the owned fields' drops.
     Drop(Option<(usize, usize, usize)>),
 }
@@ -125,6 +127,8 @@ pub struct Program {
     pub jobs: Vec<Job>,
     /// `<clinit>` functions in initialisation order.
     pub init: Vec<u32>,
+    /// `<clfini>` functions, in class order (they run in reverse).
+    pub fini: Vec<u32>,
     /// The default entry point.
     pub entry: Option<u32>,
     /// Name environments per unit.
@@ -512,6 +516,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         functions: vec![],
         jobs: vec![],
         init: vec![],
+        fini: vec![],
         entry: None,
         envs: vec![],
         warnings: vec![],
@@ -781,6 +786,22 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                 sig: None,
             });
             p.init.push(f);
+        }
+        let owns_statics = p.classes[ci]
+            .statics
+            .iter()
+            .any(|&s| p.statics[s as usize].ty.is_owned_kind());
+        if owns_statics {
+            let f = p.functions.len() as u32;
+            p.functions
+                .push(shell(format!("{qual}.<clfini>"), FnKind::Host, file));
+            p.jobs.push(Job {
+                func: f,
+                class: ci as u32,
+                kind: JobKind::Clfini,
+                sig: None,
+            });
+            p.fini.push(f);
         }
         let mut methods: Vec<MethodSig> = vec![];
         let mut ctors: Vec<MethodSig> = vec![];

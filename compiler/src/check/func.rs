@@ -406,6 +406,7 @@ impl<'a> FnBuilder<'a> {
         self.nparams = self.regs.len() as u16;
         match job.kind.clone() {
             JobKind::Clinit => self.lower_clinit(),
+            JobKind::Clfini => self.lower_clfini(),
             JobKind::Drop(dtor) => self.lower_drop_fn(dtor),
             JobKind::Ctor(None) => {
                 self.lower_field_inits();
@@ -537,6 +538,47 @@ impl<'a> FnBuilder<'a> {
                     self.end_statement();
                 }
             }
+        }
+        self.emit(Op::RetVoid, 0, 0, 0);
+        self.reachable = false;
+    }
+
+    /// The class's `<clfini>`, run at the normal end of the program (LANGUAGE §5.8 step 4):
+    /// each static of an owned kind, last declared first, drops what it owns (destructors
+    /// included, §6.5) and becomes a borrow, so the VM's final sweep leaves it alone.
+    fn lower_clfini(&mut self) {
+        let c = &self.p.classes[self.class as usize];
+        let decl = &self.units[c.unit].classes[c.index];
+        let mut owned = Vec::new();
+        for m in &decl.members {
+            let crate::ast::Member::Field(f) = m else {
+                continue;
+            };
+            if !f.modifiers.is_static {
+                continue;
+            }
+            for (name, _) in &f.vars {
+                let si = c
+                    .statics
+                    .iter()
+                    .copied()
+                    .find(|&s| self.p.statics[s as usize].name == name.name);
+                if let Some(si) = si {
+                    if let Some(flag) = self.static_flag(si) {
+                        owned.push((si, flag, name.span));
+                    }
+                }
+            }
+        }
+        for (si, flag, span) in owned.into_iter().rev() {
+            self.set_pos(span);
+            let ty = self.p.statics[si as usize].ty.clone();
+            let (v, owns) = (self.temp(ty.reg()), self.temp(Type::BOOL));
+            self.emit(Op::GetStatic, v, si as u16, 0);
+            self.emit(Op::GetStatic, owns, flag as u16, 0);
+            self.emit_drop(v, owns, &ty);
+            let no = self.load_bool(false);
+            self.emit(Op::SetStatic, no, flag as u16, 0);
         }
         self.emit(Op::RetVoid, 0, 0, 0);
         self.reachable = false;
@@ -1075,18 +1117,11 @@ impl<'a> FnBuilder<'a> {
     /// static right after it, see `collect`); the object it owned before is dropped after the
     /// value is computed, before the store, as for fields (LANGUAGE §6.2–6.3).
     pub fn store_static(&mut self, si: u32, r: Reg, own: Own) {
-        let flag = si as usize + 1;
-        let st = &self.p.statics[si as usize];
-        let flagged = self
-            .p
-            .statics
-            .get(flag)
-            .is_some_and(|f| f.name == format!("$own.{}", st.name) && f.class == st.class);
-        if !flagged {
+        let Some(flag) = self.static_flag(si) else {
             self.emit(Op::SetStatic, r, si as u16, 0);
             return;
-        }
-        let ty = st.ty.clone();
+        };
+        let ty = self.p.statics[si as usize].ty.clone();
         let (old, old_flag) = (self.temp(ty.reg()), self.temp(Type::BOOL));
         self.emit(Op::GetStatic, old, si as u16, 0);
         self.emit(Op::GetStatic, old_flag, flag as u16, 0);
@@ -1098,6 +1133,14 @@ impl<'a> FnBuilder<'a> {
             Own::Dyn(d) => d,
         };
         self.emit(Op::SetStatic, owns, flag as u16, 0);
+    }
+
+    /// The hidden owns-flag of static `si` (the static right after it, see `collect`), if
+    /// it is of an owned kind.
+    fn static_flag(&self, si: u32) -> Option<u32> {
+        let st = &self.p.statics[si as usize];
+        let flag = self.p.statics.get(si as usize + 1)?;
+        (flag.name == format!("$own.{}", st.name) && flag.class == st.class).then_some(si + 1)
     }
 
     /// The body of `pkg.Class.~Class`: the destructor's statements, then the drops of what the

@@ -189,6 +189,8 @@ pub fn compile_units(
         functions,
         init: program.init.clone(),
         entry: program.entry,
+        // Program end drops statics in reverse initialisation order (§5.8 step 4).
+        fini: program.fini.iter().rev().copied().collect(),
     })
 }
 
