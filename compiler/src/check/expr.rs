@@ -1182,13 +1182,16 @@ impl FnBuilder<'_> {
         } else {
             lf.clone()
         };
+        self.conditional += 1;
         let (r, rt, rf) = self.bool_expr(rhs);
         if r.ty != Ty::BOOL {
+            self.conditional -= 1;
             return bad(self, &r, rhs.span);
         }
         if let Some(b) = self.materialize(&r) {
             self.emit(Op::Mov, d, b, 0);
         }
+        self.conditional -= 1;
         let merge = self.pc();
         self.patch(j, merge);
         self.region(cajeta_bytecode::RegionKind::If, header, 0, merge);
@@ -2331,7 +2334,7 @@ impl FnBuilder<'_> {
                     return Val::error();
                 };
                 let v = self.method_call(c, &methods, Some(obj), args, span);
-                self.drop_unstored(&recv);
+                self.drop_at_end(recv);
                 return v;
             }
         }

@@ -247,6 +247,14 @@ pub struct FnBuilder<'a> {
     pub(super) last_def: Option<(usize, Reg)>,
     /// `@Device` functions being inlined here, innermost last (see `inline.rs`).
     pub(super) inline_frames: Vec<super::inline::InlineFrame>,
+    /// Owned values stored nowhere whose drop waits for the end of their full expression
+    /// (LANGUAGE §6.4: the receiver of `heap T(…).m()`), innermost full expression last, each
+    /// with the [`FnBuilder::conditional`] depth it began at (see `FnBuilder::drop_at_end`).
+    pub(super) full_exprs: Vec<(u32, Vec<Val>)>,
+    /// How many conditionally evaluated operands enclose the code being emitted (`?:` and
+    /// switch-expression arms, right operands of `&&`/`||`): a value created there may not
+    /// exist where the full expression that began outside them ends.
+    pub(super) conditional: u32,
     /// Scopes below this index are invisible to name lookup (the caller's, while a function
     /// body is inlined).
     pub(super) scope_floor: usize,
@@ -314,6 +322,8 @@ impl<'a> FnBuilder<'a> {
             inline_depth: 0,
             synced: false,
             inline_frames: vec![],
+            full_exprs: vec![],
+            conditional: 0,
             scope_floor: 0,
             dyn_shared: None,
             checked_mems: vec![],

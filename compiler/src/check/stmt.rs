@@ -42,6 +42,7 @@ impl FnBuilder<'_> {
                 }
                 self.launch_statement = matches!(e.kind, ExprKind::Invoke { .. });
                 self.synced = false;
+                self.begin_full_expr();
                 let v = self.expr(e);
                 self.launch_statement = false;
                 // `s.sync()` as a statement releases this block's launch borrows.
@@ -49,6 +50,7 @@ impl FnBuilder<'_> {
                     self.release_borrows();
                 }
                 self.drop_unstored(&v);
+                self.end_full_expr();
             }
             StmtKind::Block(b) => {
                 self.push_scope();
@@ -77,8 +79,10 @@ impl FnBuilder<'_> {
                     Some(ForInit::Local(d)) => self.local_decl(d),
                     Some(ForInit::Exprs(es)) => {
                         for e in es {
-                            let v = self.expr(e);
-                            self.drop_unstored(&v);
+                            self.full_expr(|b| {
+                                let v = b.expr(e);
+                                b.drop_unstored(&v);
+                            });
                         }
                     }
                     None => {}
@@ -128,6 +132,41 @@ impl FnBuilder<'_> {
             StmtKind::Switch { selector, groups } => self.switch_stmt(selector, groups, s.span),
         }
         self.end_statement();
+    }
+
+    /// Starts a full expression: the owned values [`FnBuilder::drop_at_end`] is given while
+    /// it is lowered drop where it ends ([`FnBuilder::end_full_expr`]).
+    pub fn begin_full_expr(&mut self) {
+        self.full_exprs.push((self.conditional, Vec::new()));
+    }
+
+    /// Ends the innermost full expression: drops what waited for it, last created first.
+    pub fn end_full_expr(&mut self) {
+        if let Some((_, waiting)) = self.full_exprs.pop() {
+            for v in waiting.iter().rev() {
+                self.drop_unstored(v);
+            }
+        }
+    }
+
+    /// Runs `lower` as one full expression (a statement's expression, or a condition).
+    pub fn full_expr<T>(&mut self, lower: impl FnOnce(&mut Self) -> T) -> T {
+        self.begin_full_expr();
+        let out = lower(self);
+        self.end_full_expr();
+        out
+    }
+
+    /// Drops owned value `v`, stored nowhere, at the end of the innermost full expression
+    /// (LANGUAGE §6.4: the receiver of `heap T(…).m()` lives to the end of its statement) —
+    /// or now, where that end is not on every path from here (`v` created in a conditional
+    /// operand the full expression encloses: its register would not be written on the other
+    /// paths) or there is no full expression (field initialisers, device code).
+    pub fn drop_at_end(&mut self, v: Val) {
+        match self.full_exprs.last_mut() {
+            Some((depth, waiting)) if *depth == self.conditional && !self.device => waiting.push(v),
+            _ => self.drop_unstored(&v),
+        }
     }
 
     /// Drops an owned value that is stored nowhere (LANGUAGE §6.4).
@@ -211,6 +250,7 @@ impl FnBuilder<'_> {
                 self.emit_bc(Op::LoadI, f, 0);
             }
             if let Some(init) = &var.init {
+                self.begin_full_expr();
                 let v = self.expr_for(init, &ty);
                 let v = if var.transfer {
                     self.transfer_name(init, v)
@@ -218,6 +258,7 @@ impl FnBuilder<'_> {
                     v
                 };
                 self.store_local(li, v, init.span, true);
+                self.end_full_expr();
                 // Even a failed initialiser counts as an assignment: no cascading errors.
                 self.mark_assigned(li);
             }
@@ -234,7 +275,7 @@ impl FnBuilder<'_> {
     }
 
     fn if_stmt(&mut self, cond: &Expr, then: &Stmt, els: Option<&Stmt>) {
-        let (c, when_true, when_false) = self.cond(cond);
+        let (c, when_true, when_false) = self.full_expr(|b| b.cond(cond));
         let header = self.pc();
         let jf = self.emit_bc(Op::JmpIfNot, c.unwrap_or(0), 0);
         self.end_statement();
@@ -563,7 +604,7 @@ impl FnBuilder<'_> {
         } else {
             let mut exit_da = self.da.clone();
             if let (Some(c), false) = (cond, always) {
-                let (r, t, f) = self.cond(c);
+                let (r, t, f) = self.full_expr(|b| b.cond(c));
                 jexit = Some(self.emit_bc(Op::JmpIfNot, r.unwrap_or(0), 0));
                 self.end_statement();
                 self.da = t;
@@ -601,8 +642,10 @@ impl FnBuilder<'_> {
         }
         if let Some(update) = update {
             for e in update {
-                let v = self.expr(e);
-                self.drop_unstored(&v);
+                self.full_expr(|b| {
+                    let v = b.expr(e);
+                    b.drop_unstored(&v);
+                });
                 self.end_statement();
             }
         }
@@ -611,7 +654,7 @@ impl FnBuilder<'_> {
         }
         if do_while {
             if let (Some(c), false) = (cond, always) {
-                let (r, _, f) = self.cond(c);
+                let (r, _, f) = self.full_expr(|b| b.cond(c));
                 self.emit_bc(Op::JmpIf, r.unwrap_or(0), header);
                 self.da = f;
                 self.end_statement();
@@ -765,6 +808,7 @@ impl FnBuilder<'_> {
                     self.reachable = false;
                     return;
                 }
+                self.begin_full_expr();
                 let v = self.expr_for(e, &ret);
                 // `return v;` with `v` an owning local hands the title to the caller.
                 let v = if ret.is_owned_kind() && (transfer || matches!(e.kind, ExprKind::Name(_)))
@@ -774,7 +818,11 @@ impl FnBuilder<'_> {
                     v
                 };
                 let own = v.own;
-                let Some(r) = self.coerce(v, &ret, e.span) else {
+                let coerced = self.coerce(v, &ret, e.span);
+                // What the value's statement left unstored drops once the value is computed,
+                // before the locals (§6.4).
+                self.end_full_expr();
+                let Some(r) = coerced else {
                     self.reachable = false;
                     return;
                 };

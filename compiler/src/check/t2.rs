@@ -22,6 +22,7 @@ struct Snapshot {
     locals: usize,
     shared: usize,
     index_cache: Vec<(Reg, Reg, u32)>,
+    full_exprs: Vec<(u32, Vec<Val>)>,
 }
 
 impl FnBuilder<'_> {
@@ -36,6 +37,7 @@ impl FnBuilder<'_> {
             locals: self.locals.len(),
             shared: self.shared.len(),
             index_cache: self.index_cache.clone(),
+            full_exprs: self.full_exprs.clone(),
         }
     }
 
@@ -50,6 +52,8 @@ impl FnBuilder<'_> {
         self.shared.truncate(s.shared);
         self.last_def = None;
         self.index_cache = s.index_cache;
+        // Values the probe left to drop at the end of a full expression were never created.
+        self.full_exprs = s.full_exprs;
         // Code emitted by the probe is gone: nothing cached from it may survive.
         self.cache_barrier.set(s.code as u32);
     }
@@ -157,6 +161,7 @@ impl FnBuilder<'_> {
         let jf = self.emit_bc(Op::JmpIfNot, c.unwrap_or(0), 0);
         let header = jf as u32;
         self.da = when_true;
+        self.conditional += 1;
         let v = self.expr(then);
         if let Some(r) = self.coerce(v, &t, then.span) {
             self.move_lanes(d, r, &t);
@@ -170,6 +175,7 @@ impl FnBuilder<'_> {
         if let Some(r) = self.coerce(v, &t, els.span) {
             self.move_lanes(d, r, &t);
         }
+        self.conditional -= 1;
         let merge = self.pc();
         self.patch(jend, merge);
         self.region(cajeta_bytecode::RegionKind::If, header, 0, merge);
@@ -391,7 +397,7 @@ impl FnBuilder<'_> {
 
     /// The statement form: stacked labels, fall-through, `break` leaves the switch.
     pub fn switch_stmt(&mut self, selector: &Expr, groups: &[SwitchGroup], _span: Span) {
-        let Some((sel, r)) = self.switch_selector(selector) else {
+        let Some((sel, r)) = self.full_expr(|b| b.switch_selector(selector)) else {
             return;
         };
         self.end_statement();
@@ -502,10 +508,12 @@ impl FnBuilder<'_> {
         for a in arms {
             starts.push(self.pc());
             self.da = entry_da.clone();
+            self.conditional += 1;
             let v = self.expr(&a.value);
             if let Some(x) = self.coerce(v, &t, a.value.span) {
                 self.move_into(d, x);
             }
+            self.conditional -= 1;
             da_out = Some(match da_out {
                 None => self.da.clone(),
                 Some(prev) => prev.iter().zip(&self.da).map(|(x, y)| *x && *y).collect(),
