@@ -1,7 +1,7 @@
 //! Source files, spans and diagnostics (LANGUAGE §10).
 //!
 //! Every phase reports problems as [`Diag`]s with an error code from [`code`]; the driver
-//! renders them with source excerpts (codespan-reporting) in the spec's format:
+//! renders them with source excerpts in the spec's format:
 //! `file:line:col: error[CODE]: message`, then the numbered source line and carets.
 
 /// Index of a source file in a [`SourceMap`].
@@ -168,6 +168,19 @@ impl SourceFile {
             .map_or(end - start, |s| s.chars().count())
             + 1;
         (line as u32, col as u32)
+    }
+
+    /// The text of 1-based line `line` without its line ending (LF, CR LF or CR), if the
+    /// file has that line.
+    pub fn line_text(&self, line: u32) -> Option<&str> {
+        let i = (line as usize).checked_sub(1)?;
+        let start = *self.line_starts.get(i)? as usize;
+        let end = self
+            .line_starts
+            .get(i + 1)
+            .map_or(self.text.len(), |&s| s as usize);
+        let text = self.text.get(start..end)?;
+        Some(text.trim_end_matches(['\n', '\r']))
     }
 
     /// The base name (after the last `/`), as printed in runtime traces.

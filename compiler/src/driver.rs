@@ -159,11 +159,10 @@ pub fn render(sources: &SourceMap, d: &Diag) -> String {
         "{}:{line}:{col}: {sev}[{}]: {}\n",
         file.name, d.code, d.message
     );
-    if let Some(text) = file.text.lines().nth(line as usize - 1) {
+    if let Some(text) = file.line_text(line) {
         // Excerpt: the line, then carets under the span (clipped to the line).
         let num = line.to_string();
         let pad = " ".repeat(num.len());
-        let text = text.trim_end_matches('\r');
         let (_, end_col) = file.line_col(span.end.max(span.start));
         let line_len = text.chars().count() as u32;
         let width = if end_col > col { end_col - col } else { 1 };
@@ -176,4 +175,44 @@ pub fn render(sources: &SourceMap, d: &Diag) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The excerpt of an error at `missing` on the third line, for a file whose lines end in
+    /// `eol`.
+    fn excerpt(eol: &str) -> String {
+        let text = [
+            "class A {",
+            "  void f() {",
+            "    int32 y = missing;",
+            "  }",
+            "}",
+        ]
+        .join(eol);
+        let start = text.find("missing").unwrap() as u32;
+        let mut map = SourceMap::default();
+        let file = map.add("A.cajeta", text);
+        let span = Span {
+            file,
+            start,
+            end: start + 7,
+        };
+        render(
+            &map,
+            &Diag::error(code::VARIABLE_NOT_FOUND, span, "unknown name"),
+        )
+    }
+
+    #[test]
+    fn excerpts_show_the_line_whatever_ends_it() {
+        let want = "A.cajeta:3:15: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]: unknown name\n \
+                    3 |     int32 y = missing;\n   \
+                    |               ^^^^^^^\n";
+        for eol in ["\n", "\r\n", "\r"] {
+            assert_eq!(excerpt(eol), want, "line ending {eol:?}");
+        }
+    }
 }
