@@ -1575,6 +1575,24 @@ impl FnBuilder<'_> {
             );
             return Val::error();
         }
+        if let (&Place::Local(li), true) = (&place, self.device) {
+            // XPU §3.2–3.3: device code passes buffers by storage and POD objects as one copy
+            // taken at launch; neither parameter is reassignable (primitives are).
+            let what = match ty {
+                Ty::Buffer(_) => Some("a KernelBuffer parameter"),
+                Ty::Class(_) => Some("a POD parameter"),
+                _ => None,
+            };
+            if let (Some(what), true) = (what, li < self.param_locals) {
+                self.error(
+                    code::XPU_N01,
+                    target.span,
+                    format!("{what} is not reassignable in device code"),
+                );
+                let _ = self.expr(value);
+                return Val::error();
+            }
+        }
         if let (Place::Local(_), Ty::Shared(_)) = (&place, &ty) {
             // XPU §2.6: a Shared variable denotes one workgroup array for good.
             self.error(
