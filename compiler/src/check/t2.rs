@@ -427,9 +427,17 @@ impl FnBuilder<'_> {
         let mut starts = vec![];
         for g in groups {
             starts.push(self.pc());
-            // Each group is entered from a test (or falls through from the previous one).
+            // Each group is entered from a test (or falls through from the previous one). A
+            // local declared in an earlier group is in scope here; a test's jump skipped its
+            // declaration: not assigned, and (a final one) definitely unassigned.
             self.reachable = true;
             let mut merged = entry_da.clone();
+            merged.resize(self.da.len(), false);
+            for l in &self.locals {
+                if let Some(u) = l.unassigned.filter(|&u| u >= entry_da.len()) {
+                    merged[u] = true;
+                }
+            }
             for (m, d) in merged.iter_mut().zip(&self.da) {
                 *m = *m && *d;
             }
