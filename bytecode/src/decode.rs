@@ -157,26 +157,12 @@ pub fn decode(bytes: &[u8]) -> Result<Module, FormatError> {
         Ok(functions)
     })?;
     let nfunctions = m.functions.len();
-    m.init = r.section(section::INIT, |s| {
-        let n = s.count(1)?;
-        let mut init = Vec::with_capacity(n);
-        for _ in 0..n {
-            init.push(s.function_index(nfunctions)?);
-        }
-        Ok(init)
-    })?;
+    m.init = r.section(section::INIT, |s| s.function_indices(nfunctions))?;
     m.entry = r.section(section::ENTRY, |s| match s.presence()? {
         false => Ok(None),
         true => Ok(Some(s.function_index(nfunctions)?)),
     })?;
-    m.fini = r.section(section::FINI, |s| {
-        let n = s.count(1)?;
-        let mut fini = Vec::with_capacity(n);
-        for _ in 0..n {
-            fini.push(s.function_index(nfunctions)?);
-        }
-        Ok(fini)
-    })?;
+    m.fini = r.section(section::FINI, |s| s.function_indices(nfunctions))?;
     if r.pos != bytes.len() {
         return Err(err(
             "CJB-E-TRAILING",
@@ -495,6 +481,16 @@ impl<'a> Reader<'a> {
             fields.push(Field { name, ty });
         }
         Ok(Class { name, fields })
+    }
+
+    /// A `vec<uleb>` of function indices (the init and fini lists).
+    fn function_indices(&mut self, functions: usize) -> Result<Vec<u32>, FormatError> {
+        let n = self.count(1)?;
+        let mut list = Vec::with_capacity(n);
+        for _ in 0..n {
+            list.push(self.function_index(functions)?);
+        }
+        Ok(list)
     }
 
     fn function_index(&mut self, functions: usize) -> Result<u32, FormatError> {

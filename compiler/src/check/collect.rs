@@ -163,6 +163,20 @@ pub const TIMER_END_FIELD: u16 = 1;
 pub const TIMER_STATE_FIELD: u16 = 2;
 
 impl Program {
+    /// Adds hidden host function `name` of class `ci` (a drop function, `<clinit>` or
+    /// `<clfini>`), whose body `kind` lowers; returns its index.
+    fn hidden_fn(&mut self, name: String, ci: usize, kind: JobKind, file: u32) -> u32 {
+        let func = self.functions.len() as u32;
+        self.functions.push(shell(name, FnKind::Host, file));
+        self.jobs.push(Job {
+            func,
+            class: ci as u32,
+            kind,
+            sig: None,
+        });
+        func
+    }
+
     /// Resolves a simple type name in a unit (LANGUAGE §5.1).
     pub fn lookup_class(&self, unit: usize, name: &str) -> Option<ClassRef> {
         let env = &self.envs[unit];
@@ -753,18 +767,8 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             }
         }
         if dtor.is_some() || owns_fields {
-            let f = p.functions.len() as u32;
-            p.functions.push(shell(
-                format!("{qual}.~{}", decl.name.name),
-                FnKind::Host,
-                file,
-            ));
-            p.jobs.push(Job {
-                func: f,
-                class: ci as u32,
-                kind: JobKind::Drop(dtor.map(|(mi, _)| (ui, idx, mi))),
-                sig: None,
-            });
+            let kind = JobKind::Drop(dtor.map(|(mi, _)| (ui, idx, mi)));
+            let f = p.hidden_fn(format!("{qual}.~{}", decl.name.name), ci, kind, file);
             p.classes[ci].drop_fn = Some(f);
         }
         p.classes[ci].statics = statics;
@@ -776,15 +780,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             has_static_init = true;
         }
         if has_static_init {
-            let f = p.functions.len() as u32;
-            p.functions
-                .push(shell(format!("{qual}.<clinit>"), FnKind::Host, file));
-            p.jobs.push(Job {
-                func: f,
-                class: ci as u32,
-                kind: JobKind::Clinit,
-                sig: None,
-            });
+            let f = p.hidden_fn(format!("{qual}.<clinit>"), ci, JobKind::Clinit, file);
             p.init.push(f);
         }
         let owns_statics = p.classes[ci]
@@ -792,15 +788,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             .iter()
             .any(|&s| p.statics[s as usize].ty.is_owned_kind());
         if owns_statics {
-            let f = p.functions.len() as u32;
-            p.functions
-                .push(shell(format!("{qual}.<clfini>"), FnKind::Host, file));
-            p.jobs.push(Job {
-                func: f,
-                class: ci as u32,
-                kind: JobKind::Clfini,
-                sig: None,
-            });
+            let f = p.hidden_fn(format!("{qual}.<clfini>"), ci, JobKind::Clfini, file);
             p.fini.push(f);
         }
         let mut methods: Vec<MethodSig> = vec![];
