@@ -45,6 +45,8 @@ use std::collections::HashSet;
 
 use crate::LowerError;
 
+mod fmod;
+
 /// Words of one fault record: `[0]` the key `min(g, 2^22-1) << 10 | min(l, 1023)` of the
 /// faulting item (`0xFFFF_FFFF`: none; the smallest key wins, by `OpAtomicUMin`), `[1]` the
 /// access site ([`Lowered::sites`]), `[2..4]` the index (low, high word), `[4..7]` the
@@ -1713,12 +1715,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
             Op::SubF32 => fbin!(F32, f_sub),
             Op::MulF32 => fbin!(F32, f_mul),
             Op::DivF32 => fbin!(F32, f_div),
-            Op::RemF32 => fbin!(F32, f_rem),
+            Op::RemF32 | Op::RemF64 => {
+                let s = if i.op == Op::RemF64 { F64 } else { F32 };
+                let x = self.load(b)?;
+                let y = self.load(c)?;
+                let v = self.fmod(s, x, y)?;
+                self.store(a, v)?;
+            }
             Op::AddF64 => fbin!(F64, f_add),
             Op::SubF64 => fbin!(F64, f_sub),
             Op::MulF64 => fbin!(F64, f_mul),
             Op::DivF64 => fbin!(F64, f_div),
-            Op::RemF64 => fbin!(F64, f_rem),
             Op::NegF32 | Op::NegF64 => {
                 let s = self.reg_scalar(a)?;
                 let t = self.cx.reg_ty(s);
