@@ -150,8 +150,6 @@ pub struct Scope {
     pub names: HashMap<String, usize>,
     /// Pending launch borrows recorded in this block (XPU-K02).
     pub borrows: Vec<Borrow>,
-    /// The body block of a loop: its pending borrows are discarded at its end.
-    pub loop_body: bool,
 }
 
 /// An enclosing loop, for `break`/`continue`.
@@ -228,8 +226,6 @@ pub struct FnBuilder<'a> {
     pub(super) launch_statement: bool,
     /// Locals `0..param_locals` are the parameters.
     pub(super) param_locals: usize,
-    /// The next block statement is a loop body (XPU-K02 discards its pending borrows).
-    pub(super) pending_loop_body: bool,
     /// Nesting of inlined `static final` initialisers in device code (bounded).
     pub(super) inline_depth: u32,
     /// Set when the expression just lowered called `KernelStream.sync()`.
@@ -318,7 +314,6 @@ impl<'a> FnBuilder<'a> {
             shared: vec![],
             launch_statement: false,
             param_locals: 0,
-            pending_loop_body: false,
             inline_depth: 0,
             synced: false,
             inline_frames: vec![],
@@ -1230,10 +1225,9 @@ impl<'a> FnBuilder<'a> {
     /// declared in its own block that statically owns its buffer is an error.
     pub fn check_pending_drops(&mut self, depth: usize, at: Span) {
         let mut found = vec![];
+        // Loop bodies too (§4.2 (b)): the discarding of a loop body's pending borrows at its
+        // end concerns buffers declared outside it, which are not checked here anyway.
         for scope in &self.scopes[depth.min(self.scopes.len())..] {
-            if scope.loop_body {
-                continue;
-            }
             for b in &scope.borrows {
                 if scope.locals.contains(&b.local) && self.locals[b.local].static_owner {
                     found.push(b.clone());

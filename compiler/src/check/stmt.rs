@@ -20,7 +20,6 @@ impl FnBuilder<'_> {
     pub fn stmt(&mut self, s: &Stmt) {
         self.set_pos(s.span);
         let label = self.pending_label.take();
-        let loop_body = std::mem::take(&mut self.pending_loop_body);
         match &s.kind {
             StmtKind::Local(d) => self.local_decl(d),
             StmtKind::Expr(e) => {
@@ -54,7 +53,6 @@ impl FnBuilder<'_> {
             }
             StmtKind::Block(b) => {
                 self.push_scope();
-                self.scopes.last_mut().expect("scope").loop_body = loop_body;
                 self.block_stmts(&b.stmts);
                 let close = Span {
                     start: b.span.end.saturating_sub(1),
@@ -519,7 +517,6 @@ impl FnBuilder<'_> {
             is_switch: false,
         });
         self.push_scope();
-        self.scopes.last_mut().expect("scope").loop_body = true;
         // The index and a copy of the element, taken at the start of each iteration.
         if let (Some((_, iname)), Some(ity)) = (index, &index_ty) {
             let r = self.new_reg(ity.reg());
@@ -623,8 +620,6 @@ impl FnBuilder<'_> {
             is_switch: false,
         });
         self.push_scope();
-        self.scopes.last_mut().expect("scope").loop_body = true;
-        self.pending_loop_body = true;
         self.stmt(body);
         self.pop_scope();
         let cont = self.pc();
