@@ -900,6 +900,19 @@ impl VulkanBackend {
                 )));
             }
         }
+        // XPU §5.3 numbers waves by the linear item index; Vulkan leaves the grouping of a
+        // block's items into subgroups to the driver, and lavapipe forms them row by row (a
+        // 3×5 block gives five waves of 3). Where a row is not whole waves the results would
+        // silently differ from every other backend's.
+        if kg.lowered.features.uses_waves() {
+            let w = kg.lowered.wave_width.unwrap_or(self.caps.wave_width);
+            let [x, y, z] = dims.block;
+            if (y > 1 || z > 1) && w > 0 && x % w != 0 {
+                return Err(refuse(format!(
+                    "the waves of a {x}×{y}×{z} block need its x extent to be a multiple of the wave width {w} (the driver forms waves row by row)"
+                )));
+            }
+        }
         if kg.lowered.shared_bytes + dims.shared_bytes > self.caps.max_shared_bytes {
             return Err(refuse(format!(
                 "{} bytes of shared memory exceed the limit {}",

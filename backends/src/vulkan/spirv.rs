@@ -136,6 +136,17 @@ pub struct Features {
     pub subgroup_basic: bool,
 }
 
+impl Features {
+    /// Whether the kernel uses waves (subgroups) in any way: collectives, lane ids, sizes.
+    pub fn uses_waves(&self) -> bool {
+        self.subgroup_arithmetic
+            || self.subgroup_shuffle
+            || self.subgroup_ballot
+            || self.subgroup_vote
+            || self.subgroup_basic
+    }
+}
+
 /// A lowered kernel: the module and what the runtime needs to launch it.
 #[derive(Clone, Debug)]
 pub struct Lowered {
