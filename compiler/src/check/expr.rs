@@ -790,6 +790,7 @@ impl FnBuilder<'_> {
             return self.short_circuit(op, lhs, rhs).0;
         }
         let l = self.expr(lhs);
+        let l = self.pin(l, &[rhs]);
         let r = self.expr(rhs);
         // A void call used as an operand: point at the call itself.
         for (v, e) in [(&l, lhs), (&r, rhs)] {
@@ -1567,6 +1568,25 @@ impl FnBuilder<'_> {
             return Val::error();
         };
         let ty = self.place_ty(&place);
+        // The target's object and index are complete before the value (§8.3).
+        let place = match place {
+            Place::Elem { arr, idx, elem } => Place::Elem {
+                arr: self.pin_reg(arr, &[value]),
+                idx: self.pin_reg(idx, &[value]),
+                elem,
+            },
+            Place::Dev { base, idx, elem } => Place::Dev {
+                base,
+                idx: self.pin_reg(idx, &[value]),
+                elem,
+            },
+            Place::Field { obj, field, ty } => Place::Field {
+                obj: self.pin_reg(obj, &[value]),
+                field,
+                ty,
+            },
+            p => p,
+        };
         if let (Place::Static(_), true) = (&place, self.device) {
             self.error(
                 code::XPU_N01,
@@ -1628,6 +1648,7 @@ impl FnBuilder<'_> {
             }
             Some(bop) => {
                 let cur = self.load_place(&place, target.span);
+                let cur = self.pin(cur, &[value]);
                 let rhs = self.expr(value);
                 if ty == Ty::Str && bop == BinOp::Add {
                     self.concat(cur, rhs, span)
@@ -1920,9 +1941,47 @@ impl FnBuilder<'_> {
 
     // ----- calls -----
 
-    /// Evaluates call arguments in written order.
+    /// Evaluates call arguments in written order, each complete before the next (§8.4).
     pub fn eval_args(&mut self, args: &[Arg]) -> Vec<Val> {
-        args.iter().map(|a| self.expr(&a.value)).collect()
+        let mut vals = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            let v = self.expr(&a.value);
+            let later: Vec<&Expr> = args[i + 1..].iter().map(|a| &a.value).collect();
+            vals.push(self.pin(v, &later));
+        }
+        vals
+    }
+
+    /// LANGUAGE §8.2: every operand is complete before its operator applies. An operand that
+    /// is a local is the local's register, read only when the operator applies; where a later
+    /// operand assigns that local (`i + i++`, `f(i, i = 2)`, `y += (y = 3)`), the earlier
+    /// operand's value is copied first.
+    pub(super) fn pin(&mut self, v: Val, later: &[&Expr]) -> Val {
+        match v.loc {
+            Loc::Reg(r) => Val {
+                loc: Loc::Reg(self.pin_reg(r, later)),
+                ..v
+            },
+            _ => v,
+        }
+    }
+
+    /// [`FnBuilder::pin`] for a register.
+    pub(super) fn pin_reg(&mut self, r: Reg, later: &[&Expr]) -> Reg {
+        let mut names = vec![];
+        for e in later {
+            assigned_names(e, &mut names);
+        }
+        let assigned = names.iter().any(|n| {
+            self.lookup_local(n)
+                .is_some_and(|li| self.locals[li].reg == r)
+        });
+        if !assigned {
+            return r;
+        }
+        let t = self.temp(self.regs[usize::from(r)]);
+        self.emit(Op::Mov, t, r, 0);
+        t
     }
 
     /// Binds arguments to a candidate's parameters: for each parameter, the argument index.
@@ -2594,4 +2653,94 @@ fn fold_cmp(op: BinOp, x: Num, y: Num) -> Option<bool> {
         },
         _ => return None,
     })
+}
+
+/// The names an expression may assign as locals (`x = …`, `x op= …`, `++x`, `x--`), for
+/// [`FnBuilder::pin`]. Calls cannot assign a caller's locals, so the syntax tells it all.
+fn assigned_names<'e>(e: &'e Expr, out: &mut Vec<&'e str>) {
+    fn name_of(e: &Expr) -> Option<&str> {
+        match &e.kind {
+            ExprKind::Name(id) => Some(&id.name),
+            ExprKind::Paren(inner) => name_of(inner),
+            _ => None,
+        }
+    }
+    let sub = |x: &'e Expr, out: &mut Vec<&'e str>| assigned_names(x, out);
+    match &e.kind {
+        ExprKind::Assign { target, value, .. } => {
+            out.extend(name_of(target));
+            sub(target, out);
+            sub(value, out);
+        }
+        ExprKind::Unary { op, operand } => {
+            if matches!(op, UnOp::PreInc | UnOp::PreDec) {
+                out.extend(name_of(operand));
+            }
+            sub(operand, out);
+        }
+        ExprKind::Postfix { operand, .. } => {
+            out.extend(name_of(operand));
+            sub(operand, out);
+        }
+        ExprKind::Paren(x) | ExprKind::Transfer(x) | ExprKind::Cast { expr: x, .. } => sub(x, out),
+        ExprKind::Field { target, .. } => sub(target, out),
+        ExprKind::Call { target, args, .. } => {
+            if let Some(t) = target {
+                sub(t, out);
+            }
+            for a in args {
+                sub(&a.value, out);
+            }
+        }
+        ExprKind::Invoke { callee, args } => {
+            sub(callee, out);
+            for a in args {
+                sub(&a.value, out);
+            }
+        }
+        ExprKind::Index { target, index } => {
+            sub(target, out);
+            sub(index, out);
+        }
+        ExprKind::Binary { lhs, rhs, .. } => {
+            sub(lhs, out);
+            sub(rhs, out);
+        }
+        ExprKind::Cond { cond, then, els } => {
+            sub(cond, out);
+            sub(then, out);
+            sub(els, out);
+        }
+        ExprKind::New { args, .. } => {
+            for a in args {
+                sub(&a.value, out);
+            }
+        }
+        ExprKind::NewArray { dims, init, .. } => {
+            for x in dims.iter().chain(init.iter().flatten()) {
+                sub(x, out);
+            }
+        }
+        ExprKind::SharedArray { len, .. } => sub(len, out),
+        ExprKind::ArrayLit(xs) => {
+            for x in xs {
+                sub(x, out);
+            }
+        }
+        ExprKind::Switch { selector, arms } => {
+            sub(selector, out);
+            for a in arms {
+                sub(&a.value, out);
+            }
+        }
+        ExprKind::Int { .. }
+        | ExprKind::Float { .. }
+        | ExprKind::Char(_)
+        | ExprKind::Str(_)
+        | ExprKind::Bool(_)
+        | ExprKind::Null
+        | ExprKind::Name(_)
+        | ExprKind::This
+        | ExprKind::GenericName { .. } => {}
+    }
 }
