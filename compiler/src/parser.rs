@@ -38,6 +38,7 @@ pub fn parse(file: FileId, text: &str) -> (Unit, Vec<Diag>) {
         depth: 0,
         prev_end: 0,
         too_deep: false,
+        case_label: false,
         braces: 0,
     };
     let unit = p.unit();
@@ -85,6 +86,8 @@ struct Parser {
     /// Number of `{` consumed and not yet closed (recovery never skips past the `}` that
     /// closes the block or class body it recovers in).
     braces: u32,
+    /// Parsing a case label: a `->` after it ends the label, it opens no lambda.
+    case_label: bool,
 }
 
 /// The library generic types whose name opens type arguments in expressions (LANGUAGE §9).

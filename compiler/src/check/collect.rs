@@ -754,6 +754,22 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             Member::Destructor(d) => Some((mi, d)),
             _ => None,
         });
+        // A destructor is unique (§5.5): a second one is a same-signature member.
+        for d in decl
+            .members
+            .iter()
+            .filter_map(|m| match m {
+                Member::Destructor(d) => Some(d),
+                _ => None,
+            })
+            .skip(1)
+        {
+            errors.push(Diag::error(
+                code::VARIABLE_DUPLICATE,
+                d.name.span,
+                format!("class '{}' already has a destructor", decl.name.name),
+            ));
+        }
         if let Some((_, d)) = dtor {
             if d.name.name != decl.name.name {
                 errors.push(Diag::error(

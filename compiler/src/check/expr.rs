@@ -1352,6 +1352,9 @@ impl FnBuilder<'_> {
                 }
                 if let Some(fi) = c.fields.iter().position(|f| f.name == id.name) {
                     let ty = c.fields[fi].ty.clone();
+                    if c.fields[fi].is_final {
+                        self.check_final_field(self.class, &id.name, target.span);
+                    }
                     if let Some(this) = self.this {
                         return Some(Place::Field {
                             obj: this,
@@ -1423,12 +1426,8 @@ impl FnBuilder<'_> {
                             cls.fields[fi].is_final,
                         );
                         self.check_access(access, c, name.span, &name.name);
-                        if is_final && !(self.this.is_some() && c == self.class) {
-                            self.error(
-                                code::FINAL_ASSIGNMENT,
-                                target.span,
-                                format!("final field '{}' cannot be assigned here", name.name),
-                            );
+                        if is_final {
+                            self.check_final_field(c, &name.name, target.span);
                         }
                         let r = self.materialize(&o)?;
                         Some(Place::Field {
@@ -1486,6 +1485,19 @@ impl FnBuilder<'_> {
                 self.error(code::SYNTAX, target.span, "not an assignable target");
                 None
             }
+        }
+    }
+
+    /// LANGUAGE §5.3: a final instance field of class `c` is assigned only by its initialiser
+    /// or a constructor of `c` (field initialisers are lowered into the constructors).
+    fn check_final_field(&mut self, c: u32, name: &str, at: Span) {
+        let in_ctor = matches!(self.job.kind, super::collect::JobKind::Ctor(_));
+        if !(in_ctor && c == self.class) {
+            self.error(
+                code::FINAL_ASSIGNMENT,
+                at,
+                format!("final field '{name}' cannot be assigned here"),
+            );
         }
     }
 

@@ -7,7 +7,7 @@
 
 use super::func::{FnBuilder, Loc, LoopCtx, Own, Reg, Val};
 use super::ty::{self, Num, Ty};
-use crate::ast::{BinOp, CaseLabel, Expr, ExprKind, SwitchArm, SwitchGroup};
+use crate::ast::{BinOp, CaseLabel, Expr, SwitchArm, SwitchGroup};
 use crate::diag::{code, Span};
 use cajeta_bytecode::{Op, Scalar, Type};
 
@@ -301,7 +301,7 @@ impl FnBuilder<'_> {
     }
 
     /// A case label's constant: its cell in the selector's type, or `None` after a diagnostic.
-    fn case_constant(&mut self, e: &Expr, sel: &Ty) -> Option<u64> {
+    fn case_constant(&mut self, e: &Expr, sel: &Ty) -> Option<(u64, Option<String>)> {
         let v = self.expr(e);
         let konst = match (&v.loc, sel) {
             (Loc::Num(n), Ty::Prim(s)) if s.is_int() => {
@@ -316,16 +316,29 @@ impl FnBuilder<'_> {
             _ => None,
         };
         if konst.is_none() {
-            if let (Loc::Str(_), Ty::Str) = (&v.loc, sel) {
-                // Strings compare by contents at run time; the constant is the pool index.
-                return Some(u64::MAX);
+            if let (Loc::Str(text), Ty::Str) = (&v.loc, sel) {
+                // Strings compare by contents at run time.
+                return Some((u64::MAX, Some(text.to_string())));
             }
             if v.ty != Ty::Error {
                 let (a, b) = (self.ty_name(&v.ty), self.ty_name(sel));
                 self.error(code::TYPE_MISMATCH, e.span, format!("case label of type {a} does not match the selector type {b} (or is not a constant)"));
             }
         }
-        konst
+        konst.map(|k| (k, None))
+    }
+
+    /// A second `default` label in one switch is a duplicate label (§7).
+    fn check_one_default<'l>(&mut self, labels: impl Iterator<Item = &'l CaseLabel>) {
+        let mut seen = false;
+        for l in labels {
+            if let CaseLabel::Default(at) = l {
+                if seen {
+                    self.error(code::DUPLICATE_CASE, *at, "duplicate default label");
+                }
+                seen = true;
+            }
+        }
     }
 
     /// Emits `if selector == label then jump` for each label; returns the jumps to patch.
@@ -339,12 +352,8 @@ impl FnBuilder<'_> {
         let mut jumps = vec![];
         for l in labels {
             let CaseLabel::Case(e) = l else { continue };
-            let Some(k) = self.case_constant(e, sel) else {
+            let Some(key) = self.case_constant(e, sel) else {
                 continue;
-            };
-            let key = match &e.kind {
-                ExprKind::Str(s) => (k, Some(s.clone())),
-                _ => (k, None),
             };
             if seen.contains(&key) {
                 self.error(code::DUPLICATE_CASE, e.span, "duplicate case label");
@@ -358,11 +367,11 @@ impl FnBuilder<'_> {
                     self.emit(Op::EqStr, b, sel_reg, r);
                 }
                 (None, Ty::Prim(s)) => {
-                    let r = self.load_bits(Type::Scalar(*s), k);
+                    let r = self.load_bits(Type::Scalar(*s), key.0);
                     self.emit(super::expr::typed_op("eq", *s).expect("eq"), b, sel_reg, r);
                 }
                 (None, _) => {
-                    let r = self.load_bits(Type::I32, k);
+                    let r = self.load_bits(Type::I32, key.0);
                     self.emit(Op::EqI32, b, sel_reg, r);
                 }
             }
@@ -401,6 +410,7 @@ impl FnBuilder<'_> {
             return;
         };
         self.end_statement();
+        self.check_one_default(groups.iter().flat_map(|g| &g.labels));
         let mut seen = vec![];
         let tests: Vec<Vec<usize>> = groups
             .iter()
@@ -500,6 +510,7 @@ impl FnBuilder<'_> {
             return Val::error();
         };
         let d = self.temp(t.reg());
+        self.check_one_default(arms.iter().flat_map(|a| &a.labels));
         let mut seen = vec![];
         let tests: Vec<Vec<usize>> = arms
             .iter()

@@ -762,7 +762,7 @@ impl FnBuilder<'_> {
     /// whose initialiser is a constant expression).
     fn constant_initialiser(&self, si: u32, depth: u32) -> Option<Expr> {
         let st = &self.p.statics[si as usize];
-        if depth > 16 || !st.is_final || !matches!(st.ty, Ty::Prim(_)) {
+        if depth > 16 || !st.is_final || !matches!(st.ty, Ty::Prim(_) | Ty::Str) {
             return None;
         }
         let c = &self.p.classes[st.class as usize];
@@ -788,6 +788,7 @@ impl FnBuilder<'_> {
             ExprKind::Int { .. }
             | ExprKind::Float { .. }
             | ExprKind::Char(_)
+            | ExprKind::Str(_)
             | ExprKind::Bool(_) => true,
             ExprKind::Paren(i) | ExprKind::Cast { expr: i, .. } => {
                 self.is_const_expr(i, class, depth + 1)
@@ -837,6 +838,8 @@ impl FnBuilder<'_> {
                     own: Own::No,
                 }
             }
+            // char and String constants stay constants too (case labels, §7).
+            (Loc::Char(_) | Loc::Str(_), _, _) if v.ty == ty => Val { own: Own::No, ..v },
             _ => match self.coerce(v, &ty, span) {
                 Some(r) => Val::reg(ty, r),
                 None => Val::error(),

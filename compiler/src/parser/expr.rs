@@ -75,7 +75,10 @@ impl Parser {
 
     /// A `case` constant: a binary expression (no `?:`, whose `:` would be ambiguous).
     pub(super) fn case_constant(&mut self) -> PResult<Expr> {
-        self.binary(0)
+        let outer = std::mem::replace(&mut self.case_label, true);
+        let r = self.binary(0);
+        self.case_label = outer;
+        r
     }
 
     /// Binary operators of precedence `min_prec` and higher (left-associative).
@@ -513,7 +516,7 @@ impl Parser {
         if name == "shared" && self.at_type_start(1) {
             return self.shared_array();
         }
-        if self.nth_is_p(1, P::Arrow) {
+        if self.nth_is_p(1, P::Arrow) && !self.case_label {
             self.not_implemented(start, "lambda expressions are");
             return Err(Failed);
         }
@@ -549,7 +552,7 @@ impl Parser {
     /// `( e )` (a lambda parameter list is T3).
     fn paren(&mut self) -> PResult<Expr> {
         let start = self.span();
-        if self.at_lambda_params() {
+        if self.at_lambda_params() && !self.case_label {
             self.not_implemented(start, "lambda expressions are");
             return Err(Failed);
         }
