@@ -329,3 +329,63 @@ fn lower_validate_and_compare(name: &str, text: &str) {
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// A kernel with more buffer parameters than lavapipe's 32 storage buffers per stage: vulkan
+/// either runs it (a device with room) and prints what cpu prints, or refuses the launch with
+/// `XPU-E-LAUNCH` naming the limit — never crashes (lavapipe did, past its limit).
+#[test]
+fn too_many_buffer_parameters_are_refused_not_a_crash() {
+    const N: usize = 40;
+    let params: Vec<String> = (0..N)
+        .map(|i| format!("KernelBuffer<int32> b{i}"))
+        .collect();
+    let stores: Vec<String> = (0..N)
+        .map(|i| format!("        b{i}[0] = {i} + x;"))
+        .collect();
+    let decls: Vec<String> = (0..N)
+        .map(|i| format!("        KernelBuffer<int32> b{i} = heap KernelBuffer<int32>(1);"))
+        .collect();
+    let args: Vec<String> = (0..N).map(|i| format!("b{i}")).collect();
+    let sums: Vec<String> = (0..N)
+        .map(|i| format!("        b{i}.download(h);\n        s = s + h[0];"))
+        .collect();
+    let text = format!(
+        "import cajeta.xpu.*;\n\npublic class ManyBuffers {{\n    @Kernel\n    static void k({}, int32 x) {{\n{}\n    }}\n\n    public static void main() {{\n{}\n        k.launch(grid: [1], block: [1])({}, 1000);\n        KernelStream.current().sync();\n        int32[] h = heap int32[1];\n        int64 s = 0;\n{}\n        System.stdout.println(s);\n    }}\n}}\n",
+        params.join(", "),
+        stores.join("\n"),
+        decls.join("\n"),
+        args.join(", "),
+        sums.join("\n"),
+    );
+    let tmp = std::env::temp_dir().join(format!("cajeta-spirv-many-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temporary directory");
+    let src = tmp.join("ManyBuffers.cajeta");
+    std::fs::write(&src, text).expect("write the program");
+    let run = |backend: &str| {
+        Command::new(env!("CARGO_BIN_EXE_cajeta"))
+            .args(["run", "--backend", backend])
+            .arg(&src)
+            .output()
+            .expect("run cajeta")
+    };
+    let cpu = run("cpu");
+    let expected = (0..N as i64).map(|i| i + 1000).sum::<i64>();
+    assert_eq!(
+        String::from_utf8_lossy(&cpu.stdout).trim(),
+        expected.to_string()
+    );
+    let vk = run("vulkan");
+    let stderr = String::from_utf8_lossy(&vk.stderr);
+    if stderr.contains("XPU-E-BACKEND") {
+        eprintln!("spirv: not running ManyBuffers: {stderr}");
+    } else if vk.status.success() {
+        assert_eq!(vk.stdout, cpu.stdout, "vulkan prints other values than cpu");
+    } else {
+        assert_eq!(vk.status.code(), Some(70), "vulkan: {stderr}");
+        assert!(
+            stderr.contains("XPU-E-LAUNCH") && stderr.contains("storage buffers per kernel"),
+            "vulkan: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}

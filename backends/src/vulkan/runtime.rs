@@ -176,6 +176,9 @@ pub struct VulkanBackend {
     wave_sizes: Option<(u32, u32)>,
     force_staging: bool,
     host_device_memory: bool,
+    /// Storage buffers one compute kernel may bind (the device's per-stage and per-set
+    /// limits): buffer parameters plus the fault buffer.
+    max_storage_buffers: u32,
     stats: Arc<Mutex<MemStats>>,
     state: Mutex<State>,
 }
@@ -458,7 +461,11 @@ impl VulkanBackend {
             atomics_64: have.atomic_int64,
             f64: have.float64,
         };
+        let max_storage_buffers = limits
+            .max_per_stage_descriptor_storage_buffers
+            .min(limits.max_descriptor_set_storage_buffers);
         Ok(VulkanBackend {
+            max_storage_buffers,
             dev,
             queue,
             pool,
@@ -668,6 +675,14 @@ impl VulkanBackend {
                     .stage_flags(vk::ShaderStageFlags::COMPUTE)
             })
             .collect();
+        // Beyond the limit lavapipe crashes instead of failing the pipeline's creation.
+        if bindings.len() as u64 > u64::from(self.max_storage_buffers) {
+            return Err(format!(
+                "{} buffer parameters exceed the device's limit of {} storage buffers per kernel (one is the fault record)",
+                bindings.len() - 1,
+                self.max_storage_buffers
+            ));
+        }
         let ranges = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .offset(0)
