@@ -1112,11 +1112,18 @@ impl FnBuilder<'_> {
                 .find(|m| m.name == id.name)
                 .cloned(),
             ExprKind::Field { target, name } => match self.class_path(target) {
-                Some(super::collect::ClassRef::User(c)) => self.p.classes[c as usize]
-                    .methods
-                    .iter()
-                    .find(|m| m.name == name.name)
-                    .cloned(),
+                Some(super::collect::ClassRef::User(c)) => {
+                    let k = self.p.classes[c as usize]
+                        .methods
+                        .iter()
+                        .find(|m| m.name == name.name)
+                        .cloned();
+                    // A launch is a use of the kernel method (LANGUAGE §5.2).
+                    if let Some(k) = &k {
+                        self.check_access(k.access, c, name.span, &name.name);
+                    }
+                    k
+                }
                 _ => None,
             },
             _ => None,
