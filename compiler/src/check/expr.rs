@@ -1211,12 +1211,34 @@ impl FnBuilder<'_> {
         (Val::reg(Ty::BOOL, d), t, f)
     }
 
+    /// The name of the constant of enum `e` whose ordinal is in register `r` (§3.5): a chain
+    /// of tests, the last constant where none holds (the library enums have at most five).
+    fn enum_name(&mut self, e: ty::EnumTy, r: Reg) -> Reg {
+        let names = e.constants();
+        let d = self.temp(Type::Str);
+        let last = self.load_str(names[names.len() - 1]);
+        self.emit(Op::Mov, d, last, 0);
+        for (o, name) in names.iter().enumerate().take(names.len() - 1) {
+            let k = self.load_bits(Type::I32, o as u64);
+            let b = self.temp(Type::BOOL);
+            self.emit(Op::EqI32, b, r, k);
+            let j = self.emit_bc(Op::JmpIfNot, b, 0);
+            let s = self.load_str(name);
+            self.emit(Op::Mov, d, s, 0);
+            let merge = self.pc();
+            self.patch(j, merge);
+            self.region(cajeta_bytecode::RegionKind::If, j as u32, 0, merge);
+        }
+        d
+    }
+
     /// String conversion of a value (LANGUAGE §3.5) into a String register.
     pub fn stringify(&mut self, v: &Val, span: Span) -> Option<Reg> {
         match (&v.ty, &v.loc) {
             (Ty::Str, _) => self.str_reg(v),
             (Ty::Null, _) => Some(self.load_str("null")),
             (Ty::Enum(e), Loc::Enum(o)) => Some(self.load_str(e.constants()[*o as usize])),
+            (Ty::Enum(e), Loc::Reg(r)) => Some(self.enum_name(*e, *r)),
             (Ty::Prim(s), _) => {
                 let r = self.materialize(v)?;
                 // float16/bfloat16 print as their exact float32 widening (§3.6).
@@ -1560,9 +1582,9 @@ impl FnBuilder<'_> {
     }
 
     fn elem_get(&mut self, arr: Reg, idx: Reg, elem: &Ty) -> Reg {
-        let op = match elem {
-            Ty::Prim(s) => typed_op("aget", *s).expect("aget"),
-            _ => Op::ArrGetRef,
+        let op = match elem.elem_scalar() {
+            Some(s) => typed_op("aget", s).expect("aget"),
+            None => Op::ArrGetRef,
         };
         self.def(op, elem.reg(), arr, idx)
     }
@@ -1761,11 +1783,11 @@ impl FnBuilder<'_> {
                     return Val::error();
                 };
                 self.set_pos(span);
-                match elem {
-                    Ty::Prim(s) => {
+                match elem.elem_scalar() {
+                    Some(s) => {
                         self.emit(typed_op("aset", s).expect("aset"), arr, idx, r);
                     }
-                    _ => self.store_elem(arr, idx, r, own, &elem),
+                    None => self.store_elem(arr, idx, r, own, &elem),
                 }
                 Val::reg(ty, r)
             }

@@ -537,12 +537,15 @@ impl FnBuilder<'_> {
                     src,
                     k,
                 ),
-                (Ty::Prim(s), false) => self.def(
-                    super::expr::typed_op("aget", *s).expect("aget"),
-                    Type::Scalar(*s),
-                    src,
-                    k,
-                ),
+                (e, false) if e.elem_scalar().is_some() => {
+                    let s = e.elem_scalar().expect("scalar");
+                    self.def(
+                        super::expr::typed_op("aget", s).expect("aget"),
+                        Type::Scalar(s),
+                        src,
+                        k,
+                    )
+                }
                 (e, _) => self.def(Op::ArrGetRef, e.reg(), src, k),
             };
             let v = Val::reg(elem.clone(), got);

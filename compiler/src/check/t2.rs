@@ -273,9 +273,9 @@ impl FnBuilder<'_> {
         let arr = self.new_reg(ty.reg());
         self.set_pos(span);
         self.emit(Op::NewArr, arr, len, 0);
-        let set = match &elem {
-            Ty::Prim(s) => super::expr::typed_op("aset", *s).expect("aset"),
-            _ => Op::ArrSetRef,
+        let set = match elem.elem_scalar() {
+            Some(s) => super::expr::typed_op("aset", s).expect("aset"),
+            None => Op::ArrSetRef,
         };
         for (i, e) in items.iter().enumerate() {
             let v = self.expr_for(e, &elem);
@@ -286,7 +286,7 @@ impl FnBuilder<'_> {
                 continue;
             };
             let idx = self.load_bits(Type::I64, i as u64);
-            if matches!(elem, Ty::Prim(_)) {
+            if elem.elem_scalar().is_some() {
                 self.emit(set, arr, idx, r);
             } else {
                 self.init_elem(arr, idx, r, own, &elem);

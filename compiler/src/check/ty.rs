@@ -72,6 +72,16 @@ pub enum Ty {
 }
 
 impl Ty {
+    /// The scalar an array of this element type stores: primitives their own, an enum its
+    /// int32 ordinal; `None` for reference elements.
+    pub fn elem_scalar(&self) -> Option<Scalar> {
+        match self {
+            Ty::Prim(s) => Some(*s),
+            Ty::Enum(_) => Some(Scalar::I32),
+            _ => None,
+        }
+    }
+
     /// `boolean`.
     pub const BOOL: Ty = Ty::Prim(Scalar::Bool);
 
@@ -131,7 +141,7 @@ impl Ty {
             Ty::Prim(s) => Type::Scalar(*s),
             Ty::Str => Type::Str,
             Ty::Array(e) => Type::Array(match &**e {
-                Ty::Prim(s) => Elem::Scalar(*s),
+                Ty::Prim(_) | Ty::Enum(_) => Elem::Scalar(e.elem_scalar().expect("scalar")),
                 Ty::Class(c) => Elem::Object(*c),
                 // Strings and anything else (nested arrays are T2) are reference elements.
                 _ => Elem::Str,
