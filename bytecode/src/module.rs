@@ -5,7 +5,7 @@ use crate::opcodes::Instr;
 use crate::types::Type;
 
 /// Format version written into every `.cjb` file; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// A constant-pool entry.
 #[derive(Clone, PartialEq, Debug)]

@@ -565,6 +565,7 @@ macro_rules! for_each_opcode {
         NewObj         "newobj"         [Dst(OBJECT), Class, N] "r[a] := new zero-filled instance of class bc";
         GetField       "getfield"       [Special, Src(OBJECT), Field] "r[a] := r[b].field[c]; E-NULL, E-DROPPED";
         SetField       "setfield"       [Src(OBJECT), Field, Special] "r[a].field[b] := r[c]; E-NULL, E-DROPPED";
+        ChkObj         "chk.obj"        [Src(OBJECT), Func, N] "nothing if r[a] is a live object, else E-NULL / E-DROPPED: r[a] is the receiver of a call of F[b]";
         GetStatic      "getstatic"      [Special, Static, N] "r[a] := static[b]";
         SetStatic      "setstatic"      [Special, Static, N] "static[b] := r[a]";
         Drop           "drop"           [Src(REF), Src(T_BOOL), N] "if r[b] (the owns-flag) then release the object r[a] (null or already released: nothing)";
@@ -796,6 +797,7 @@ impl Op {
                     | Op::NewArr
                     | Op::ArrLen
                     | Op::NewObj
+                    | Op::ChkObj
                     | Op::GetStatic
                     | Op::SetStatic
                     | Op::Drop

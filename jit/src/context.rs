@@ -272,6 +272,11 @@ pub const ELEM_OWN_FLAG: u32 = ELEM_REF + 1;
 /// index, clearing its flag (`aown.take`; the index argument is unused).
 pub const ELEM_TAKE_OWNED: u32 = ELEM_REF + 2;
 
+/// A `field` argument of [`RuntimeHooks::get_field`] with this bit set makes it check only that
+/// the object is live (`chk.obj`, the receiver of an instance call), the low 16 bits naming the
+/// method called for the error message; it reads no field.
+pub const FIELD_CHECK_CALL: u32 = 1 << 31;
+
 /// Encodes an array element type for [`RuntimeHooks::new_array`]: a [`Scalar`] as its code
 /// (0..=13), `String` as [`ELEM_REF`], class `k` as `2^32 + k`.
 pub fn encode_elem(e: Elem) -> u64 {

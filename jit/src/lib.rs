@@ -147,7 +147,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module as _};
 
 pub use context::{
     decode_elem, encode_elem, guard, JitContext, JitFn, ObjectView, ObjectViews, RuntimeHooks,
-    Status, TraceEntry, ELEM_OWN_FLAG, ELEM_REF, ELEM_TAKE_OWNED,
+    Status, TraceEntry, ELEM_OWN_FLAG, ELEM_REF, ELEM_TAKE_OWNED, FIELD_CHECK_CALL,
 };
 
 /// Address space reserved for generated code (virtual: pages are committed as code is

@@ -38,6 +38,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 
 use crate::context::{
     encode_elem, off, ObjectView, RuntimeHooks, Status, ELEM_OWN_FLAG, ELEM_REF, ELEM_TAKE_OWNED,
+    FIELD_CHECK_CALL,
 };
 use crate::helpers;
 use crate::inline;
@@ -1695,6 +1696,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                 self.set(i.a, r);
             }
             Op::GetField | Op::SetField => self.field(pc, i)?,
+            Op::ChkObj => self.check_object(pc, i),
             // Owns-flags of reference elements: through the array hooks, as `aget.ref`.
             Op::ArrOwnGet => self.array(pc, i, true, ELEM_OWN_FLAG)?,
             Op::ArrOwnSet => self.array(pc, i, false, ELEM_OWN_FLAG)?,
@@ -2130,6 +2132,26 @@ impl<'a, 'b> Tr<'a, 'b> {
             }
         }
         Ok(())
+    }
+
+    /// `chk.obj`: the receiver of an instance call is a live object, inline through the object
+    /// views as `getfield` (whose hook raises the error when it is not).
+    fn check_object(&mut self, pc: u32, i: Instr) {
+        let hooks = *self.s.hooks;
+        let obj = self.get(i.a);
+        let what = self.i32c(FIELD_CHECK_CALL | u32::from(i.b));
+        let reg = self.reg_id(pc, i.a);
+        let slow = (hooks.get_field as usize, [I64, I32, I32], [obj, what, reg]);
+        let kind = match self.f.regs.get(usize::from(i.a)) {
+            Some(Type::Object(k)) if self.s.inline_objects => ObjectView::instance_kind(*k),
+            _ => None,
+        };
+        match kind {
+            Some(kind) => {
+                self.object_data(pc, i.a, kind, None, (slow.0, &slow.1, &slow.2));
+            }
+            None => self.hook(pc, slow.0, &slow.1, &slow.2),
+        }
     }
 
     /// The inline access path of an element or field instruction at `pc` on `handle` (a
@@ -3007,6 +3029,7 @@ mod tests {
                     | Op::NewObj
                     | Op::GetField
                     | Op::SetField
+                    | Op::ChkObj
                     | Op::GetStatic
                     | Op::SetStatic
                     | Op::Drop

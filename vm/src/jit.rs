@@ -43,7 +43,7 @@ use std::sync::Arc;
 use cajeta_bytecode::{FnKind, Function, Op, Scalar};
 use cajeta_jit::{
     decode_elem, guard, Jit, JitContext, JitFn, JitOptions, RuntimeHooks, Status, ELEM_OWN_FLAG,
-    ELEM_REF, ELEM_TAKE_OWNED,
+    ELEM_REF, ELEM_TAKE_OWNED, FIELD_CHECK_CALL,
 };
 
 use crate::api::Vm;
@@ -787,14 +787,16 @@ hook!(h_new_object(class: u32) |c, vm| {
 });
 
 hook!(h_get_field(obj: u64, field: u32, reg: u32) |c, vm| {
-    let got = match vm.heap.get(obj) {
-        Some(Obj::Instance(o)) => o.fields.get(field as usize).copied(),
-        _ => None,
+    let (got, access) = match vm.heap.get(obj) {
+        Some(Obj::Instance(_)) if field & FIELD_CHECK_CALL != 0 => (Some(0), Access::Field(0)),
+        _ if field & FIELD_CHECK_CALL != 0 => (None, Access::Call(field as u16)),
+        Some(Obj::Instance(o)) => (o.fields.get(field as usize).copied(), Access::Field(0)),
+        _ => (None, Access::Field(field as u16)),
     };
     let r = got.ok_or(Fault::BadRef {
         reg: reg as u16,
         handle: obj,
-        access: Access::Field(field as u16),
+        access,
     });
     done(vm, c, r)
 });

@@ -1673,7 +1673,9 @@ impl FnBuilder<'_> {
         }
         let v = match op {
             None => {
-                let v = self.expr(value);
+                // An assignment is a conversion context: an array literal takes the target's
+                // element type (§6.1, §3.2).
+                let v = self.expr_for(value, &ty);
                 if transfer {
                     self.transfer_name(value, v)
                 } else {
@@ -2409,6 +2411,12 @@ impl FnBuilder<'_> {
                 );
                 return Val::error();
             };
+            // A call through null or a dropped object is E-NULL / E-DROPPED at the call
+            // (§8.4); `this` is live while its method runs.
+            if Some(obj) != self.this {
+                self.set_pos(span);
+                self.emit(Op::ChkObj, obj, sig.func as u16, 0);
+            }
             return self.emit_call(&sig, Some((obj, class)), vals, args, span);
         }
         if self.device && matches!(sig.ret, Ty::Vector(..)) {

@@ -867,6 +867,16 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                     }),
                 }
             }
+            XOp::ChkObj => {
+                let h = rd!(ins.a());
+                if !matches!(vm.heap.get(h), Some(Obj::Instance(_))) {
+                    fault!(Fault::BadRef {
+                        reg: ins.a(),
+                        handle: h,
+                        access: Access::Call(ins.b())
+                    })
+                }
+            }
             XOp::SetField => {
                 let h = rd!(ins.a());
                 let v = rd!(ins.c());

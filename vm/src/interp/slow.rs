@@ -82,6 +82,8 @@ pub(crate) enum Access {
     Count,
     /// A field read or write (field index).
     Field(u16),
+    /// A call of an instance method (function index) on the object.
+    Call(u16),
 }
 
 /// The fault of a failed owns-flag access (`aown.get`/`aown.set`) to element `index` of the
@@ -226,6 +228,10 @@ impl Vm {
                     let msg = match access {
                         Access::Index => "null reference: index into null array".to_string(),
                         Access::Count => "null reference: count() of null array".to_string(),
+                        Access::Call(f) => format!(
+                            "null reference: method '{}' called on null",
+                            self.method_name(f)
+                        ),
                         Access::Field(f) => {
                             let (class, name) = match ty {
                                 Some(Type::Object(c)) => {
@@ -253,10 +259,31 @@ impl Vm {
                     let name = ty
                         .map(|t| self.type_name(t))
                         .unwrap_or_else(|| "object".into());
-                    (ErrorCode::Dropped, format!("use of dropped {name} object"))
+                    let msg = match access {
+                        Access::Call(f) => format!(
+                            "method '{}' called on a dropped {name} object",
+                            self.method_name(f)
+                        ),
+                        _ => format!("use of dropped {name} object"),
+                    };
+                    (ErrorCode::Dropped, msg)
                 }
             }
         }
+    }
+
+    /// An instance method's name as the user wrote the call (`Counter.add`).
+    fn method_name(&self, func: u16) -> String {
+        self.module.functions.get(usize::from(func)).map_or_else(
+            || format!("#{func}"),
+            |f| {
+                let mut parts = f.name.rsplit('.');
+                match (parts.next(), parts.next()) {
+                    (Some(m), Some(c)) => format!("{c}.{m}"),
+                    _ => f.name.clone(),
+                }
+            },
+        )
     }
 
     /// The type of register `reg` of the running function.
