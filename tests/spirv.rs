@@ -285,6 +285,15 @@ fn labelled_exits_and_switches_lower_validate_and_run() {
     }
 }
 
+/// `cajeta run --backend B src`.
+fn run_on(backend: &str, src: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_cajeta"))
+        .args(["run", "--backend", backend])
+        .arg(src)
+        .output()
+        .expect("run cajeta")
+}
+
 fn lower_validate_and_compare(name: &str, text: &str) {
     let tmp = std::env::temp_dir().join(format!("cajeta-spirv-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temporary directory");
@@ -302,13 +311,7 @@ fn lower_validate_and_compare(name: &str, text: &str) {
             panic!("{name}: spirv-val:\n{e}");
         }
     }
-    let run = |backend: &str| {
-        Command::new(env!("CARGO_BIN_EXE_cajeta"))
-            .args(["run", "--backend", backend])
-            .arg(&src)
-            .output()
-            .expect("run cajeta")
-    };
+    let run = |backend: &str| run_on(backend, &src);
     let cpu = run("cpu");
     assert!(
         cpu.status.success(),
@@ -361,13 +364,7 @@ fn too_many_buffer_parameters_are_refused_not_a_crash() {
     std::fs::create_dir_all(&tmp).expect("temporary directory");
     let src = tmp.join("ManyBuffers.cajeta");
     std::fs::write(&src, text).expect("write the program");
-    let run = |backend: &str| {
-        Command::new(env!("CARGO_BIN_EXE_cajeta"))
-            .args(["run", "--backend", backend])
-            .arg(&src)
-            .output()
-            .expect("run cajeta")
-    };
+    let run = |backend: &str| run_on(backend, &src);
     let cpu = run("cpu");
     let expected = (0..N as i64).map(|i| i + 1000).sum::<i64>();
     assert_eq!(
