@@ -2141,16 +2141,16 @@ impl<'a, 'b> Tr<'a, 'b> {
         let obj = self.get(i.a);
         let what = self.i32c(FIELD_CHECK_CALL | u32::from(i.b));
         let reg = self.reg_id(pc, i.a);
-        let slow = (hooks.get_field as usize, [I64, I32, I32], [obj, what, reg]);
+        let (addr, params, args) = (hooks.get_field as usize, [I64, I32, I32], [obj, what, reg]);
         let kind = match self.f.regs.get(usize::from(i.a)) {
             Some(Type::Object(k)) if self.s.inline_objects => ObjectView::instance_kind(*k),
             _ => None,
         };
         match kind {
             Some(kind) => {
-                self.object_data(pc, i.a, kind, None, (slow.0, &slow.1, &slow.2));
+                self.object_data(pc, i.a, kind, None, (addr, &params, &args));
             }
-            None => self.hook(pc, slow.0, &slow.1, &slow.2),
+            None => self.hook(pc, addr, &params, &args),
         }
     }
 

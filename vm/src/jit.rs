@@ -787,11 +787,15 @@ hook!(h_new_object(class: u32) |c, vm| {
 });
 
 hook!(h_get_field(obj: u64, field: u32, reg: u32) |c, vm| {
-    let (got, access) = match vm.heap.get(obj) {
-        Some(Obj::Instance(_)) if field & FIELD_CHECK_CALL != 0 => (Some(0), Access::Field(0)),
-        _ if field & FIELD_CHECK_CALL != 0 => (None, Access::Call(field as u16)),
-        Some(Obj::Instance(o)) => (o.fields.get(field as usize).copied(), Access::Field(0)),
-        _ => (None, Access::Field(field as u16)),
+    let access = if field & FIELD_CHECK_CALL != 0 {
+        Access::Call(field as u16)
+    } else {
+        Access::Field(field as u16)
+    };
+    let got = match (vm.heap.get(obj), access) {
+        (Some(Obj::Instance(_)), Access::Call(_)) => Some(0),
+        (Some(Obj::Instance(o)), _) => o.fields.get(field as usize).copied(),
+        _ => None,
     };
     let r = got.ok_or(Fault::BadRef {
         reg: reg as u16,
