@@ -1944,8 +1944,8 @@ impl FnBuilder<'_> {
         };
         match ty {
             Ty::Class(c) => {
-                let vals = self.eval_args(args);
                 let ctors = self.p.classes[c as usize].ctors.clone();
+                let vals = self.eval_args_for(args, &ctors);
                 let Some(sig) = self.resolve_overload(&ctors, args, &vals, span, true) else {
                     return Val::error();
                 };
@@ -1979,13 +1979,44 @@ impl FnBuilder<'_> {
 
     /// Evaluates call arguments in written order, each complete before the next (§8.4).
     pub fn eval_args(&mut self, args: &[Arg]) -> Vec<Val> {
+        self.eval_args_for(args, &[])
+    }
+
+    /// [`FnBuilder::eval_args`] for a call of one of `cands`: an array literal argument takes
+    /// its element type from the parameter it binds to when every candidate that binds it
+    /// agrees on that type (`g([0.1, 2])` for a `float32[]` parameter, LANGUAGE §6.1).
+    pub fn eval_args_for(&mut self, args: &[Arg], cands: &[MethodSig]) -> Vec<Val> {
         let mut vals = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
-            let v = self.expr(&a.value);
+            let v = match Self::array_param(cands, args, i) {
+                Some(t) => self.expr_for(&a.value, &t),
+                None => self.expr(&a.value),
+            };
             let later: Vec<&Expr> = args[i + 1..].iter().map(|a| &a.value).collect();
             vals.push(self.pin(v, &later));
         }
         vals
+    }
+
+    /// The array type every candidate gives the parameter that argument `i` binds to, if
+    /// argument `i` is an array literal and the candidates that bind it agree.
+    fn array_param(cands: &[MethodSig], args: &[Arg], i: usize) -> Option<Ty> {
+        if !matches!(args[i].value.kind, ExprKind::ArrayLit(_)) {
+            return None;
+        }
+        let mut found: Option<Ty> = None;
+        for c in cands {
+            let Ok(binding) = Self::bind_args(c, args) else {
+                continue;
+            };
+            let p = binding.iter().position(|&ai| ai == i)?;
+            let t = &c.params[p].1;
+            if !matches!(t, Ty::Array(_)) || found.as_ref().is_some_and(|f| f != t) {
+                return None;
+            }
+            found = Some(t.clone());
+        }
+        found
     }
 
     /// LANGUAGE §8.2: every operand is complete before its operator applies. An operand that
@@ -2366,7 +2397,7 @@ impl FnBuilder<'_> {
         args: &[Arg],
         span: Span,
     ) -> Val {
-        let vals = self.eval_args(args);
+        let vals = self.eval_args_for(args, methods);
         let Some(mut sig) = self.resolve_overload(methods, args, &vals, span, false) else {
             return Val::error();
         };

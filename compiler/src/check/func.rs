@@ -597,8 +597,8 @@ impl<'a> FnBuilder<'a> {
             return;
         };
         self.set_pos(stmt.span);
-        let vals = self.eval_args(args);
         let ctors = self.p.classes[self.class as usize].ctors.clone();
+        let vals = self.eval_args_for(args, &ctors);
         let Some(sig) = self.resolve_overload(&ctors, args, &vals, stmt.span, true) else {
             return;
         };

@@ -158,11 +158,13 @@ impl FnBuilder<'_> {
             Ty::Vector(s, n) => self.vec_block(s, n as usize),
             _ => self.temp(t.reg()),
         };
+        let titles = self.arm_titles(&t);
         let jf = self.emit_bc(Op::JmpIfNot, c.unwrap_or(0), 0);
         let header = jf as u32;
         self.da = when_true;
         self.conditional += 1;
         let v = self.expr(then);
+        self.arm_title(titles, v.own);
         if let Some(r) = self.coerce(v, &t, then.span) {
             self.move_lanes(d, r, &t);
         }
@@ -172,6 +174,7 @@ impl FnBuilder<'_> {
         self.patch(jf, pc);
         self.da = when_false;
         let v = self.expr(els);
+        self.arm_title(titles, v.own);
         if let Some(r) = self.coerce(v, &t, els.span) {
             self.move_lanes(d, r, &t);
         }
@@ -182,7 +185,45 @@ impl FnBuilder<'_> {
         for (x, y) in self.da.iter_mut().zip(da_then) {
             *x = *x && y;
         }
+        self.drop_arm_titles(titles, d, &t);
         Val::reg(t, d)
+    }
+
+    /// The flag of a `?:` or switch expression of an owned kind `t`: its value is a borrow
+    /// (LANGUAGE §6.3), so an object an arm created is stored nowhere and drops at the end of
+    /// the full expression (§6.4). The flag, false before the arms, tells whether the arm
+    /// that ran created its value.
+    fn arm_titles(&mut self, t: &Ty) -> Option<Reg> {
+        if !t.is_owned_kind() || self.device {
+            return None;
+        }
+        let f = self.temp(Type::BOOL);
+        self.load_bits_into(f, Type::BOOL, 0);
+        Some(f)
+    }
+
+    /// Records in the flag whether the arm's value `own` is owned.
+    fn arm_title(&mut self, flag: Option<Reg>, own: Own) {
+        match (flag, own) {
+            (Some(f), Own::Yes) => self.load_bits_into(f, Type::BOOL, 1),
+            (Some(f), Own::Dyn(g)) => {
+                self.emit(Op::Mov, f, g, 0);
+            }
+            _ => {}
+        }
+    }
+
+    /// Drops the expression's value `d` at the end of the full expression if the arm that
+    /// ran created it.
+    fn drop_arm_titles(&mut self, flag: Option<Reg>, d: Reg, t: &Ty) {
+        if let Some(f) = flag {
+            self.drop_at_end(Val {
+                ty: t.clone(),
+                loc: Loc::Reg(d),
+                untyped: false,
+                own: Own::Dyn(f),
+            });
+        }
     }
 
     /// `++x`, `--x` (prefix: the new value) and `x++`, `x--` (postfix: the old value), the
@@ -510,6 +551,7 @@ impl FnBuilder<'_> {
             return Val::error();
         };
         let d = self.temp(t.reg());
+        let titles = self.arm_titles(&t);
         self.check_one_default(arms.iter().flat_map(|a| &a.labels));
         let mut seen = vec![];
         let tests: Vec<Vec<usize>> = arms
@@ -529,6 +571,7 @@ impl FnBuilder<'_> {
             self.da = entry_da.clone();
             self.conditional += 1;
             let v = self.expr(&a.value);
+            self.arm_title(titles, v.own);
             if let Some(x) = self.coerce(v, &t, a.value.span) {
                 self.move_into(d, x);
             }
@@ -550,6 +593,7 @@ impl FnBuilder<'_> {
             self.patch(j, end);
         }
         self.da = da_out.unwrap_or(entry_da);
+        self.drop_arm_titles(titles, d, &t);
         Val::reg(t, d)
     }
 }
