@@ -275,6 +275,7 @@ impl VulkanBackend {
                 .is_ok_and(|n| n.to_bytes().starts_with(b"llvmpipe"));
         let target = spirv::Target {
             relaxed_atomics: lavapipe,
+            drain_returns: lavapipe,
         };
         let integrated = props.device_type == vk::PhysicalDeviceType::INTEGRATED_GPU;
 

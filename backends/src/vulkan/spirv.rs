@@ -45,6 +45,7 @@ use std::collections::HashSet;
 
 use crate::LowerError;
 
+mod drain;
 mod fmod;
 
 /// Words of one fault record: `[0]` the key `min(g, 2^22-1) << 10 | min(l, 1023)` of the
@@ -185,6 +186,10 @@ pub struct Target {
     /// that the subgroups of a workgroup leave after different trip counts
     /// (`tests/programs/xpu/t2_atomic_retry_loops.cajeta`).
     pub relaxed_atomics: bool,
+    /// Keep items that returned at the workgroup's barriers until every item has finished
+    /// (kernels with `Barrier.workgroup()`): lavapipe stops a workgroup's barriers once one of
+    /// its subgroups has finished (see `spirv/drain.rs`).
+    pub drain_returns: bool,
 }
 
 /// The SPIR-V module (words) of kernel function `kernel` of `module`.
@@ -312,6 +317,8 @@ struct Cx<'m> {
     /// float32 elements are stored as `uint32` (and bit-cast at each access): the kernel uses
     /// float32 atomic min/max, a compare-and-swap loop on the bits.
     f32_bits: bool,
+    /// Some function emitted so far has a workgroup barrier.
+    wg_barriers: bool,
 }
 
 impl<'m> Cx<'m> {
@@ -361,6 +368,7 @@ impl<'m> Cx<'m> {
             instances: 0,
             caps_added: vec![],
             f32_bits: uses_float_cas(m, k),
+            wg_barriers: false,
         };
         cx.interface()?;
         Ok(cx)
@@ -700,12 +708,30 @@ impl<'m> Cx<'m> {
             }
             FnCx::emit(self, p, kernel)?;
         }
+        let entry = if self.target.drain_returns && self.wg_barriers {
+            self.drain_wrapper(kid)?
+        } else {
+            kid
+        };
         let interface: Vec<Word> = self.inputs.values().map(|&(v, _)| v).collect();
         self.b
-            .entry_point(ExecutionModel::GLCompute, kid, "main", interface);
+            .entry_point(ExecutionModel::GLCompute, entry, "main", interface);
         self.b
-            .execution_mode(kid, ExecutionMode::LocalSize, [1, 1, 1]);
+            .execution_mode(entry, ExecutionMode::LocalSize, [1, 1, 1]);
         Ok(())
+    }
+
+    /// `Barrier.workgroup()`: a rendezvous that makes the workgroup's buffer and shared
+    /// writes visible (XPU §5.4).
+    fn workgroup_barrier(&mut self) -> R<()> {
+        let wg = self.k32(Scope::Workgroup as u32);
+        let sem = self.k32(
+            (MemorySemantics::ACQUIRE_RELEASE
+                | MemorySemantics::WORKGROUP_MEMORY
+                | MemorySemantics::UNIFORM_MEMORY)
+                .bits(),
+        );
+        self.b.control_barrier(wg, wg, sem).map_err(be)
     }
 
     fn finish(&mut self) -> Vec<u32> {
@@ -2022,14 +2048,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.store(a, v)?;
             }
             Op::Barrier => {
-                let wg = self.cx.k32(Scope::Workgroup as u32);
-                let sem = self.cx.k32(
-                    (MemorySemantics::ACQUIRE_RELEASE
-                        | MemorySemantics::WORKGROUP_MEMORY
-                        | MemorySemantics::UNIFORM_MEMORY)
-                        .bits(),
-                );
-                self.b().control_barrier(wg, wg, sem).map_err(be)?;
+                self.cx.wg_barriers = true;
+                self.cx.workgroup_barrier()?;
             }
             Op::DevGetI8
             | Op::DevGetU8
