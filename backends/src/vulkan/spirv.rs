@@ -1965,9 +1965,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.store(a, v)?;
             }
             Op::F64ToF16 | Op::F64ToBF16 => {
-                // One rounding from float64 needs a round-to-odd float32 step, which SPIR-V
-                // conversions cannot be asked for.
-                return Err(format!("cannot lower `{}`", i.op.mnemonic()));
+                // One rounding from float64: to float32 rounding to odd (24 bits keep the
+                // narrow format's rounding decision), then the float32 path.
+                let x = self.load(b)?;
+                let odd = self.f64_to_f32_odd(x)?;
+                let v = if i.op == Op::F64ToF16 {
+                    self.f32_to_f16(odd)?
+                } else {
+                    self.f32_to_bf16(odd)?
+                };
+                self.store(a, v)?;
             }
             Op::F32ToF64 | Op::F64ToF32 => {
                 let s = self.reg_scalar(a)?;
@@ -2768,6 +2775,33 @@ impl<'a, 'm> FnCx<'a, 'm> {
         let t = b.select(u, None, is_over, kinf, t).map_err(be)?;
         let t = b.select(u, None, is_nan, nan, t).map_err(be)?;
         b.bitwise_or(u, None, t, sign).map_err(be)
+    }
+
+    /// float64 to float32 rounding to odd: truncated toward zero, the last bit set when
+    /// inexact. Rounding that to a format at least two bits narrower (float16, bfloat16) to
+    /// nearest-even gives the once-rounded result. Built from the nearest-even `OpFConvert`:
+    /// where it rounded away from zero, one step back toward it.
+    fn f64_to_f32_odd(&mut self, x: Word) -> R<Word> {
+        let (u, f, tb) = (self.cx.t_u32, self.cx.t_f32, self.cx.t_bool);
+        let d = self.cx.f64t();
+        let k1 = self.cx.k32(1);
+        let glsl = self.cx.glsl;
+        let b = self.b();
+        let near = b.f_convert(f, None, x).map_err(be)?;
+        let back = b.f_convert(d, None, near).map_err(be)?;
+        let exact = b.f_ord_equal(tb, None, back, x).map_err(be)?;
+        let abs = |b: &mut Builder, v: Word| {
+            b.ext_inst(d, None, glsl, GLOp::FAbs as u32, [Operand::IdRef(v)])
+                .map_err(be)
+        };
+        let (ab, ax) = (abs(b, back)?, abs(b, x)?);
+        let away = b.f_ord_greater_than(tb, None, ab, ax).map_err(be)?;
+        let bits = b.bitcast(u, None, near).map_err(be)?;
+        let less = b.i_sub(u, None, bits, k1).map_err(be)?;
+        let toward = b.select(u, None, away, less, bits).map_err(be)?;
+        let odd = b.bitwise_or(u, None, toward, k1).map_err(be)?;
+        let r = b.select(u, None, exact, bits, odd).map_err(be)?;
+        b.bitcast(f, None, r).map_err(be)
     }
 
     /// float32 to bfloat16 bits (in a u32): nearest-even on the float32 bits, NaN quiet with
