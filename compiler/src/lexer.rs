@@ -508,7 +508,14 @@ impl<'a> Lexer<'a> {
             let long = !suffix.is_empty();
             let octal = int_digits.len() > 1 && int_digits.starts_with('0');
             let (digits, radix, name) = if octal {
-                (&int_digits[1..], 8, "octal")
+                // `0_7` is octal 7: the leading 0 is a digit an `_` may follow.
+                let rest = &int_digits[1..];
+                let rest = if underscores_ok(int_digits) {
+                    rest.trim_start_matches('_')
+                } else {
+                    rest
+                };
+                (rest, 8, "octal")
             } else {
                 (int_digits, 10, "decimal")
             };

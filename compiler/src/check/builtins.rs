@@ -848,6 +848,10 @@ impl FnBuilder<'_> {
                 let Some(o) = self.coerce(other.clone(), &Ty::Str, args[0].value.span) else {
                     return Val::error();
                 };
+                // A call through null is E-NULL (§8.4), where `==` would compare: `size()`
+                // checks the receiver.
+                self.set_pos(span);
+                let _ = self.def(Op::StrSize, Type::I64, r, 0);
                 let d = self.def(Op::EqStr, Type::BOOL, r, o);
                 Val::reg(Ty::BOOL, d)
             }

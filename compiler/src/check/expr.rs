@@ -550,6 +550,8 @@ impl FnBuilder<'_> {
                 };
                 self.set_pos(span);
                 let d = self.def(Op::GetField, fty.reg(), r, fi as u16);
+                // `heap H().v`, `make().v`: the object is stored nowhere (§6.4).
+                self.drop_at_end(obj);
                 Val::reg(fty, d)
             }
             Ty::Error => Val::error(),
@@ -1854,6 +1856,8 @@ impl FnBuilder<'_> {
         };
         self.set_pos(span);
         let d = self.elem_get(ar, idx, &elem);
+        // `[1, 2, 3][k]`, `make()[k]`: the array is stored nowhere (§6.4).
+        self.drop_at_end(a);
         Val::reg(elem, d)
     }
 
@@ -2470,6 +2474,8 @@ impl FnBuilder<'_> {
             return self.vector_method(recv, name, args, span);
         }
         if let Some(v) = self.xpu_method(&recv, name, args, span) {
+            // `heap KernelBuffer<T>(n).length()`: the receiver is stored nowhere (§6.4).
+            self.drop_at_end(recv);
             return v;
         }
         if let Ty::Class(c) = recv.ty {

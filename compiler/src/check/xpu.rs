@@ -1232,6 +1232,13 @@ impl FnBuilder<'_> {
         else {
             return Val::error();
         };
+        // Fresh arguments (`heap KernelBuffer<T>(n)`) are stored nowhere: they drop at the end
+        // of the statement (LANGUAGE §6.4), a buffer once the launch's work is done (XPU §4.3).
+        let fresh: Vec<Val> = vals
+            .iter()
+            .filter(|v| !matches!(v.own, Own::No))
+            .cloned()
+            .collect();
         // Arguments, converted (buffers must match exactly; POD objects are flattened).
         let binding = Self::bind_args(&sig, args).unwrap_or_default();
         let mut arg_regs: Vec<Reg> = vec![];
@@ -1296,6 +1303,9 @@ impl FnBuilder<'_> {
         }
         self.set_pos(span);
         self.emit(Op::Launch, base, sig.func as u16, 0);
+        for v in fresh {
+            self.drop_at_end(v);
+        }
         Self::void()
     }
 }

@@ -20,21 +20,17 @@ struct Layout {
     man: u32,
     /// The all-ones exponent (255 or 2047).
     exp_max: u64,
-    /// A quiet NaN.
-    nan: u64,
 }
 
 const F32: Layout = Layout {
     bits: 32,
     man: 23,
     exp_max: 0xff,
-    nan: 0x7fc0_0000,
 };
 const F64: Layout = Layout {
     bits: 64,
     man: 52,
     exp_max: 0x7ff,
-    nan: 0x7ff8_0000_0000_0000,
 };
 
 impl FnCx<'_, '_> {
@@ -155,8 +151,12 @@ impl FnCx<'_, '_> {
         let to_zero = self.b().logical_or(tb, None, equal, r_zero).map_err(be)?;
         let r = self.b().select(w, None, to_zero, sx, r).map_err(be)?;
         let r = self.b().select(w, None, less, ux, r).map_err(be)?;
-        let qnan = kw(self, l.nan);
-        let r = self.b().select(w, None, nan, qnan, r).map_err(be)?;
+        // NaN as C's fmod makes it, `(x * y) / (x * y)`: the device's own NaN (the host's,
+        // bit for bit, on a CPU device), with a NaN operand's payload.
+        let p = self.b().f_mul(ft, None, x, y).map_err(be)?;
+        let q = self.b().f_div(ft, None, p, p).map_err(be)?;
+        let q = self.b().bitcast(w, None, q).map_err(be)?;
+        let r = self.b().select(w, None, nan, q, r).map_err(be)?;
         self.b().bitcast(ft, None, r).map_err(be)
     }
 
