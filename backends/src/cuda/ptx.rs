@@ -1324,6 +1324,54 @@ impl Emitter<'_> {
         self.label(&l("end"));
     }
 
+    /// `d = Math.pow(x, y)` on float32: `|x|^y` as `ex2.approx(y * lg2.approx(|x|))` (the
+    /// hardware approximations, as `Math.exp2`/`log2`), with C's special cases chosen around
+    /// it as the SPIR-V emitter does (XPU §2.12): the sign of `x` for an odd integer `y`, NaN
+    /// for a finite `x < 0` with a non-integer `y` and for NaN operands, and 1 for
+    /// `pow(x, ±0)`, `pow(1, y)` and `pow(-1, ±inf)`. Zero and infinite operands come out of
+    /// `lg2`/`ex2` as C gives them (`lg2(0) = -inf`, `ex2(±inf) = inf, 0`).
+    fn pow_f32(&mut self, d: &str, x: &str, y: &str) {
+        let [ax, l, r, ty, hy, n] = [0; 6].map(|_| self.tmp("f32"));
+        let [xb, rb] = [0; 2].map(|_| self.tmp("b32"));
+        let [int, frac, odd, neg, fin, bad, nan, one, m1, y0, yinf] =
+            [0; 11].map(|_| self.tmp("pred"));
+        let ay = self.tmp("f32");
+        self.ins(format!("abs.f32 {ax}, {x}"));
+        self.ins(format!("lg2.approx.f32 {l}, {ax}"));
+        self.ins(format!("mul.rn.f32 {l}, {y}, {l}"));
+        self.ins(format!("ex2.approx.f32 {r}, {l}"));
+        // The sign of x for an odd integer y.
+        self.ins(format!("cvt.rzi.f32.f32 {ty}, {y}"));
+        self.ins(format!("setp.eq.f32 {int}, {ty}, {y}"));
+        self.ins(format!("mul.rn.f32 {hy}, {y}, 0f3F000000"));
+        self.ins(format!("cvt.rzi.f32.f32 {ty}, {hy}"));
+        self.ins(format!("setp.neu.f32 {frac}, {ty}, {hy}"));
+        self.ins(format!("and.pred {odd}, {int}, {frac}"));
+        self.ins(format!("mov.b32 {xb}, {x}"));
+        self.ins(format!("and.b32 {xb}, {xb}, -2147483648"));
+        self.ins(format!("mov.b32 {rb}, {r}"));
+        self.ins(format!("or.b32 {rb}, {rb}, {xb}"));
+        self.ins(format!("mov.b32 {n}, {rb}"));
+        self.ins(format!("@{odd} mov.f32 {r}, {n}"));
+        // NaN.
+        self.ins(format!("setp.lt.f32 {neg}, {x}, 0f00000000"));
+        self.ins(format!("setp.ne.f32 {fin}, {x}, 0fFF800000"));
+        self.ins(format!("and.pred {bad}, {neg}, {fin}"));
+        self.ins(format!("and.pred {bad}, {bad}, !{int}"));
+        self.ins(format!("setp.nan.f32 {nan}, {x}, {y}"));
+        self.ins(format!("or.pred {bad}, {bad}, {nan}"));
+        self.ins(format!("@{bad} mov.f32 {r}, 0f7FFFFFFF"));
+        // 1.
+        self.ins(format!("setp.eq.f32 {one}, {x}, 0f3F800000"));
+        self.ins(format!("abs.f32 {ay}, {y}"));
+        self.ins(format!("setp.eq.f32 {yinf}, {ay}, 0f7F800000"));
+        self.ins(format!("setp.eq.and.f32 {m1}, {ax}, 0f3F800000, {yinf}"));
+        self.ins(format!("setp.eq.f32 {y0}, {y}, 0f00000000"));
+        self.ins(format!("or.pred {one}, {one}, {m1}"));
+        self.ins(format!("or.pred {one}, {one}, {y0}"));
+        self.ins(format!("selp.f32 {d}, 0f3F800000, {r}, {one}"));
+    }
+
     /// The remaining (table-shaped) operations: integer and float arithmetic, bitwise
     /// operations, comparisons, min/max/abs, pow/atan2.
     fn arith(&mut self, func: u32, inst: u32, pc: u32, ins: Instr) -> R<()> {
@@ -1345,9 +1393,11 @@ impl Emitter<'_> {
                     self.ins(format!("setp.{cmp}.{ty} {p}, {b}, {c}"));
                     self.ins(format!("selp.u32 {a}, 1, 0, {p}"));
                 }
+                "pow" if s == Scalar::F32 => self.pow_f32(&a, &b, &c),
                 "pow" | "atan2" => {
                     return Err(format!(
-                        "Math.{name} is not available on the cuda backend yet"
+                        "Math.{name} on {} is not available on the cuda backend yet",
+                        s.name()
                     ))
                 }
                 _ => return Err(unsupported()),
