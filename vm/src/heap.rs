@@ -503,7 +503,13 @@ struct Slot {
     /// word `i / 64` is element `i`'s. Trailing zero words are trimmed, so the highest owning
     /// element is in the last word and an array whose elements only borrow has none.
     owns: Vec<u64>,
+    /// The length of the buffer the previous generation held, [`NO_LENGTH`] if it held none:
+    /// `length()` through a borrow of a dropped buffer still answers (XPU §2.1).
+    dropped_len: u64,
 }
+
+/// [`Slot::dropped_len`] when the previous generation was not a buffer.
+const NO_LENGTH: u64 = u64::MAX;
 
 /// Counters for tests and `--mem-stats`-style reporting.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
@@ -837,6 +843,7 @@ impl Heap {
             epoch: self.epoch,
             obj,
             owns: Vec::new(),
+            dropped_len: NO_LENGTH,
         });
         Ok(handle(idx, 0))
     }
@@ -860,6 +867,15 @@ impl Heap {
             return None;
         }
         Some(&slot.obj)
+    }
+
+    /// The length of the buffer `h` designated if it has been dropped (and its slot not
+    /// released again since).
+    pub fn dropped_buffer_len(&self, h: u64) -> Option<u64> {
+        let idx = (h as u32).wrapping_sub(1) as usize;
+        let slot = self.slots.get(idx)?;
+        let previous = slot.generation.wrapping_sub(1) == (h >> 32) as u32;
+        (previous && slot.dropped_len != NO_LENGTH).then_some(slot.dropped_len)
     }
 
     /// Mutable access to the object `h` designates (see [`Heap::get`]).
@@ -1020,6 +1036,10 @@ impl Heap {
             Obj::Str(_) => self.live_strings -= 1,
             _ => self.live_objects -= 1,
         }
+        slot.dropped_len = match &obj {
+            Obj::Buffer(b) => b.len,
+            _ => NO_LENGTH,
+        };
         slot.generation = slot.generation.wrapping_add(1);
         self.views[idx] = ObjectView::default();
         self.frees += 1;

@@ -485,9 +485,13 @@ impl Vm {
         }
     }
 
-    /// `buf.len`: the length, also after `free()`.
+    /// `buf.len`: the length, also after `free()` or a drop (XPU §2.1).
     fn buf_len(&mut self, base: usize, a: u16, b: u16) -> Result<(), XErr> {
-        let len = self.buffer(self.reg(base, usize::from(b)), "length")?.len;
+        let h = self.reg(base, usize::from(b));
+        let len = match self.heap.dropped_buffer_len(h) {
+            Some(len) => len,
+            None => self.buffer(h, "length")?.len,
+        };
         self.set_reg(base, a, len);
         Ok(())
     }
