@@ -585,6 +585,11 @@ fn expression_unfinished(text: &str, start: u32) -> bool {
         && !looks_like_declaration(expr)
 }
 
+/// Names the generated session uses: its class and `$`-names (`$run`, `$probe`, owns-flags).
+fn is_reserved(name: &str) -> bool {
+    name == SESSION_CLASS || name.starts_with('$')
+}
+
 /// `Type name` at the start: a local declaration, never an expression.
 fn looks_like_declaration(text: &str) -> bool {
     let (mut toks, _) = lex(0, text);
@@ -724,6 +729,7 @@ impl Session {
                     }
                 }
                 ItemKind::Class(name) => {
+                    next.check_name(origin, it, name)?;
                     let def = Def {
                         name: name.clone(),
                         piece: piece(it.start, it.end),
@@ -736,6 +742,7 @@ impl Session {
                     new_classes.push(name.clone());
                 }
                 ItemKind::Function(name, insert) => {
+                    next.check_name(origin, it, name)?;
                     next.functions.retain(|d| d.name != *name);
                     next.functions.push(Def {
                         name: name.clone(),
@@ -750,7 +757,7 @@ impl Session {
                 }
                 ItemKind::Statement | ItemKind::Expression => {
                     let missing_semi = it.kind == ItemKind::Expression;
-                    next.statement(origin, it, &mut body, &mut redeclared);
+                    next.statement(origin, it, missing_semi, &mut body, &mut redeclared)?;
                     body.push(Err(if missing_semi { ";\n" } else { "\n" }.into()));
                 }
             }
@@ -850,12 +857,15 @@ impl Session {
         &mut self,
         origin: usize,
         it: &Item,
+        missing_semi: bool,
         body: &mut Vec<Result<Piece, String>>,
         redeclared: &mut Vec<String>,
-    ) {
+    ) -> Result<(), String> {
         let text = &self.origins[origin].text[it.start as usize..it.end as usize];
         let prefix = "class $V { static void $m() {\n";
-        let wrapped = format!("{prefix}{text}\n}} }}");
+        // A declaration typed without its final `;` is a declaration too.
+        let semi = if missing_semi { ";" } else { "" };
+        let wrapped = format!("{prefix}{text}{semi}\n}} }}");
         let (unit, diags) = crate::parser::parse(0, &wrapped);
         let whole = Piece {
             origin,
@@ -876,7 +886,7 @@ impl Session {
         }) = local
         else {
             body.push(Ok(whole));
-            return;
+            return Ok(());
         };
         // Offsets in `wrapped` → offsets in the origin.
         let shift = |s: Span| Piece {
@@ -887,6 +897,10 @@ impl Session {
         let ty = shift(decl.ty.span);
         for d in &decl.vars {
             let name = d.name.name.clone();
+            if is_reserved(&name) {
+                let at = shift(d.name.span);
+                return Err(self.reserved_error(origin, at.start, at.end, &name));
+            }
             match self.vars.iter_mut().find(|v| v.name == name) {
                 Some(v) => {
                     v.ty = ty;
@@ -904,6 +918,30 @@ impl Session {
                 body.push(Err(";".into()));
             }
         }
+        Ok(())
+    }
+
+    /// Refuses a class or function named like the session's own (see [`is_reserved`]).
+    fn check_name(&self, origin: usize, it: &Item, name: &str) -> Result<(), String> {
+        if !is_reserved(name) {
+            return Ok(());
+        }
+        let text = &self.origins[origin].text[it.start as usize..it.end as usize];
+        let at = it.start + text.find(name).unwrap_or(0) as u32;
+        Err(self.reserved_error(origin, at, at + name.len() as u32, name))
+    }
+
+    /// The diagnostic for reserved name `name` at `start..end` of entry `origin`.
+    fn reserved_error(&self, origin: usize, start: u32, end: u32, name: &str) -> String {
+        let o = &self.origins[origin];
+        let mut map = SourceMap::default();
+        let file = map.add(o.label.clone(), o.text.clone());
+        let d = Diag::error(
+            code::SYNTAX,
+            Span { file, start, end },
+            format!("'{name}' is reserved in the REPL (the session class `{SESSION_CLASS}` and names starting with `$`)"),
+        );
+        crate::driver::render(&map, &d)
     }
 
     /// Generates the session unit. With `probe`, `expr` goes into `$probe` as

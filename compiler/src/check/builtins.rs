@@ -142,6 +142,7 @@ pub fn later_tier_member(class: &str, member: &str) -> bool {
         ("KernelThread", "clock")
             | ("Workgroup", "reduce")
             | ("KernelBuffer", "wordView")
+            | ("Wave", "reduceSumF32Segmented" | "reduceMaxF32Segmented")
             | ("System", "stdin" | "env" | "property")
     )
 }

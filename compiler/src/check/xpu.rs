@@ -379,11 +379,21 @@ impl FnBuilder<'_> {
                         Some(v) => v,
                         None => {
                             let _ = self.eval_args(args);
-                            self.error(
-                                code::UNRESOLVED_METHOD,
-                                name.span,
-                                format!("Wave has no member '{n}'"),
-                            );
+                            if builtins::later_tier_member("Wave", n) {
+                                // Segmented wave reductions are T3 (XPU §2.14).
+                                let what = format!("'Wave.{n}'");
+                                self.error(
+                                    code::NOT_IMPLEMENTED,
+                                    span,
+                                    builtins::later_tier(&what),
+                                );
+                            } else {
+                                self.error(
+                                    code::UNRESOLVED_METHOD,
+                                    name.span,
+                                    format!("Wave has no member '{n}'"),
+                                );
+                            }
                             Val::error()
                         }
                     },
