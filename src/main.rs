@@ -20,7 +20,7 @@ Usage:
   cajeta check PATH...                          compile only; report errors and warnings
   cajeta dis   FILE.cjb|PATH...                 print the bytecode, function by function
   cajeta emit  ptx|spirv PATH... -o DIR         write each kernel's PTX / SPIR-V module
-  cajeta repl                                   interactive session
+  cajeta repl  [--backend B] [--jit M]           interactive session
 
 PATH is a .cajeta file, a directory (every .cajeta file below it) or, for run and dis,
 a .cjb file.
@@ -261,10 +261,20 @@ fn real_main(words: Vec<String>) -> ExitCode {
             }
         }
         "repl" => {
+            if rest.iter().any(|w| w == "-h" || w == "--help") {
+                print!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
             let opts = match parse_options(rest) {
                 Ok(o) => o,
                 Err(e) => return usage_error(e),
             };
+            // Every other option of `run` would be silently ignored: refuse it.
+            if let Some(w) = repl_extra_word(rest) {
+                return usage_error(format!(
+                    "'cajeta repl' takes only --backend and --jit, not '{w}' (files go in with :load)"
+                ));
+            }
             let repl = cajeta_repl::ReplOptions {
                 backend: opts.backend,
                 jit: opts.jit.as_deref().and_then(cajeta_vm::JitMode::parse),
@@ -273,6 +283,20 @@ fn real_main(words: Vec<String>) -> ExitCode {
         }
         other => usage_error(format!("unknown command '{other}' (try 'cajeta --help')")),
     }
+}
+
+/// The first word of `cajeta repl`'s arguments that is not `--backend`/`--jit` or its value.
+fn repl_extra_word(words: &[String]) -> Option<&String> {
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        match w.split_once('=').map_or(w.as_str(), |(n, _)| n) {
+            "--backend" | "--jit" if !w.contains('=') => i += 2,
+            "--backend" | "--jit" => i += 1,
+            _ => return Some(w),
+        }
+    }
+    None
 }
 
 /// Prints compile diagnostics; returns true if there were errors.

@@ -78,6 +78,24 @@ fn assert_usage_errors(lines: &[&[&str]], says: &str) {
     }
 }
 
+/// `cajeta repl` takes `--backend` and `--jit`; any other option or a path would be ignored,
+/// so it is a usage error naming it; `repl --help` prints the usage.
+#[test]
+fn repl_refuses_options_it_would_ignore() {
+    assert_usage_errors(
+        &[
+            &["repl", "--mem-stats"],
+            &["repl", "--backend", "cpu", "prog.cajeta"],
+            &["repl", "--xpu-checks", "bogus"],
+        ],
+        "'cajeta repl' takes only --backend and --jit",
+    );
+    assert_usage_errors(&[&["repl", "--jit", "sometimes"]], "invalid JIT mode");
+    let o = cajeta(&["repl", "--help"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("cajeta repl"));
+}
+
 #[test]
 fn xpu_lanes_outside_1_to_64_is_a_usage_error_naming_the_option() {
     assert_usage_errors(

@@ -6,6 +6,11 @@ use std::process::{Command, Stdio};
 
 /// Runs `cajeta repl` (cpu backend) on `script`; returns the merged output and exit status.
 fn repl(script: &str) -> (String, i32) {
+    repl_bytes(script.as_bytes())
+}
+
+/// [`repl`] on input that need not be UTF-8.
+fn repl_bytes(script: &[u8]) -> (String, i32) {
     let dir = std::env::temp_dir().join(format!(
         "cajeta-repl-test-{}-{:?}",
         std::process::id(),
@@ -22,12 +27,7 @@ fn repl(script: &str) -> (String, i32) {
         .stderr(Stdio::from(out))
         .spawn()
         .expect("cajeta runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(script.as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(script).unwrap();
     let status = child.wait().unwrap().code().unwrap_or(-1);
     let text = std::fs::read_to_string(&out_path).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -216,4 +216,87 @@ fn errors_point_into_earlier_entries_and_exit_status() {
         "cajeta: runtime error: E-DIVZERO: integer division by zero\n  at Repl.div (<entry 1>:2:12)\n  at <input> (<input>:1:1)\n: int32 = 3\n"
     );
     assert_eq!(status, 3);
+}
+
+/// The REPL drops values as a program would (LANGUAGE §6.4–6.5): redeclaring a variable, an
+/// owned result after its echo, `:drop`, a redeclared array's elements (last index first)
+/// and the end of the session run destructors; `:drop` of a borrowing variable drops
+/// nothing; `System.exit` ends at once, with no drops (§5.8).
+#[test]
+fn releases_run_destructors_and_borrows_drop_nothing() {
+    check(
+        r#"class T { int32 n; T(int32 s) { n = s; } ~T() { System.stdout.println("drop " + n); } }
+T a = heap T(1);
+T a = heap T(2);
+a
+heap T(9)
+T[] arr = heap T[2];
+arr[0] = heap T(3);
+arr[1] = heap T(4);
+T[] arr = heap T[1];
+:drop a
+T b = heap T(5);
+T c = b;
+:drop c
+System.stdout.println("end");
+"#,
+        r#"drop 1
+: T = T{n=2}
+: T = T{n=9}
+drop 9
+drop 4
+drop 3
+drop 2
+dropped a
+dropped c
+end
+drop 5
+"#,
+    );
+    let (out, status) = repl(
+        "class T { ~T() { System.stdout.println(\"drop\"); } }\nT a = heap T();\nSystem.exit(4);\n",
+    );
+    assert_eq!((out.as_str(), status), ("", 4));
+}
+
+/// A declaration typed without its final `;` declares a session variable; the session's own
+/// names (`Repl`, `$…`) are refused with a diagnostic, and the session goes on.
+#[test]
+fn declarations_without_semicolon_and_reserved_names() {
+    check(
+        "int32 x = 2 + 3\nx\nvoid $run() { }\nint32 Repl = 3;\nx\n",
+        r#": int32 = 5
+<input>:1:6: error[CAJETA_ERROR_SYNTAX]: '$run' is reserved in the REPL (the session class `Repl` and names starting with `$`)
+ 1 | void $run() { }
+   |      ^^^^
+<input>:1:7: error[CAJETA_ERROR_SYNTAX]: 'Repl' is reserved in the REPL (the session class `Repl` and names starting with `$`)
+ 1 | int32 Repl = 3;
+   |       ^^^^
+: int32 = 5
+"#,
+    );
+}
+
+/// A line that is not UTF-8 (LANGUAGE §1) is reported and its entry discarded; the session
+/// and the rest of the input go on.
+#[test]
+fn input_that_is_not_utf8_is_reported_and_skipped() {
+    let (out, status) = repl_bytes(b"int32 x = 1;\n// caf\xe9\nx\n\xff\n2\n");
+    let bad =
+        "cajeta: error[CAJETA_ERROR_SYNTAX]: the input is not valid UTF-8; the entry was discarded\n";
+    assert_eq!(out, format!("{bad}: int32 = 1\n{bad}: int32 = 2\n"));
+    assert_eq!(status, 0);
+}
+
+/// Control characters in echoed strings and chars are escaped as Cajeta writes them
+/// (LANGUAGE §1), never sent raw to the terminal.
+#[test]
+fn echoes_escape_control_characters() {
+    check(
+        "\"a\\rb\\bc\\fd\\0e\"\n(char)7\nchar[] cs = heap char[2];\ncs\n",
+        r#": String = "a\rb\bc\fd\u0000e"
+: char = '\u0007'
+: char[] (count 2) = ['\u0000', '\u0000']
+"#,
+    );
 }

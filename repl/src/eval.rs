@@ -72,6 +72,8 @@ pub struct Repl {
     /// The VM's interrupt handle, triggered by the Ctrl-C handler while an entry runs
     /// (shared by every VM of the session, so it survives `:reset`).
     interrupt: InterruptHandle,
+    /// `System.exit` ended the session.
+    exited: bool,
 }
 
 /// A VM with no program yet, set up with the session's options.
@@ -111,6 +113,7 @@ impl Repl {
             backend: options.backend.clone(),
             jit,
             interrupt,
+            exited: false,
         }
     }
 
@@ -154,8 +157,12 @@ impl Repl {
                 return Flow::Continue;
             }
         };
+        // The old values drop first, destructors included (with the module that made them).
         for name in &compiled.redeclared {
-            self.vm.reset_static(&format!("{SESSION_CLASS}.{name}"));
+            if let Err(e) = self.vm.reset_static(&format!("{SESSION_CLASS}.{name}")) {
+                self.vm.flush();
+                error(&e.to_string());
+            }
         }
         let module = Arc::new(compiled.module.clone());
         if let Err(e) = self.vm.replace_module(Arc::clone(&module)) {
@@ -202,7 +209,11 @@ impl Repl {
                 say(&show::echo_line(&self.vm, &v, ty));
                 if let Value::Ref(h) = v {
                     if self.vm.result_owned() {
-                        self.vm.release_result(h);
+                        let dropped = self.vm.release_result(h);
+                        self.vm.flush();
+                        if let Err(e) = dropped {
+                            error(&e.to_string());
+                        }
                     }
                 }
             }
@@ -213,6 +224,8 @@ impl Repl {
     /// Prints a runtime error with positions in the user's text; `System.exit` ends the REPL.
     fn runtime_error(&mut self, mut e: RuntimeError, compiled: &Compiled) -> Flow {
         if e.code == ErrorCode::Exit.code() {
+            // `System.exit` ends at once: no drops run (LANGUAGE §5.8).
+            self.exited = true;
             return Flow::Exit(e.message.parse::<i64>().map_or(0, |c| (c & 0xFF) as u8));
         }
         for f in &mut e.trace {
@@ -276,8 +289,12 @@ impl Repl {
         Flow::Continue
     }
 
-    /// Ends the VM as a program would end (statics' objects drop, device work is waited for).
+    /// Ends the VM as a program would end (statics' objects drop, device work is waited for);
+    /// after `System.exit`, nothing more runs.
     pub fn finish(&mut self) {
+        if self.exited {
+            return;
+        }
         if let Err(e) = self.vm.finish() {
             error(&e.to_string());
         }
@@ -439,7 +456,12 @@ impl Repl {
             error(&format!("cajeta: error: no session variable '{name}'"));
             return;
         }
-        self.vm.reset_static(&format!("{SESSION_CLASS}.{name}"));
+        // Dropped as the program's code would: destructors run; a borrow drops nothing.
+        let dropped = self.vm.reset_static(&format!("{SESSION_CLASS}.{name}"));
+        self.vm.flush();
+        if let Err(e) = dropped {
+            error(&e.to_string());
+        }
         // Forget the variable too, unless a function still refers to it (then it stays,
         // now zero/null).
         let mut without = self.session.clone();

@@ -38,6 +38,10 @@ pub struct ReplOptions {
     pub jit: Option<cajeta_vm::JitMode>,
 }
 
+/// The diagnostic for input that is not UTF-8 (the entry it was part of is dropped).
+const NOT_UTF8: &str =
+    "cajeta: error[CAJETA_ERROR_SYNTAX]: the input is not valid UTF-8; the entry was discarded";
+
 /// The prompt of a new entry.
 pub const PROMPT: &str = "cajeta> ";
 
@@ -71,8 +75,22 @@ fn install_interrupt_handler(handle: InterruptHandle) {
 fn piped(repl: &mut Repl) -> u8 {
     let stdin = std::io::stdin();
     let mut buf = String::new();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
+    let mut input = stdin.lock();
+    let mut bytes = vec![];
+    loop {
+        bytes.clear();
+        match input.read_until(b'\n', &mut bytes) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            // LANGUAGE §1: source text is UTF-8; the entry is dropped, the session goes on.
+            error(NOT_UTF8);
+            buf.clear();
+            continue;
+        };
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        let line = line.strip_suffix('\r').unwrap_or(line);
         if buf.is_empty() && line.trim_start().starts_with(':') {
             if let Flow::Exit(code) = repl.eval(&line) {
                 return code;
@@ -137,6 +155,10 @@ fn interactive(repl: &mut Repl) -> u8 {
             }
             // Ctrl-C while editing: drop the line.
             Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Io(e)) if e.kind() == std::io::ErrorKind::InvalidData => {
+                error(NOT_UTF8);
+                continue;
+            }
             Err(ReadlineError::Eof) => break 0,
             Err(e) => {
                 error(&format!("cajeta: error: {e}"));

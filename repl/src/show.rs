@@ -18,11 +18,15 @@ fn quote(s: &str, q: char) -> String {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
             '\\' => out.push_str("\\\\"),
             c if c == q => {
                 out.push('\\');
                 out.push(c);
             }
+            // Other control characters as `\uXXXX` (LANGUAGE §1), never raw to the terminal.
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }

@@ -7,6 +7,7 @@
 use cajeta_bytecode::{Elem, Scalar, Type};
 
 use crate::api::{Value, Vm};
+use crate::error::RuntimeError;
 use crate::heap::{ArrData, BufState, Obj, NULL};
 
 /// A buffer as the REPL shows it.
@@ -55,19 +56,75 @@ impl Vm {
         Some((ty, self.value_of(self.statics[i], ty)))
     }
 
-    /// Releases what static `name` holds (its object and what that owns, as at program end)
-    /// and zeroes it; false if there is no such static.
-    pub fn reset_static(&mut self, name: &str) -> bool {
+    /// Zeroes static `name` and its owns-flag, first dropping what it owns as the program's
+    /// own code would (LANGUAGE §6.5: destructors run, see [`Vm::drop_object`]); a static
+    /// that only borrows drops nothing. `Ok(false)` if there is no such static.
+    ///
+    /// # Errors
+    ///
+    /// A runtime error raised by a destructor (the static is zeroed already).
+    pub fn reset_static(&mut self, name: &str) -> Result<bool, RuntimeError> {
         let Some(i) = self.module.statics.iter().position(|s| s.name == name) else {
-            return false;
+            return Ok(false);
         };
         let ty = self.module.statics[i].ty;
+        let owns = self.static_owns(i);
         let cell = std::mem::take(&mut self.statics[i]);
-        if ty.is_ref() && ty != Type::Str && cell != NULL {
-            let module = std::sync::Arc::clone(&self.module);
-            self.heap.release_tree(cell, &module.classes);
+        if let Some(flag) = self.owns_flag(i) {
+            self.statics[flag] = 0;
         }
-        true
+        if owns && ty.is_ref() && ty != Type::Str && cell != NULL {
+            self.drop_object(cell)?;
+        }
+        Ok(true)
+    }
+
+    /// Drops object `h`, which the caller owns, as compiled code would (LANGUAGE §6.5): an
+    /// instance runs its class's drop function (`C.~C`: the destructor, then what its fields
+    /// own); an array first drops what its elements own, last index first; then the object
+    /// is released (a buffer's storage, a created stream).
+    ///
+    /// # Errors
+    ///
+    /// A runtime error raised by a destructor (what remains is released without destructors,
+    /// as after any runtime error, §6.4).
+    pub fn drop_object(&mut self, h: u64) -> Result<(), RuntimeError> {
+        let drop_fn = match self.heap.get(h) {
+            Some(Obj::Instance(inst)) => self.drop_fn(inst.class),
+            _ => None,
+        };
+        let ran = match drop_fn {
+            Some(f) => self.call_index(f, &[Value::Ref(h)]).map(|_| ()),
+            None => loop {
+                let e = self.heap.take_owned_elem(h);
+                if e == NULL {
+                    break Ok(());
+                }
+                if let Err(err) = self.drop_object(e) {
+                    break Err(err);
+                }
+            },
+        };
+        let module = std::sync::Arc::clone(&self.module);
+        match ran {
+            Ok(()) => {
+                self.heap.release(h);
+                Ok(())
+            }
+            Err(e) => {
+                self.heap.release_tree(h, &module.classes);
+                Err(e)
+            }
+        }
+    }
+
+    /// The drop function of class `class` (`pkg.C.~C`, generated for a class with a
+    /// destructor or owning fields), if it has one.
+    fn drop_fn(&self, class: u32) -> Option<u32> {
+        let c = self.module.classes.get(class as usize)?;
+        let simple = c.name.rsplit('.').next().unwrap_or(&c.name);
+        self.module
+            .function_by_name(&format!("{}.~{simple}", c.name))
     }
 
     /// True if the last [`Vm::call_index`] returned a title (a fresh object the caller now owns).
@@ -75,11 +132,16 @@ impl Vm {
         self.own
     }
 
-    /// Releases an owned result of [`Vm::call_index`] (see [`Vm::result_owned`]).
-    pub fn release_result(&mut self, handle: u64) {
-        if handle != NULL {
-            let module = std::sync::Arc::clone(&self.module);
-            self.heap.release_tree(handle, &module.classes);
+    /// Drops an owned result of [`Vm::call_index`] (see [`Vm::result_owned`]) as compiled
+    /// code drops a value stored nowhere ([`Vm::drop_object`]).
+    ///
+    /// # Errors
+    ///
+    /// A runtime error raised by a destructor.
+    pub fn release_result(&mut self, handle: u64) -> Result<(), RuntimeError> {
+        match handle {
+            NULL => Ok(()),
+            h => self.drop_object(h),
         }
     }
 

@@ -1116,17 +1116,19 @@ impl Vm {
     /// Whether static `s` owns its object: the compiler gives a static of an owned kind a
     /// hidden owns-flag, the static `pkg.Class.$own.name` right after it (LANGUAGE §6.2); a
     /// static without one (older bytecode) counts as owning.
-    fn static_owns(&self, s: usize) -> bool {
-        let name = &self.module.statics[s].name;
-        let Some((class, field)) = name.rsplit_once('.') else {
-            return true;
-        };
-        match self.module.statics.get(s + 1) {
-            Some(f) if f.name == format!("{class}.$own.{field}") => {
-                self.statics.get(s + 1).is_some_and(|&c| c != 0)
-            }
-            _ => true,
+    pub(crate) fn static_owns(&self, s: usize) -> bool {
+        match self.owns_flag(s) {
+            Some(f) => self.statics.get(f).is_some_and(|&c| c != 0),
+            None => true,
         }
+    }
+
+    /// The index of static `s`'s hidden owns-flag, if it has one.
+    pub(crate) fn owns_flag(&self, s: usize) -> Option<usize> {
+        let name = &self.module.statics[s].name;
+        let (class, field) = name.rsplit_once('.')?;
+        let f = self.module.statics.get(s + 1)?;
+        (f.name == format!("{class}.$own.{field}")).then_some(s + 1)
     }
 
     /// Releases object `h` and, first, what its fields and elements hold (the drops the

@@ -524,7 +524,7 @@ impl<T: ArrayElem> Results for Vec<T> {
             _ => None,
         };
         if owned {
-            vm.release_result(cell);
+            vm.release_result(cell)?;
         }
         v.ok_or_else(|| {
             RuntimeError::new(
