@@ -92,7 +92,7 @@ fn piped(repl: &mut Repl) -> u8 {
         let line = line.strip_suffix('\n').unwrap_or(line);
         let line = line.strip_suffix('\r').unwrap_or(line);
         if buf.is_empty() && line.trim_start().starts_with(':') {
-            if let Flow::Exit(code) = repl.eval(&line) {
+            if let Flow::Exit(code) = repl.eval(line) {
                 return code;
             }
             continue;
@@ -100,7 +100,7 @@ fn piped(repl: &mut Repl) -> u8 {
         if buf.is_empty() && line.trim().is_empty() {
             continue;
         }
-        buf.push_str(&line);
+        buf.push_str(line);
         buf.push('\n');
         if split(&buf) != Split::Incomplete {
             let entry = std::mem::take(&mut buf);
