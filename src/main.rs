@@ -31,7 +31,7 @@ Options:
                              device backend (default: auto; also CAJETA_XPU_BACKEND)
   --jit off|auto|eager       host JIT mode (default: auto; also CAJETA_JIT)
   --jit-verbose              print each JIT decision (compiled in N ms, or why interpreted)
-  --xpu-checks on|off        device index checks of compiled cpu kernels (default: on)
+  --xpu-checks on|off        device index checks on GPU backends (cpu and vulkan always check)
   --xpu-lanes N              items per lockstep group of compiled cpu kernels, 1 to 64
                              (default: 8; 1 runs items one by one)
   --xpu-simd on|off          lockstep groups of compiled cpu kernels in SIMD vectors where the
@@ -145,6 +145,7 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
                         "invalid value '{v}' for --xpu-checks (expected on or off)"
                     ));
                 }
+                // Accepted for GPU backends; cpu and vulkan always check (XPU §8.5).
                 o.xpu_checks = Some(v);
             }
             "--xpu-lanes" => {
@@ -204,7 +205,20 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
 }
 
 fn main() -> ExitCode {
-    let words: Vec<String> = std::env::args().skip(1).collect();
+    // Arguments that are not UTF-8 are a usage error, not a panic of `std::env::args`.
+    let words: Vec<String> = match std::env::args_os()
+        .skip(1)
+        .map(|w| w.into_string())
+        .collect::<Result<_, _>>()
+    {
+        Ok(words) => words,
+        Err(w) => {
+            return usage_error(format!(
+                "argument {} is not valid UTF-8",
+                w.to_string_lossy()
+            ))
+        }
+    };
     // The front-end and VM are recursive in places (bounded by the parser's nesting limit):
     // run on a thread with a generous stack.
     let worker = std::thread::Builder::new()
@@ -297,6 +311,23 @@ fn repl_extra_word(words: &[String]) -> Option<&String> {
         }
     }
     None
+}
+
+/// A kernel's qualified name as a file name inside the output directory: a `.cjb` is input
+/// like any other, so characters that could leave the directory (`/`, `\`, a leading `.`)
+/// become `_`.
+fn file_stem(name: &str) -> String {
+    let stem: String = name
+        .chars()
+        .map(|c| match c {
+            '/' | '\\' | '\0' | ':' => '_',
+            c => c,
+        })
+        .collect();
+    match stem.strip_prefix('.') {
+        Some(rest) => format!("_{rest}"),
+        None => stem,
+    }
 }
 
 /// Prints compile diagnostics; returns true if there were errors.
@@ -415,9 +446,6 @@ fn cmd_run(opts: Options) -> ExitCode {
     // configuration from the environment: set it from the options (still single-threaded).
     if let Some(arch) = &opts.cuda_arch {
         std::env::set_var("CAJETA_CUDA_ARCH", arch);
-    }
-    if let Some(checks) = &opts.xpu_checks {
-        std::env::set_var("CAJETA_XPU_CHECKS", checks);
     }
     if let Some(lanes) = &opts.xpu_lanes {
         std::env::set_var("CAJETA_XPU_LANES", lanes);
@@ -538,7 +566,7 @@ fn cmd_emit(opts: Options) -> ExitCode {
         };
         match bytes {
             Ok(bytes) => {
-                let path = dir.join(format!("{}.{ext}", f.name));
+                let path = dir.join(format!("{}.{ext}", file_stem(&f.name)));
                 if let Err(e) = std::fs::write(&path, bytes) {
                     return usage_error(format!("cannot write '{}': {e}", path.display()));
                 }

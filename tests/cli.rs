@@ -335,3 +335,85 @@ fn benchmark_kernels_run_in_simd_lockstep() {
         assert!(stderr(&o).contains(shape), "{program}: {}", stderr(&o));
     }
 }
+
+/// A `.cjb` is input like any other: this compiles a kernel program, then edits the module
+/// as a crafted file could.
+fn crafted_cjb(dir: &Path, edit: impl FnOnce(&mut cajeta_bytecode::Module)) -> String {
+    let src = b"import cajeta.xpu.*;
+public class Crafted {
+    @Kernel
+    static void k(KernelBuffer<int32> out) {
+        out[KernelThread.globalIdX()] = 7;
+    }
+    public static void main() {
+        KernelBuffer<int32> b = heap KernelBuffer<int32>(4);
+        k.launch(grid: [1], block: [4])(b);
+        KernelStream.current().sync();
+        int32[] h = heap int32[4];
+        b.download(h);
+        System.stdout.println(h[3]);
+    }
+}
+";
+    let c = cajeta_compiler::driver::compile_sources(vec![("crafted.cajeta".into(), src.to_vec())]);
+    let mut module = c.module.expect("compiles");
+    edit(&mut module);
+    write(
+        dir,
+        "crafted.cjb",
+        &cajeta_bytecode::encode::encode(&module),
+    )
+}
+
+fn kernel_of(m: &mut cajeta_bytecode::Module) -> &mut cajeta_bytecode::Function {
+    m.functions
+        .iter_mut()
+        .find(|f| f.kind == cajeta_bytecode::FnKind::Kernel)
+        .expect("a kernel")
+}
+
+/// A kernel with a `String` register (which the compiler never makes, and the verifier does
+/// not forbid) runs on the scheduler instead of crashing the compiled cpu kernel (SIGSEGV
+/// at one item per group, found by fuzzing).
+#[test]
+fn crafted_kernel_with_a_string_register_runs() {
+    let dir = tmp_dir("string-register");
+    let cjb = crafted_cjb(&dir, |m| kernel_of(m).regs.push(cajeta_bytecode::Type::Str));
+    for lanes in ["1", "8"] {
+        let o = cajeta(&["run", "--backend", "cpu", "--xpu-lanes", lanes, &cjb]);
+        assert_eq!(o.status.code(), Some(0), "lanes {lanes}: {}", stderr(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "7\n");
+    }
+}
+
+/// `emit` names files after kernels, whose names come from the `.cjb`: a name with `/` or
+/// `..` stays inside the output directory.
+#[test]
+fn emit_keeps_crafted_kernel_names_inside_the_output_directory() {
+    let dir = tmp_dir("emit-names");
+    let cjb = crafted_cjb(&dir, |m| kernel_of(m).name = "../escaped".into());
+    let out = dir.join("out");
+    let o = cajeta(&["emit", "spirv", &cjb, "-o", &out.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!dir.join("escaped.spv").exists());
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .expect("output directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["_._escaped.spv"]);
+}
+
+/// Command-line words that are not UTF-8 are a usage error, not a panic.
+#[cfg(unix)]
+#[test]
+fn arguments_that_are_not_utf8_are_a_usage_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"\xff.cajeta");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cajeta"))
+        .arg("run")
+        .arg(bad)
+        .output()
+        .expect("cajeta runs");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not valid UTF-8"), "{}", stderr(&o));
+}

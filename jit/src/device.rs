@@ -776,6 +776,15 @@ pub fn compile_kernel(
         None => (module, None),
     };
     let f = &module.functions[kernel as usize];
+    // Strings are host values (the verifier leaves register types of device code unchecked,
+    // and the compiler never gives a kernel one): such a kernel goes to the scheduler.
+    if let Some(r) = f.regs.iter().position(|t| *t == cajeta_bytecode::Type::Str) {
+        return Err(JitError::new(
+            Some(kernel),
+            None,
+            format!("register r{r} is a String, a host type"),
+        ));
+    }
     let sites = crate::translate::rendezvous_sites(f);
     let after: Vec<u32> = sites.iter().map(|&pc| pc + 1).collect();
     let lanes = options.lanes.unwrap_or(DEFAULT_LANES).max(1);

@@ -13,11 +13,13 @@
 //! per module and kernel index and cached for the backend's lifetime.
 //!
 //! Selection (environment, as the rest of the backend's configuration; the CLI's
-//! `--xpu-sim`, `--xpu-verbose` and `--xpu-checks` set these):
+//! `--xpu-sim` and `--xpu-verbose` set these):
 //! * `CAJETA_XPU_SIM=1`: every kernel on the lane scheduler (the checked, deterministic
 //!   simulator);
-//! * `CAJETA_XPU_VERBOSE=1`: one line on stderr per kernel, compiled or why not;
-//! * `CAJETA_XPU_CHECKS=off`: compiled kernels skip element index checks.
+//! * `CAJETA_XPU_VERBOSE=1`: one line on stderr per kernel, compiled or why not.
+//!
+//! Compiled kernels always check element indices: `cpu` always does (XPU §8.5), so an
+//! out-of-range index is `XPU-E-BOUNDS`, never a write outside the buffer.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -47,8 +49,6 @@ pub(crate) struct CompileConfig {
     pub sim: bool,
     /// Report each kernel's path (`CAJETA_XPU_VERBOSE=1`).
     pub verbose: bool,
-    /// Element index checks (`CAJETA_XPU_CHECKS` is not `off`).
-    pub checks: bool,
     /// Items per lockstep group (`CAJETA_XPU_LANES`, 1 to [`MAX_LANES`]; 1 runs items one by
     /// one); `None`: the compiler's default for the kernel.
     pub lanes: Option<usize>,
@@ -123,7 +123,6 @@ impl CompileConfig {
         CompileConfig {
             sim: var("CAJETA_XPU_SIM").is_some_and(|v| v.trim() == "1"),
             verbose: var("CAJETA_XPU_VERBOSE").is_some_and(|v| v.trim() == "1"),
-            checks: var("CAJETA_XPU_CHECKS").is_none_or(|v| v.trim() != "off"),
             lanes: var("CAJETA_XPU_LANES")
                 .and_then(|v| v.trim().parse().ok())
                 .filter(|n| (1..=MAX_LANES).contains(n)),
@@ -238,7 +237,7 @@ fn compile(
             module,
             kernel,
             KernelOptions {
-                checks: config.checks,
+                checks: true,
                 lanes: config.lanes,
                 simd: config.simd,
                 turns: config.turns != TurnMode::Off,
