@@ -426,11 +426,11 @@ fn refusals_are_errors_naming_the_cause() {
     let e = ptx::lower(&sin, 0, "sm_90").expect_err("sin");
     assert!(e.message.contains("Math.sin on float64"), "{e}");
     let pow = k(
-        vec![Instr::new(Op::PowF32, 0, 0, 0), ret],
-        vec![Type::Scalar(Scalar::F32)],
+        vec![Instr::new(Op::PowF64, 0, 0, 0), ret],
+        vec![Type::Scalar(Scalar::F64)],
     );
     let e = ptx::lower(&pow, 0, "sm_90").expect_err("pow");
-    assert!(e.message.contains("Math.pow"), "{e}");
+    assert!(e.message.contains("Math.pow on float64"), "{e}");
 
     let print = k(vec![Instr::new(Op::Print, 0, 0, 0), ret], vec![Type::Str]);
     let e = ptx::lower(&print, 0, "sm_90").expect_err("print");

@@ -455,10 +455,8 @@ fn dropped_buffers_are_freed_for_their_borrowers() {
         t.fails("upload", &[r(b), r(a)]),
         pair("XPU-E-FREED", "upload on a freed buffer")
     );
-    assert_eq!(
-        t.fails("len", &[r(b)]),
-        pair("XPU-E-FREED", "length on a freed buffer")
-    );
+    // XPU §2.1: `length()` still answers after a drop, as after `free()`.
+    assert_eq!(t.ok("len", &[r(b)]), Some(Value::U64(8)));
     assert_eq!(
         t.fails("allocate", &[r(b), Value::I32(0)]),
         pair("XPU-E-FREED", "allocate on a freed buffer")
