@@ -20,7 +20,8 @@ Usage:
   cajeta check PATH...                          compile only; report errors and warnings
   cajeta dis   FILE.cjb|PATH...                 print the bytecode, function by function
   cajeta emit  ptx|spirv PATH... -o DIR         write each kernel's PTX / SPIR-V module
-  cajeta repl  [--backend B] [--jit M]           interactive session
+  cajeta repl  [--backend B] [--jit M] [--max-memory SIZE]
+                                                interactive session
 
 PATH is a .cajeta file, a directory (every .cajeta file below it) or, for run and dis,
 a .cjb file.
@@ -45,6 +46,9 @@ Options:
   --vulkan-force-staging     vulkan: copy through staging buffers even to host-visible memory
   --cuda-arch sm_NN          PTX target of emit ptx and the cuda backend (default: sm_80)
   --mem-stats                print device memory statistics on stderr at exit
+  --max-memory SIZE|none     memory limit on host plus device bytes, e.g. 512M or 8G
+                             (default: physical memory, or ulimit -v if lower); past it an
+                             allocation is E-MEMORY (host) or XPU-E-OOM (device)
   --verbose                  print what the VM decides (tiering, backend)
   -o PATH                    output file (build) or directory (emit)
   -h, --help                 this text
@@ -67,6 +71,8 @@ struct Options {
     xpu_simd: Option<String>,
     xpu_turns: Option<String>,
     mem_stats: bool,
+    /// `--max-memory`: `Some(None)` for `none`.
+    max_memory: Option<Option<u64>>,
     verbose: bool,
     /// `dis` prints the listing even when verification fails (compiler bug reports).
     dis_unverified: bool,
@@ -176,6 +182,13 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
                 o.xpu_turns = Some(v);
             }
             "--mem-stats" => o.mem_stats = true,
+            "--max-memory" => {
+                let v = value(&mut i, name, inline)?;
+                let size = parse_size(&v).ok_or_else(|| {
+                    format!("invalid value '{v}' for --max-memory (expected bytes with an optional K, M, G or T suffix, or none)")
+                })?;
+                o.max_memory = Some(size);
+            }
             "--xpu-sim" => o.xpu_sim = true,
             "--vulkan-force-staging" => o.vulkan_staging = true,
             "--xpu-verbose" => o.xpu_verbose = true,
@@ -286,12 +299,15 @@ fn real_main(words: Vec<String>) -> ExitCode {
             // Every other option of `run` would be silently ignored: refuse it.
             if let Some(w) = repl_extra_word(rest) {
                 return usage_error(format!(
-                    "'cajeta repl' takes only --backend and --jit, not '{w}' (files go in with :load)"
+                    "'cajeta repl' takes only --backend, --jit and --max-memory, not '{w}' (files go in with :load)"
                 ));
             }
             let repl = cajeta_repl::ReplOptions {
                 backend: opts.backend,
                 jit: opts.jit.as_deref().and_then(cajeta_vm::JitMode::parse),
+                memory_limit: opts
+                    .max_memory
+                    .unwrap_or_else(cajeta_vm::system_memory_limit),
             };
             ExitCode::from(cajeta_repl::run(&repl))
         }
@@ -299,14 +315,35 @@ fn real_main(words: Vec<String>) -> ExitCode {
     }
 }
 
-/// The first word of `cajeta repl`'s arguments that is not `--backend`/`--jit` or its value.
+/// A `--max-memory` value: `none` (no limit), or a byte count with an optional binary
+/// suffix `K`, `M`, `G` or `T` (`512M` is 512 MiB). `None` when malformed or too large.
+fn parse_size(v: &str) -> Option<Option<u64>> {
+    if v == "none" {
+        return Some(None);
+    }
+    let (digits, shift) = match v.as_bytes().last()?.to_ascii_uppercase() {
+        b'K' => (&v[..v.len() - 1], 10),
+        b'M' => (&v[..v.len() - 1], 20),
+        b'G' => (&v[..v.len() - 1], 30),
+        b'T' => (&v[..v.len() - 1], 40),
+        _ => (v, 0),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    n.checked_mul(1 << shift).map(Some)
+}
+
+/// The first word of `cajeta repl`'s arguments that is not `--backend`/`--jit`/`--max-memory`
+/// or its value.
 fn repl_extra_word(words: &[String]) -> Option<&String> {
     let mut i = 0;
     while i < words.len() {
         let w = &words[i];
         match w.split_once('=').map_or(w.as_str(), |(n, _)| n) {
-            "--backend" | "--jit" if !w.contains('=') => i += 2,
-            "--backend" | "--jit" => i += 1,
+            "--backend" | "--jit" | "--max-memory" if !w.contains('=') => i += 2,
+            "--backend" | "--jit" | "--max-memory" => i += 1,
             _ => return Some(w),
         }
     }
@@ -441,6 +478,9 @@ fn cmd_run(opts: Options) -> ExitCode {
         mem_stats: opts.mem_stats,
         jit,
         jit_verbose: opts.jit_verbose || opts.verbose,
+        memory_limit: opts
+            .max_memory
+            .unwrap_or_else(cajeta_vm::system_memory_limit),
     };
     // Backends are created at the first device touch, deep in the VM, and read their
     // configuration from the environment: set it from the options (still single-threaded).

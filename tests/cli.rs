@@ -78,7 +78,7 @@ fn assert_usage_errors(lines: &[&[&str]], says: &str) {
     }
 }
 
-/// `cajeta repl` takes `--backend` and `--jit`; any other option or a path would be ignored,
+/// `cajeta repl` takes `--backend`, `--jit` and `--max-memory`; any other option or a path would be ignored,
 /// so it is a usage error naming it; `repl --help` prints the usage.
 #[test]
 fn repl_refuses_options_it_would_ignore() {
@@ -88,12 +88,74 @@ fn repl_refuses_options_it_would_ignore() {
             &["repl", "--backend", "cpu", "prog.cajeta"],
             &["repl", "--xpu-checks", "bogus"],
         ],
-        "'cajeta repl' takes only --backend and --jit",
+        "'cajeta repl' takes only --backend, --jit and --max-memory",
     );
     assert_usage_errors(&[&["repl", "--jit", "sometimes"]], "invalid JIT mode");
     let o = cajeta(&["repl", "--help"]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("cajeta repl"));
+}
+
+#[test]
+fn max_memory_takes_a_size_or_none() {
+    assert_usage_errors(
+        &[
+            &["run", "--max-memory", "lots", "x.cajeta"],
+            &["run", "--max-memory=", "x.cajeta"],
+            &["run", "--max-memory", "12Q", "x.cajeta"],
+            &["run", "--max-memory", "-1", "x.cajeta"],
+            &["run", "--max-memory", "99999999999T", "x.cajeta"],
+            &["repl", "--max-memory", "K"],
+        ],
+        "for --max-memory (expected bytes with an optional K, M, G or T suffix, or none)",
+    );
+    let d = tmp_dir("max-memory");
+    let p = write(
+        &d,
+        "Keep.cajeta",
+        b"public class Keep { public static void main() { int64[] a = heap int64[100000]; System.stdout.println(\"{}\", a.count()); } }",
+    );
+    for (limit, code) in [("none", 0), ("4m", 0), ("1048576", 0), ("512K", 70)] {
+        let o = cajeta(&["run", "--max-memory", limit, &p]);
+        assert_eq!(o.status.code(), Some(code), "{limit}: {}", stderr(&o));
+        assert_clean(&o);
+    }
+}
+
+/// Running out of memory is `E-MEMORY` with the output so far intact, never an abort: under
+/// an address-space limit (`ulimit -v`) the default memory limit comes from it, and without
+/// a limit (`--max-memory none`) the refused allocation itself is caught.
+#[test]
+fn running_out_of_memory_is_a_runtime_error_not_an_abort() {
+    let d = tmp_dir("out-of-memory");
+    let p = write(
+        &d,
+        "Grow.cajeta",
+        b"public class Grow { public static void main() { String s = \"x\"; for (int32 i = 0; i < 62; i = i + 1) { s = s + s; System.stdout.println(\"{}\", i); } } }",
+    );
+    for (limit, says) in [
+        ("", "E-MEMORY: memory limit exceeded"),
+        (
+            "--max-memory none",
+            "E-MEMORY: out of memory: the system refused",
+        ),
+    ] {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 3000000 && exec \"$0\" run {limit} \"$1\"",
+            ))
+            .arg(env!("CARGO_BIN_EXE_cajeta"))
+            .arg(&p)
+            .output()
+            .expect("sh runs");
+        assert_eq!(o.status.code(), Some(70), "{limit}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{limit}: {}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        // 2^30 bytes fit under 3 GB beside 2^29; 2^31 does not.
+        assert!(out.lines().count() >= 29, "{limit}: output lost:\n{out}");
+        assert_clean(&o);
+    }
 }
 
 #[test]

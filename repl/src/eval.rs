@@ -69,6 +69,7 @@ pub struct Repl {
     vm: Vm,
     backend: Option<String>,
     jit: JitMode,
+    memory_limit: Option<u64>,
     /// The VM's interrupt handle, triggered by the Ctrl-C handler while an entry runs
     /// (shared by every VM of the session, so it survives `:reset`).
     interrupt: InterruptHandle,
@@ -77,10 +78,16 @@ pub struct Repl {
 }
 
 /// A VM with no program yet, set up with the session's options.
-fn fresh_vm(backend: &Option<String>, jit: JitMode, interrupt: &InterruptHandle) -> Vm {
+fn fresh_vm(
+    backend: &Option<String>,
+    jit: JitMode,
+    memory_limit: Option<u64>,
+    interrupt: &InterruptHandle,
+) -> Vm {
     let mut vm = Vm::new(Arc::new(Module::default()));
     vm.set_backend_choice(backend.clone());
     vm.set_jit(jit, false);
+    vm.set_memory_limit(memory_limit);
     vm.set_interrupt_handle(interrupt);
     vm
 }
@@ -109,9 +116,10 @@ impl Repl {
         let jit = options.jit.unwrap_or_default();
         Repl {
             session: Session::new(),
-            vm: fresh_vm(&options.backend, jit, &interrupt),
+            vm: fresh_vm(&options.backend, jit, options.memory_limit, &interrupt),
             backend: options.backend.clone(),
             jit,
+            memory_limit: options.memory_limit,
             interrupt,
             exited: false,
         }
@@ -303,7 +311,7 @@ impl Repl {
 
     fn reset(&mut self) {
         self.finish();
-        self.vm = fresh_vm(&self.backend, self.jit, &self.interrupt);
+        self.vm = fresh_vm(&self.backend, self.jit, self.memory_limit, &self.interrupt);
         self.session = Session::new();
     }
 

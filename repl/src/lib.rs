@@ -36,6 +36,9 @@ pub struct ReplOptions {
     pub backend: Option<String>,
     /// `--jit`, if given.
     pub jit: Option<cajeta_vm::JitMode>,
+    /// The memory limit of the session's VM (`--max-memory`, by default
+    /// [`cajeta_vm::system_memory_limit`]); `None`: no limit.
+    pub memory_limit: Option<u64>,
 }
 
 /// The diagnostic for input that is not UTF-8 (the entry it was part of is dropped).

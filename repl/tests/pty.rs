@@ -19,6 +19,7 @@ fn pty_child() {
     let options = cajeta_repl::ReplOptions {
         backend: Some("cpu".into()),
         jit: None,
+        memory_limit: None,
     };
     let status = cajeta_repl::run(&options);
     std::process::exit(i32::from(status));

@@ -519,6 +519,9 @@ pub struct RunOptions {
     /// Print one line per function on stderr when the JIT compiles or refuses it (the CLI's
     /// `--jit-verbose`).
     pub jit_verbose: bool,
+    /// The memory limit on host plus device bytes ([`Vm::set_memory_limit`]; the CLI's
+    /// `--max-memory`, by default [`crate::system_memory_limit`]); `None`: no limit.
+    pub memory_limit: Option<u64>,
 }
 
 /// Runs a whole program per LANGUAGE §5.8 and returns the process exit status.
@@ -546,6 +549,7 @@ pub fn run_program_with(
     let mut vm = Vm::new(module);
     vm.set_backend_choice(opts.backend.clone());
     vm.set_jit(opts.jit, opts.jit_verbose);
+    vm.set_memory_limit(opts.memory_limit);
     let status = run_program_in(&mut vm, entry, args);
     if opts.mem_stats {
         vm.print_mem_stats();

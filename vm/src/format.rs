@@ -107,7 +107,7 @@ pub fn fmt_fixed(x: f64, decimals: usize) -> String {
 /// conversion and its numeric value (NaN when not numeric, which `{:.N}` then prints as the
 /// string conversion). `{{`/`}}` are literal braces; a placeholder without an argument left
 /// prints `null`; anything else is literal text.
-pub fn format_args(fmt: &str, args: &[(String, f64)]) -> String {
+pub fn format_args(fmt: &str, args: &[(&str, f64)]) -> String {
     let chars: Vec<char> = fmt.chars().collect();
     let mut out = String::with_capacity(fmt.len() + 16 * args.len());
     let mut next = 0;
@@ -135,7 +135,7 @@ pub fn format_args(fmt: &str, args: &[(String, f64)]) -> String {
                     match args.get(next) {
                         None => out.push_str("null"),
                         Some((text, value)) => match decimals {
-                            Some(n) if !value.is_nan() || text == "nan" => {
+                            Some(n) if !value.is_nan() || *text == "nan" => {
                                 out.push_str(&fmt_fixed(*value, n))
                             }
                             _ => out.push_str(text),

@@ -589,6 +589,12 @@ pub enum AllocError {
         /// The limit.
         limit: u64,
     },
+    /// The system refused `requested` bytes (address-space limit, no memory left) although
+    /// they fit under the VM's limit.
+    System {
+        /// Bytes asked for.
+        requested: u64,
+    },
 }
 
 /// Drops the trailing zero words of an owns-flag bitset.
@@ -684,6 +690,22 @@ impl Heap {
             });
         }
         Ok(())
+    }
+
+    /// An empty string with room for `bytes` bytes of text, when they fit under the memory
+    /// limit and the system provides them: text that may grow without bound (concatenation)
+    /// is built here, so that running out is `E-MEMORY`, not an abort.
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::Memory`] past the limit, [`AllocError::System`] when the allocation fails.
+    pub fn text_buffer(&self, bytes: usize) -> Result<String, AllocError> {
+        self.check_room(bytes as u64)?;
+        let mut s = String::new();
+        s.try_reserve_exact(bytes).map_err(|_| AllocError::System {
+            requested: bytes as u64,
+        })?;
+        Ok(s)
     }
 
     /// The object view table for compiled code (`JitContext::views`); valid as long as the

@@ -39,8 +39,9 @@ pub use api::{
 };
 pub use cajeta_backends::MemStats;
 pub use embed::{
-    Arg, ArrayElem, Buffer, BufferElem, Config, Engine, Error, HostError, HostFuncBox, HostResult,
-    InterruptHandle, IntoHostFunc, MemoryUsage, Module, Params, Results, Temps, TypedFunc, ValType,
+    system_memory_limit, Arg, ArrayElem, Buffer, BufferElem, Config, Engine, Error, HostError,
+    HostFuncBox, HostResult, InterruptHandle, IntoHostFunc, MemoryUsage, Module, Params, Results,
+    Temps, TypedFunc, ValType,
 };
 pub use error::{ErrorCode, RuntimeError, TraceFrame};
 pub use heap::HeapStats;

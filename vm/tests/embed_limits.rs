@@ -181,9 +181,10 @@ fn the_memory_limit_covers_host_arrays() {
             e.trace.first().map(|f| f.function.as_str()),
             Some("Work.hostArray")
         );
-        // A huge request fails cleanly too (checked before the elements are allocated).
+        // A request no machine could satisfy is an unallocatable length (LANGUAGE §6.1),
+        // refused before the elements are allocated.
         let e = vm.call::<i64, i64>("Work.hostArray", 1 << 60).unwrap_err();
-        assert_eq!(e.code, "E-MEMORY");
+        assert_eq!(e.code, "E-SIZE");
         assert_eq!(vm.call::<i64, i64>("Work.hostArray", 10).unwrap(), 7);
         // Host arrays made from Rust count too.
         let e = vm

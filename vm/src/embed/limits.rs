@@ -72,6 +72,43 @@ impl InterruptHandle {
     }
 }
 
+/// The memory limit the `cajeta` command gives a program by default: the machine's physical
+/// memory, or the process's address-space limit (`ulimit -v`) when that is lower; `None` when
+/// neither is known. A program that would need more ends in `E-MEMORY` at the allocation
+/// instead of being killed by the system once it touches memory it was promised.
+pub fn system_memory_limit() -> Option<u64> {
+    // SAFETY: `sysconf` only reads configuration values; it has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let physical = (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64));
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `rl` is a valid, writable `rlimit` for the duration of the call.
+    let address_space = (unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) } == 0
+        && rl.rlim_cur != libc::RLIM_INFINITY)
+        .then_some(rl.rlim_cur);
+    match (physical, address_space) {
+        (Some(p), Some(a)) => Some(p.min(a)),
+        (p, a) => p.or(a),
+    }
+}
+
+/// Whether `bytes` could be allocated at all on this machine, within
+/// [`system_memory_limit`] (measured once per process): an array larger than that has an
+/// unallocatable length (`E-SIZE`, LANGUAGE §6.1) whatever the VM's own limit.
+pub(crate) fn machine_allows(bytes: u64) -> bool {
+    static MACHINE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    MACHINE
+        .get_or_init(system_memory_limit)
+        .is_none_or(|m| bytes <= m)
+}
+
 /// A VM's memory in use, as the memory limit counts it ([`Vm::memory_usage`]).
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
 pub struct MemoryUsage {

@@ -19,6 +19,7 @@ mod replace;
 pub use buffer::{Buffer, BufferElem};
 pub use call::{Arg, ArrayElem, Params, Results, Temps, TypedFunc};
 pub use engine::{Config, Engine, Error, Module};
-pub use limits::{InterruptHandle, MemoryUsage};
+pub(crate) use limits::machine_allows;
+pub use limits::{system_memory_limit, InterruptHandle, MemoryUsage};
 pub(crate) use native::HostFunc;
 pub use native::{HostError, HostFuncBox, HostResult, IntoHostFunc, ValType};

@@ -14,6 +14,9 @@ use crate::error::{ErrorCode, RuntimeError, TraceFrame};
 use crate::format;
 use crate::heap::{AllocError, ArrData, Array, ElemError, Instance, Obj, NULL};
 
+/// `str.format`'s format string and (argument text, argument value) pairs.
+type FormatInputs<'a> = (&'a str, Vec<(&'a str, f64)>);
+
 /// What went wrong, with just enough data to write the message later.
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Fault {
@@ -35,6 +38,8 @@ pub(crate) enum Fault {
         in_use: u64,
         limit: u64,
     },
+    /// The system refused a host allocation of `requested` bytes under the memory limit.
+    OutOfMemory { requested: u64 },
     /// The fuel ran out (at a call or a backward jump).
     Fuel,
     /// The interrupt handle was triggered.
@@ -69,6 +74,7 @@ impl From<AllocError> for Fault {
                 in_use,
                 limit,
             },
+            AllocError::System { requested } => Fault::OutOfMemory { requested },
         }
     }
 }
@@ -209,6 +215,10 @@ impl Vm {
                      {limit} in use"
                 ),
             ),
+            Fault::OutOfMemory { requested } => (
+                ErrorCode::Memory,
+                format!("out of memory: the system refused {requested} bytes"),
+            ),
             Fault::Fuel => (ErrorCode::Fuel, "fuel exhausted".into()),
             Fault::Interrupted => (ErrorCode::Interrupted, "interrupted".into()),
             Fault::BadRef {
@@ -346,6 +356,15 @@ impl Vm {
         self.heap.alloc_str(s).map_err(Fault::from)
     }
 
+    /// Checks that `bytes` more fit under the memory limit, collecting unreachable strings
+    /// first when they do not (their bytes count until a collection frees them).
+    pub(crate) fn make_room(&mut self, bytes: u64) -> Result<(), Fault> {
+        if self.heap.check_room(bytes).is_err() {
+            self.collect_strings();
+        }
+        Ok(self.heap.check_room(bytes)?)
+    }
+
     /// Runs the string collector with the VM's roots: the String registers of every frame, the
     /// String statics and the constant cells (the first module's constants are also pinned;
     /// those of a module installed by `Vm::replace_module` are not, so they are rooted here;
@@ -413,9 +432,12 @@ impl Vm {
     /// `concat`: joins two strings, null reading as `null`.
     #[inline(never)]
     pub(crate) fn concat(&mut self, x: u64, y: u64) -> Result<u64, Fault> {
+        let text = |vm: &Vm, h| vm.heap.str(h).unwrap_or("null").len();
+        let len = text(self, x).saturating_add(text(self, y));
+        self.make_room(len as u64)?;
         let a = self.heap.str(x).unwrap_or("null");
         let b = self.heap.str(y).unwrap_or("null");
-        let mut s = String::with_capacity(a.len() + b.len());
+        let mut s = self.heap.text_buffer(len)?;
         s.push_str(a);
         s.push_str(b);
         self.new_string(s)
@@ -445,6 +467,23 @@ impl Vm {
     /// holds each argument's string conversion, `vals` its float64 value (NaN if not numeric).
     #[inline(never)]
     pub(crate) fn format_dyn(&mut self, fmt: u64, strs: u64, vals: u64) -> Result<u64, Fault> {
+        // The text is at most the format's characters, each argument once, and for each `{`
+        // a fixed-point number (309 digits, a sign, a point and 340 decimals at most).
+        let bound = {
+            let (f, args) = self.format_inputs(fmt, strs, vals)?;
+            let arg_bytes = args.iter().fold(0usize, |n, a| n.saturating_add(a.0.len()));
+            (f.len() as u64)
+                .saturating_add(arg_bytes as u64)
+                .saturating_add(660 * f.matches('{').count() as u64)
+        };
+        self.make_room(bound)?;
+        let (f, args) = self.format_inputs(fmt, strs, vals)?;
+        let text = format::format_args(f, &args);
+        self.new_string(text)
+    }
+
+    /// The format string of `str.format` and its arguments' (text, value) pairs.
+    fn format_inputs(&self, fmt: u64, strs: u64, vals: u64) -> Result<FormatInputs<'_>, Fault> {
         let fmt = self.heap.str(fmt).unwrap_or("null");
         let (
             Some(Obj::Array(Array {
@@ -463,13 +502,12 @@ impl Vm {
                 access: Access::Index,
             });
         };
-        let args: Vec<(String, f64)> = sv
+        let args = sv
             .iter()
             .zip(fv.iter())
-            .map(|(&h, &v)| (self.heap.str(h).unwrap_or("null").to_string(), v))
+            .map(|(&h, &v)| (self.heap.str(h).unwrap_or("null"), v))
             .collect();
-        let text = format::format_args(fmt, &args);
-        self.new_string(text)
+        Ok((fmt, args))
     }
 
     /// `eq.str`: equal contents; null equals only null.
@@ -506,7 +544,8 @@ impl Vm {
     }
 
     /// A zero-filled array of `len` elements of `elem` (`newarr` in both tiers): `E-SIZE` for
-    /// a negative or unallocatable length, `E-MEMORY` past the memory limit (checked before
+    /// a negative or unallocatable length (past [`crate::system_memory_limit`] alone),
+    /// `E-MEMORY` past the VM's memory limit beside what is live (checked before
     /// the elements are allocated).
     pub(crate) fn alloc_array(&mut self, elem: Elem, len: i64) -> Result<u64, Fault> {
         if len < 0 {
@@ -516,7 +555,12 @@ impl Vm {
             Elem::Scalar(s) => s.size() as u64,
             _ => 8,
         };
-        self.heap.check_room((len as u64).saturating_mul(size))?;
+        // Unallocatable (E-SIZE): more bytes than the machine could ever give this process.
+        let bytes = (len as u64)
+            .checked_mul(size)
+            .filter(|&b| b <= isize::MAX as u64 && crate::embed::machine_allows(b))
+            .ok_or(Fault::Size(len))?;
+        self.make_room(bytes)?;
         let data = ArrData::zeroed(elem, len as usize).ok_or(Fault::Size(len))?;
         Ok(self.heap.alloc(Obj::Array(Array { elem, data }))?)
     }
