@@ -300,3 +300,17 @@ fn echoes_escape_control_characters() {
 "#,
     );
 }
+
+/// A command given words it does not take says so and does nothing (`:quit now` does not
+/// quit, `:reset all` does not reset).
+#[test]
+fn commands_refuse_extra_words() {
+    check(
+        "int32 k = 4;\n:reset all\n:quit now\n:jit off eager\n:drop k k\nk\n",
+        "cajeta: error: ':reset' takes no argument (:help lists the commands)\n\
+         cajeta: error: ':quit' takes no argument (:help lists the commands)\n\
+         cajeta: error: ':jit' takes one argument (:help lists the commands)\n\
+         cajeta: error: ':drop' takes one argument (:help lists the commands)\n\
+         : int32 = 4\n",
+    );
+}

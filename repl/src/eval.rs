@@ -258,6 +258,22 @@ impl Repl {
             Some(i) => (&cmd[..i], cmd[i..].trim()),
             None => (cmd, ""),
         };
+        let takes_none = matches!(
+            name,
+            "help" | "h" | "?" | "quit" | "q" | "exit" | "reset" | "mem"
+        );
+        let takes_one = matches!(name, "backend" | "dis" | "jit" | "drop");
+        if (takes_none && !arg.is_empty()) || (takes_one && arg.contains(char::is_whitespace)) {
+            let what = if takes_none {
+                "no argument"
+            } else {
+                "one argument"
+            };
+            error(&format!(
+                "cajeta: error: ':{name}' takes {what} (:help lists the commands)"
+            ));
+            return Flow::Continue;
+        }
         match name {
             "help" | "h" | "?" => {
                 let mut out = String::from(
