@@ -10,6 +10,7 @@
 pub mod decode;
 pub mod dis;
 pub mod encode;
+pub mod float;
 pub mod half;
 pub mod module;
 pub mod opcodes;

@@ -1366,9 +1366,12 @@ impl<'a, 'b> Tr<'a, 'b> {
         }
     }
 
-    /// Rust's `f64::min`/`max` as the interpreter computes them: a NaN operand yields the
-    /// other one; otherwise the smaller (larger) one, the first on a tie (`-0.0` vs `0.0`).
+    /// minimumNumber/maximumNumber as `cajeta_bytecode::float` defines them: a NaN operand
+    /// yields the other one; otherwise the smaller (larger) one, and on a tie the bits of
+    /// both or-ed (and-ed), which orders -0.0 below +0.0.
     fn fminmax(&mut self, min: bool, x: Value, y: Value) -> Value {
+        let ty = self.b.func.dfg.value_type(x);
+        let ity = if ty == F64 { I64 } else { I32 };
         let xnan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
         let cc = if min {
             FloatCC::LessThan
@@ -1377,6 +1380,17 @@ impl<'a, 'b> Tr<'a, 'b> {
         };
         let better = self.b.ins().fcmp(cc, y, x);
         let t = self.b.ins().select(better, y, x);
+        let tie = self.b.ins().fcmp(FloatCC::Equal, x, y);
+        let flags = MemFlagsData::new();
+        let xb = self.b.ins().bitcast(ity, flags, x);
+        let yb = self.b.ins().bitcast(ity, flags, y);
+        let zb = if min {
+            self.b.ins().bor(xb, yb)
+        } else {
+            self.b.ins().band(xb, yb)
+        };
+        let z = self.b.ins().bitcast(ty, flags, zb);
+        let t = self.b.ins().select(tie, z, t);
         self.b.ins().select(xnan, y, t)
     }
 

@@ -297,6 +297,18 @@ fn same_float(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// IEEE 754-2019 minimumNumber (spec-questions 27): a NaN operand yields the other; -0.0 is
+/// below +0.0. (maximumNumber is its mirror: `-min(-x, -y)`.)
+fn min_number(x: f64, y: f64) -> f64 {
+    if x.is_nan() {
+        y
+    } else if y.is_nan() || x < y || (x == 0.0 && y == 0.0 && x.is_sign_negative()) {
+        x
+    } else {
+        y
+    }
+}
+
 #[test]
 fn float64_ops() {
     let bins: &[(&str, BinF64)] = &[
@@ -305,8 +317,8 @@ fn float64_ops() {
         ("mul.f64", |x, y| Value::F64(x * y)),
         ("div.f64", |x, y| Value::F64(x / y)),
         ("rem.f64", |x, y| Value::F64(x % y)),
-        ("min.f64", |x, y| Value::F64(x.min(y))),
-        ("max.f64", |x, y| Value::F64(x.max(y))),
+        ("min.f64", |x, y| Value::F64(min_number(x, y))),
+        ("max.f64", |x, y| Value::F64(-min_number(-x, -y))),
         ("pow.f64", |x, y| Value::F64(x.powf(y))),
         ("atan2.f64", |x, y| Value::F64(x.atan2(y))),
         ("eq.f64", |x, y| Value::Bool(x == y)),
@@ -360,8 +372,12 @@ fn float32_ops_round_once() {
         ("mul.f32", |x, y| Value::F32(x * y)),
         ("div.f32", |x, y| Value::F32(x / y)),
         ("rem.f32", |x, y| Value::F32(x % y)),
-        ("min.f32", |x, y| Value::F32(x.min(y))),
-        ("max.f32", |x, y| Value::F32(x.max(y))),
+        ("min.f32", |x, y| {
+            Value::F32(min_number(x.into(), y.into()) as f32)
+        }),
+        ("max.f32", |x, y| {
+            Value::F32(-min_number(-f64::from(x), -f64::from(y)) as f32)
+        }),
         ("pow.f32", |x, y| {
             Value::F32((x as f64).powf(y as f64) as f32)
         }),

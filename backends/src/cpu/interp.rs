@@ -21,7 +21,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use cajeta_bytecode::{half, Const, Instr, Module, Op};
+use cajeta_bytecode::{float, half, Const, Instr, Module, Op};
 
 use super::memory::{alloc_filled, MemRef};
 use super::plan::Plan;
@@ -844,8 +844,8 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
 
             // Math.
             Op::Math1F32 => un!(x => bf32(math1_f32(ins.c, f32b(x)))),
-            Op::MinF32 => binf32!(x, y => x.min(y)),
-            Op::MaxF32 => binf32!(x, y => x.max(y)),
+            Op::MinF32 => binf32!(x, y => float::min_f32(x, y)),
+            Op::MaxF32 => binf32!(x, y => float::max_f32(x, y)),
             Op::PowF32 => binf32!(x, y => f64::from(x).powf(f64::from(y)) as f32),
             Op::Atan2F32 => binf32!(x, y => f64::from(x).atan2(f64::from(y)) as f32),
             Op::FmaF32 => {
@@ -853,8 +853,8 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
                 regs[a] = bf32(acc.mul_add(f32b(regs[b]), f32b(regs[c])));
             }
             Op::Math1F64 => un!(x => bf64(math1_f64(ins.c, f64b(x)))),
-            Op::MinF64 => binf64!(x, y => x.min(y)),
-            Op::MaxF64 => binf64!(x, y => x.max(y)),
+            Op::MinF64 => binf64!(x, y => float::min_f64(x, y)),
+            Op::MaxF64 => binf64!(x, y => float::max_f64(x, y)),
             Op::PowF64 => binf64!(x, y => x.powf(y)),
             Op::Atan2F64 => binf64!(x, y => x.atan2(y)),
             Op::FmaF64 => {
@@ -978,12 +978,12 @@ pub(crate) fn run(env: &Env<'_>, it: &mut Item) -> Stop {
             Op::AtomicMaxI64 => atom64!(|x, v| (x as i64).max(v as i64) as u64),
             Op::AtomicMinU64 => atom64!(|x, v| x.min(v)),
             Op::AtomicMaxU64 => atom64!(|x, v| x.max(v)),
-            // minNum/maxNum: f32::min/max return the non-NaN operand.
+            // As `min.f32`/`max.f32`: the non-NaN operand; -0.0 below +0.0.
             Op::AtomicMinF32 => {
-                atom32!(|x, v| f32::from_bits(x).min(f32::from_bits(v)).to_bits())
+                atom32!(|x, v| float::min_f32(f32::from_bits(x), f32::from_bits(v)).to_bits())
             }
             Op::AtomicMaxF32 => {
-                atom32!(|x, v| f32::from_bits(x).max(f32::from_bits(v)).to_bits())
+                atom32!(|x, v| float::max_f32(f32::from_bits(x), f32::from_bits(v)).to_bits())
             }
             Op::AtomicCasI32 | Op::AtomicCasU32 => {
                 let Some(&desired) = regs.get(a + 1) else {

@@ -5,7 +5,7 @@
 //! `Some(cell)` for an active lane, `None` for a lane that is not (it returned, or it does not
 //! exist because the block's item count is not a multiple of `W`).
 
-use cajeta_bytecode::Op;
+use cajeta_bytecode::{float, Op};
 
 /// The largest wave width any `cpu` launch may use (`@Wave(width = N)`, N ≤ 64, XPU §8.2).
 pub(crate) const MAX_WAVE: usize = 64;
@@ -71,18 +71,6 @@ impl WaveOp {
     }
 }
 
-/// `maxNum` of float32 (XPU §2.7): a NaN operand yields the other; `+0.0` counts as larger
-/// than `-0.0`, so the result does not depend on the operand order.
-fn max_num(a: f32, b: f32) -> f32 {
-    if a.is_nan() {
-        b
-    } else if b.is_nan() || a > b || (a == b && b.is_sign_negative()) {
-        a
-    } else {
-        b
-    }
-}
-
 /// Computes `op` over `lanes` (one slot per lane, `lanes.len()` = W, a power of two at most
 /// [`MAX_WAVE`]) and writes each lane's result cell to `out[j]` (for inactive lanes too;
 /// nobody reads those).
@@ -111,7 +99,7 @@ pub(crate) fn reduce(op: WaveOp, lanes: &[Option<u64>], out: &mut [u64]) -> Resu
                     *slot = f32::from_bits(*v as u32);
                 }
             }
-            let f: fn(f32, f32) -> f32 = if sum { |x, y| x + y } else { max_num };
+            let f: fn(f32, f32) -> f32 = if sum { |x, y| x + y } else { float::max_f32 };
             butterfly(&mut a[..w], f);
             for (o, v) in out.iter_mut().zip(&a[..w]) {
                 *o = u64::from(v.to_bits());
@@ -252,7 +240,9 @@ mod tests {
         let mut out = [0; 4];
         reduce(WaveOp::MaxF32, &lanes, &mut out).unwrap();
         assert_eq!(out, [u64::from((-1.5f32).to_bits()); 4]);
-        assert_eq!(max_num(-0.0, 0.0).to_bits(), 0.0f32.to_bits());
-        assert_eq!(max_num(0.0, -0.0).to_bits(), 0.0f32.to_bits());
+        // -0 < +0 (IEEE 754-2019 maximumNumber), whichever lane holds which.
+        let zeros = [f(-0.0), f(0.0), f(-0.0), None];
+        reduce(WaveOp::MaxF32, &zeros, &mut out).unwrap();
+        assert_eq!(out, [u64::from(0.0f32.to_bits()); 4]);
     }
 }

@@ -1178,7 +1178,7 @@ impl Emitter<'_> {
 
     /// The T2 atomics (XPU §2.8): `atom.{sub,min,max,and,or,xor,xchg,cas}` on 32/64-bit
     /// integers, and float32 `min`/`max` as a compare-exchange loop on the bits (PTX has no
-    /// float atomic min/max before sm_90; `min.f32` already returns the non-NaN operand).
+    /// float atomic min/max before sm_90; the new value is [`Self::fminmax`]'s).
     fn atomic_t2(&mut self, func: u32, inst: u32, pc: u32, ins: Instr) -> R<()> {
         let mn = ins.op.mnemonic();
         let mut parts = mn.split('.').skip(1);
@@ -1198,7 +1198,7 @@ impl Emitter<'_> {
             self.ins(format!("ld.volatile.{sp}.u32 {cur}, [{addr}]"));
             self.label(&top);
             self.ins(format!("mov.b32 {fo}, {cur}"));
-            self.ins(format!("{op}.f32 {fnew}, {fo}, {a}"));
+            self.fminmax(op, Scalar::F32, &fnew, &fo, &a);
             self.ins(format!("mov.b32 {nb}, {fnew}"));
             self.ins(format!("atom.{sp}.cas.b32 {got}, [{addr}], {cur}, {nb}"));
             self.ins(format!("setp.ne.u32 {p}, {got}, {cur}"));
@@ -1324,6 +1324,28 @@ impl Emitter<'_> {
         self.label(&l("end"));
     }
 
+    /// `d = min/max(x, y)` as `cajeta_bytecode::float` defines them: `min`/`max` (a NaN
+    /// operand yields the other), with a tie settled on the bits of both or-ed (min) or
+    /// and-ed (max), so -0.0 is below +0.0 (PTX leaves the sign of a zero tie open).
+    fn fminmax(&mut self, name: &str, s: Scalar, d: &str, x: &str, y: &str) {
+        let (ty, bt) = if s == Scalar::F32 {
+            ("f32", "b32")
+        } else {
+            ("f64", "b64")
+        };
+        let [r, z] = [0; 2].map(|_| self.tmp(ty));
+        let [xb, yb] = [0; 2].map(|_| self.tmp(bt));
+        let tie = self.tmp("pred");
+        let combine = if name == "min" { "or" } else { "and" };
+        self.ins(format!("{name}.{ty} {r}, {x}, {y}"));
+        self.ins(format!("setp.eq.{ty} {tie}, {x}, {y}"));
+        self.ins(format!("mov.{bt} {xb}, {x}"));
+        self.ins(format!("mov.{bt} {yb}, {y}"));
+        self.ins(format!("{combine}.{bt} {xb}, {xb}, {yb}"));
+        self.ins(format!("mov.{bt} {z}, {xb}"));
+        self.ins(format!("selp.{ty} {d}, {z}, {r}, {tie}"));
+    }
+
     /// `d = Math.pow(x, y)` on float32: `|x|^y` as `ex2.approx(y * lg2.approx(|x|))` (the
     /// hardware approximations, as `Math.exp2`/`log2`), with C's special cases chosen around
     /// it as the SPIR-V emitter does (XPU §2.12): the sign of `x` for an odd integer `y`, NaN
@@ -1386,7 +1408,7 @@ impl Emitter<'_> {
             match name {
                 "add" | "sub" | "mul" | "div" => self.ins(format!("{name}.rn.{ty} {a}, {b}, {c}")),
                 "neg" | "abs" => self.ins(format!("{name}.{ty} {a}, {b}")),
-                "min" | "max" => self.ins(format!("{name}.{ty} {a}, {b}, {c}")),
+                "min" | "max" => self.fminmax(name, s, &a, &b, &c),
                 "eq" | "ne" | "lt" | "le" => {
                     let cmp = if name == "ne" { "neu" } else { name };
                     let p = self.tmp("pred");

@@ -2511,12 +2511,35 @@ impl<'a, 'm> FnCx<'a, 'm> {
         self.store(a, v)
     }
 
+    /// Integer min/max, and float `NMin`/`NMax` (a NaN operand yields the other) with ties
+    /// settled as `cajeta_bytecode::float` does: the bits of both or-ed (min) or and-ed (max),
+    /// so -0.0 is below +0.0 (GLSL leaves the sign of a zero tie open).
     fn minmax(&mut self, a: u16, b: u16, c: u16, op: GLOp) -> R<()> {
         let s = self.reg_scalar(a)?;
         let t = self.cx.reg_ty(s);
         let x = self.load(b)?;
         let y = self.load(c)?;
         let v = self.cx.glsl2(t, op, x, y)?;
+        if !matches!(op, GLOp::NMin | GLOp::NMax) {
+            return self.store(a, v);
+        }
+        let it = if s == Scalar::F64 {
+            self.cx.u64t()
+        } else {
+            self.cx.t_u32
+        };
+        let tb = self.cx.t_bool;
+        let tie = self.b().f_ord_equal(tb, None, x, y).map_err(be)?;
+        let xb = self.b().bitcast(it, None, x).map_err(be)?;
+        let yb = self.b().bitcast(it, None, y).map_err(be)?;
+        let zb = if op == GLOp::NMin {
+            self.b().bitwise_or(it, None, xb, yb)
+        } else {
+            self.b().bitwise_and(it, None, xb, yb)
+        }
+        .map_err(be)?;
+        let z = self.b().bitcast(t, None, zb).map_err(be)?;
+        let v = self.b().select(t, None, tie, z, v).map_err(be)?;
         self.store(a, v)
     }
 
@@ -3213,7 +3236,18 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 .map_err(be)?;
                 let nan = self.b().is_nan(tb, None, old).map_err(be)?;
                 let take = self.b().logical_or(tb, None, better, nan).map_err(be)?;
-                self.b().select(f, None, take, x, old).map_err(be)?
+                let v = self.b().select(f, None, take, x, old).map_err(be)?;
+                // A tie combines the bits as `min.f32`/`max.f32` do (-0.0 below +0.0).
+                let tie = self.b().f_ord_equal(tb, None, x, old).map_err(be)?;
+                let xb = self.b().bitcast(u, None, x).map_err(be)?;
+                let zb = if op == Rmw::FMin {
+                    self.b().bitwise_or(u, None, cur, xb)
+                } else {
+                    self.b().bitwise_and(u, None, cur, xb)
+                }
+                .map_err(be)?;
+                let z = self.b().bitcast(f, None, zb).map_err(be)?;
+                self.b().select(f, None, tie, z, v).map_err(be)?
             }
             _ => return Err("an integer atomic on a float32 element".into()),
         };

@@ -41,7 +41,7 @@ pub(crate) use slow::{clock, elem_fault, Access, Fault};
 
 use std::sync::atomic::Ordering;
 
-use cajeta_bytecode::{half, Scalar};
+use cajeta_bytecode::{float, half, Scalar};
 
 use crate::api::{FnInfo, Vm};
 use crate::error::RuntimeError;
@@ -718,8 +718,8 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
 
             // Math.
             XOp::Math1F32 => un!(x => bf32(math1_f32(ins.c(), f32b(x)))),
-            XOp::MinF32 => binf32!(x, y => x.min(y)),
-            XOp::MaxF32 => binf32!(x, y => x.max(y)),
+            XOp::MinF32 => binf32!(x, y => float::min_f32(x, y)),
+            XOp::MaxF32 => binf32!(x, y => float::max_f32(x, y)),
             XOp::PowF32 => binf32!(x, y => (x as f64).powf(y as f64) as f32),
             XOp::Atan2F32 => binf32!(x, y => (x as f64).atan2(y as f64) as f32),
             XOp::FmaF32 => {
@@ -729,8 +729,8 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                 wr!(ins.a(), bf32(acc.mul_add(x, y)));
             }
             XOp::Math1F64 => un!(x => bf64(math1_f64(ins.c(), f64b(x)))),
-            XOp::MinF64 => binf64!(x, y => x.min(y)),
-            XOp::MaxF64 => binf64!(x, y => x.max(y)),
+            XOp::MinF64 => binf64!(x, y => float::min_f64(x, y)),
+            XOp::MaxF64 => binf64!(x, y => float::max_f64(x, y)),
             XOp::PowF64 => binf64!(x, y => x.powf(y)),
             XOp::Atan2F64 => binf64!(x, y => x.atan2(y)),
             XOp::FmaF64 => {
