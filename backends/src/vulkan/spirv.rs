@@ -191,6 +191,20 @@ pub struct Target {
     /// (kernels with `Barrier.workgroup()`): lavapipe stops a workgroup's barriers once one of
     /// its subgroups has finished (see `spirv/drain.rs`).
     pub drain_returns: bool,
+    /// Load float constants through a run-time zero (a push-constant word) so that the driver
+    /// cannot see them. Mesa 22.3's gallivm short-cuts arithmetic with an operand that is the
+    /// constant +0.0 (`x + 0 → x`, `x * 0 → 0`, `0 / x → 0`, `x / 0 → undef`), wrong for
+    /// -0.0, infinities and NaN; and NIR folds constant expressions into such operands.
+    pub opaque_float_constants: bool,
+}
+
+impl Target {
+    /// Mesa's lavapipe (llvmpipe), the software device: every workaround on.
+    pub const LAVAPIPE: Target = Target {
+        relaxed_atomics: true,
+        drain_returns: true,
+        opaque_float_constants: true,
+    };
 }
 
 /// The SPIR-V module (words) of kernel function `kernel` of `module`.
@@ -305,6 +319,8 @@ struct Cx<'m> {
     push_types: Vec<Word>,
     params: Vec<ParamSlot>,
     push_size: u32,
+    /// The push-constant member that always holds 0 ([`Target::opaque_float_constants`]).
+    zero_member: Option<u32>,
     fault_var: Word,
     fault_fn: Word,
     wg_size: [Word; 3],
@@ -359,6 +375,7 @@ impl<'m> Cx<'m> {
             push_types: vec![],
             params: vec![],
             push_size: 0,
+            zero_member: None,
             fault_var: 0,
             fault_fn: 0,
             dyn_len: None,
@@ -570,6 +587,13 @@ impl<'m> Cx<'m> {
                 }
                 other => return Err(format!("kernel parameter of type {other}")),
             }
+        }
+        if self.target.opaque_float_constants {
+            // The runtime zero-fills the push constants past the parameters.
+            self.zero_member = Some(members.len() as u32);
+            members.push(self.t_u32);
+            offsets.push(off);
+            off += 4;
         }
         self.push_size = off.next_multiple_of(8);
         if !members.is_empty() {
@@ -1664,12 +1688,12 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     Some(Const::Bits(x)) => *x,
                     _ => return Err(format!("constant {} is not a number", i.bc())),
                 };
-                let v = self.scalar_const(s, bits);
+                let v = self.register_const(s, bits)?;
                 self.store(a, v)?;
             }
             Op::LoadI => {
                 let s = self.reg_scalar(a)?;
-                let v = self.scalar_const(s, i.bc() as i32 as i64 as u64);
+                let v = self.register_const(s, i.bc() as i32 as i64 as u64)?;
                 self.store(a, v)?;
             }
             Op::Jmp => {
@@ -1909,15 +1933,20 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let dt = self.cx.reg_ty(ds);
                 let ss = self.reg_scalar(b)?;
                 let wide = matches!(ss, I64 | U64);
+                // An integer the driver can fold (`l - l`) must not become a constant float
+                // (see [`Target::opaque_float_constants`]).
                 let v = if !wide && !ss.is_signed() {
                     // Non-negative 32-bit value: both readings agree.
                     let x = self.as_u32(b)?;
+                    let x = self.opaque_int(x, false)?;
                     self.b().convert_u_to_f(dt, None, x).map_err(be)?
                 } else if !wide && signed_op {
                     let x = self.load(b)?;
+                    let x = self.opaque_int(x, false)?;
                     self.b().convert_s_to_f(dt, None, x).map_err(be)?
                 } else {
                     let x = self.as_u64(b)?;
+                    let x = self.opaque_int(x, true)?;
                     if signed_op {
                         self.b().convert_s_to_f(dt, None, x).map_err(be)?
                     } else {
@@ -2242,6 +2271,50 @@ impl<'a, 'm> FnCx<'a, 'm> {
             _ => bits & 0xffff_ffff,
         };
         self.cx.konst(t, v)
+    }
+
+    /// The constant a `loadk`/`loadi` puts in a register of type `s`: a float one computed
+    /// from a run-time zero where the target asks ([`Target::opaque_float_constants`]).
+    fn register_const(&mut self, s: Scalar, bits: u64) -> R<Word> {
+        let k = self.scalar_const(s, bits);
+        if self.cx.zero_member.is_none() || !s.is_float() {
+            return Ok(k);
+        }
+        Ok(match s {
+            Scalar::F32 => {
+                let kb = self.cx.k32(bits as u32);
+                let v = self.opaque_int(kb, false)?;
+                let f = self.cx.t_f32;
+                self.b().bitcast(f, None, v).map_err(be)?
+            }
+            Scalar::F64 => {
+                let u64t = self.cx.u64t();
+                let f64t = self.cx.f64t();
+                let kb = self.cx.konst(u64t, bits);
+                let v = self.opaque_int(kb, true)?;
+                self.b().bitcast(f64t, None, v).map_err(be)?
+            }
+            // float16/bfloat16 registers hold their bits in a u32.
+            _ => self.opaque_int(k, false)?,
+        })
+    }
+
+    /// `x` (a u32, or a u64 if `wide`) plus the run-time zero of
+    /// [`Target::opaque_float_constants`], so that the driver cannot know its value; `x`
+    /// itself where the target needs no such zero.
+    fn opaque_int(&mut self, x: Word, wide: bool) -> R<Word> {
+        let Some(member) = self.cx.zero_member else {
+            return Ok(x);
+        };
+        let zero = self.cx.push_load(member)?;
+        if wide {
+            let u64t = self.cx.u64t();
+            let z = self.b().u_convert(u64t, None, zero).map_err(be)?;
+            self.b().i_add(u64t, None, x, z).map_err(be)
+        } else {
+            let u = self.cx.t_u32;
+            self.b().i_add(u, None, x, zero).map_err(be)
+        }
     }
 
     /// One instruction of switch `ri`'s case dispatch: a case test (`jmpif`) folds into the
