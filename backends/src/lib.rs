@@ -214,6 +214,16 @@ pub trait Backend: Send + Sync {
     /// Blocking copy from the storage at byte `offset` into `out` (waits for earlier work on it).
     fn read(&self, id: StorageId, offset: u64, out: &mut [u8]);
 
+    /// The fault a blocking transfer (`read`/`write`, a synchronisation point, XPU §7.3) has
+    /// to report: the pending fault of the work it waited for. The default suits backends
+    /// that report faults at the launch (`cpu`).
+    ///
+    /// # Errors
+    /// The pending kernel fault (asynchronous backends).
+    fn transfer_fault(&self) -> Result<(), KernelFault> {
+        Ok(())
+    }
+
     /// Whether the host can access the storage directly (`hostStore`/`hostLoad`).
     fn host_accessible(&self, id: StorageId) -> bool;
 

@@ -645,7 +645,11 @@ impl Vm {
                 } else {
                     backend.read(id, byte_off, &mut arr.data.as_bytes_mut()[..bytes]);
                 }
-                Ok(())
+                if x.stream {
+                    Ok(())
+                } else {
+                    backend.transfer_fault().map_err(XErr::Kernel)
+                }
             }
             _ => Err(dropped()),
         }
@@ -1231,7 +1235,7 @@ impl Vm {
                 out.resize(n, 0);
                 backend.read(id, offset * size, out);
             }
-            Ok(())
+            backend.transfer_fault().map_err(XErr::Kernel)
         })();
         r.map_err(|e| self.xpu_error(e, None))
     }

@@ -568,6 +568,12 @@ impl Backend for CudaBackend {
         let _ = unsafe { result::memcpy_dtoh_sync(out, s.address + offset) };
     }
 
+    /// Transfers wait for all work (`ctx::synchronize`); the launches' fault records are
+    /// read as `sync()` reads them.
+    fn transfer_fault(&self) -> Result<(), KernelFault> {
+        self.stream_sync(StreamId::DEFAULT)
+    }
+
     fn host_accessible(&self, id: StorageId) -> bool {
         self.storage(id)
             .is_some_and(|s| s.kind != MemoryKind::Device || self.integrated)

@@ -273,9 +273,10 @@ impl VulkanBackend {
             && props
                 .device_name_as_c_str()
                 .is_ok_and(|n| n.to_bytes().starts_with(b"llvmpipe"));
-        let target = spirv::Target {
-            relaxed_atomics: lavapipe,
-            drain_returns: lavapipe,
+        let target = if lavapipe {
+            spirv::Target::LAVAPIPE
+        } else {
+            spirv::Target::default()
         };
         let integrated = props.device_type == vk::PhysicalDeviceType::INTEGRATED_GPU;
 
@@ -1382,6 +1383,15 @@ impl Backend for VulkanBackend {
             // SAFETY: the staging mapping holds `out.len()` bytes, written by the completed
             // batch.
             unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
+        }
+    }
+
+    /// A transfer flushed the batch that used its storage; a fault found then (or at an
+    /// earlier flush) is pending.
+    fn transfer_fault(&self) -> Result<(), KernelFault> {
+        match self.lock().pending.take() {
+            Some(f) => Err(f),
+            None => Ok(()),
         }
     }
 
