@@ -105,12 +105,25 @@ impl Parser {
         })
     }
 
+    /// The body of `if`, `else`, `while`, `do` or `for`: a statement, which a local
+    /// declaration is not (LANGUAGE §7: declarations live directly in blocks).
+    fn body(&mut self, of: &str) -> PResult<Box<Stmt>> {
+        let s = self.stmt()?;
+        if matches!(s.kind, StmtKind::Local(_)) {
+            self.error(
+                s.span,
+                format!("a declaration cannot be the body of '{of}' (put it in a block)"),
+            );
+        }
+        Ok(Box::new(s))
+    }
+
     fn if_stmt(&mut self) -> PResult<StmtKind> {
         self.bump();
         let cond = self.paren_expr()?;
-        let then = Box::new(self.stmt()?);
+        let then = self.body("if")?;
         let els = if self.eat_kw(Kw::Else) {
-            Some(Box::new(self.stmt()?))
+            Some(self.body("else")?)
         } else {
             None
         };
@@ -120,13 +133,13 @@ impl Parser {
     fn while_stmt(&mut self) -> PResult<StmtKind> {
         self.bump();
         let cond = self.paren_expr()?;
-        let body = Box::new(self.stmt()?);
+        let body = self.body("while")?;
         Ok(StmtKind::While { cond, body })
     }
 
     fn do_stmt(&mut self) -> PResult<StmtKind> {
         self.bump();
-        let body = Box::new(self.stmt()?);
+        let body = self.body("do")?;
         if !self.eat_kw(Kw::While) {
             self.error_here(format!(
                 "expected 'while' after the body of 'do', found {}",
@@ -366,7 +379,7 @@ impl Parser {
             self.expr_stmt_list()?
         };
         self.expect_p(P::RParen)?;
-        let body = Box::new(self.stmt()?);
+        let body = self.body("for")?;
         Ok(StmtKind::For {
             init,
             cond,
@@ -383,7 +396,7 @@ impl Parser {
     ) -> PResult<StmtKind> {
         let iterable = self.expr()?;
         self.expect_p(P::RParen)?;
-        let body = Box::new(self.stmt()?);
+        let body = self.body("for")?;
         Ok(StmtKind::ForEach {
             index,
             ty,
