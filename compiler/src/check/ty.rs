@@ -482,7 +482,12 @@ pub fn conversion_is_lossy(from: Scalar, to: Scalar) -> bool {
 }
 
 /// The ranking of an argument against a parameter for overload resolution (LANGUAGE §8.4):
-/// lower is better. `None` if the argument does not convert at all.
+/// lower is better, equal ranks tie. `None` if the argument does not convert at all.
+///
+/// Exact beats lossless beats other. Only lossless conversions of an integer argument are
+/// ranked further: to an integer before to a float, to a narrower integer before a wider
+/// one. Nothing ranks `float32` against `float64`, or one lossy conversion against another:
+/// those candidates tie, and a call they both fit is ambiguous.
 pub fn arg_rank(arg: &Ty, param: &Ty) -> Option<u32> {
     if arg == param {
         return Some(0);
@@ -492,13 +497,15 @@ pub fn arg_rank(arg: &Ty, param: &Ty) -> Option<u32> {
     }
     match (arg, param) {
         (Ty::Prim(a), Ty::Prim(p)) if a.is_numeric() && p.is_numeric() => {
-            if !conversion_is_lossy(*a, *p) {
-                // Lossless; prefer integer targets, then narrower ones.
-                let float_pen = if a.is_int() && p.is_float() { 100 } else { 0 };
-                Some(1 + float_pen + p.bits())
+            Some(if conversion_is_lossy(*a, *p) {
+                1000
+            } else if !a.is_int() {
+                1
+            } else if p.is_int() {
+                1 + p.bits()
             } else {
-                Some(1000 + p.bits())
-            }
+                100
+            })
         }
         (Ty::Null, p) if p.is_ref() => Some(1),
         (Ty::Enum(_), Ty::Prim(Scalar::I32)) => Some(500),
