@@ -346,6 +346,8 @@ fn check_warns_on_constants_only_when_the_value_changes() {
         ("int32 i = 2.5;", true),
         ("uint8 j = 256.0;", true),
         ("int8 k = 1 << 7;", true),
+        ("uint8 l = true ? 1 : 2;", false),
+        ("uint8 m = 2 > 1 ? 300 : 2;", true),
     ];
     let body: String = lines.iter().map(|(l, _)| format!("    {l}\n")).collect();
     let src = format!("public class W {{\n  static void main() {{\n{body}  }}\n}}\n");
@@ -355,6 +357,40 @@ fn check_warns_on_constants_only_when_the_value_changes() {
     let e = stderr(&o);
     for (n, (line, warns)) in lines.iter().enumerate() {
         let at = format!("W.cajeta:{}:", n + 3);
+        let warned = e
+            .lines()
+            .any(|l| l.contains(&at) && l.contains("warning[CAJETA_WARN_LOSSY_CONVERSION]"));
+        assert_eq!(warned, *warns, "{line}\n{e}");
+    }
+}
+
+/// LANGUAGE.md §3.2: the store of a compound assignment is a conversion context, so a store
+/// that may change the value warns like an assignment; float16 arithmetic (float32 rounded
+/// back at the store, §3.4) and a result of the target's own type do not.
+#[test]
+fn check_warns_on_lossy_compound_assignment_stores() {
+    let d = tmp_dir("warn_compound");
+    let lines = [
+        ("i += 2;", false),
+        ("u += 1;", false),
+        ("f *= 0.5;", false),
+        ("h += h;", false),
+        ("h *= 2;", false),
+        ("i += 1.5;", true),
+        ("u += 300;", true),
+        ("i += big;", true),
+        ("f += 0.1 * d;", true),
+    ];
+    let body: String = lines.iter().map(|(l, _)| format!("    {l}\n")).collect();
+    let src = format!(
+        "public class W {{\n  static void main() {{\n    int32 i = 1; uint8 u = 2; float32 f = 3; float16 h = 1.5; int64 big = 7; float64 d = 2;\n{body}  }}\n}}\n"
+    );
+    let f = write(&d, "W.cajeta", src.as_bytes());
+    let o = cajeta(&["check", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    for (n, (line, warns)) in lines.iter().enumerate() {
+        let at = format!("W.cajeta:{}:", n + 4);
         let warned = e
             .lines()
             .any(|l| l.contains(&at) && l.contains("warning[CAJETA_WARN_LOSSY_CONVERSION]"));

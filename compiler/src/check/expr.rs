@@ -1691,12 +1691,28 @@ impl FnBuilder<'_> {
                 if ty == Ty::Str && bop == BinOp::Add {
                     self.concat(cur, rhs, span)
                 } else {
+                    // float16/bfloat16 arithmetic is float32 arithmetic rounded back at the
+                    // store (§3.4): `h += h2` is no lossy conversion of the program's.
+                    let half_op = ty.scalar().is_some_and(Scalar::is_half)
+                        && (rhs.untyped || rhs.ty.scalar().is_some_and(Scalar::is_half));
                     let res = self.binary_vals(bop, cur, rhs, span);
-                    // `a op= b` is `a = (A)(a op b)`: an explicit cast, never a warning.
+                    // `a op= b` is `a = (A)(a op b)` (§8.3), and its store a conversion
+                    // context (§3.2): a store that may change the value warns.
                     match (res.ty.scalar(), ty.scalar()) {
                         (Some(from), Some(to))
                             if from != to && from.is_numeric() && to.is_numeric() =>
                         {
+                            if ty::conversion_is_lossy(from, to) && !half_op {
+                                self.warn(
+                                    code::WARN_LOSSY_CONVERSION,
+                                    span,
+                                    format!(
+                                        "the {} result is stored into {} and may change value",
+                                        from.name(),
+                                        to.name()
+                                    ),
+                                );
+                            }
                             match self.materialize(&res) {
                                 Some(r) => {
                                     let c = self.convert(r, from, to);

@@ -134,8 +134,39 @@ impl FnBuilder<'_> {
         }
     }
 
-    /// `c ? a : b`: evaluates one arm; the value is borrowed (LANGUAGE §6.3).
+    /// The value of a constant boolean condition, found without emitting anything.
+    fn constant_condition(&mut self, cond: &Expr) -> Option<bool> {
+        let snap = self.snapshot();
+        let v = self.expr(cond);
+        self.restore(snap);
+        match v.loc {
+            Loc::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// `c ? a : b`: evaluates one arm; the value is borrowed (LANGUAGE §6.3). Over constants
+    /// it is a constant expression (§5.3): the chosen arm's value in the unified type,
+    /// untyped when both arms are.
     pub fn ternary(&mut self, cond: &Expr, then: &Expr, els: &Expr, span: Span) -> Val {
+        if let Some(pick) = self.constant_condition(cond) {
+            let (a, b) = (self.probe(then), self.probe(els));
+            if let (Some(x), Some(y)) = (a.2, b.2) {
+                let untyped = a.1 && b.1;
+                let Some(t) = self.unify(&[a, b], span) else {
+                    return Val::error();
+                };
+                if let Some(s) = t.scalar().filter(|s| s.is_numeric()) {
+                    let n = if pick { x } else { y };
+                    return Val {
+                        ty: t,
+                        loc: Loc::Num(ty::cell_num(ty::const_cell(n, s), s)),
+                        untyped,
+                        own: Own::No,
+                    };
+                }
+            }
+        }
         let (c, when_true, when_false) = self.cond(cond);
         let before = self.da.clone();
         self.da = when_true.clone();
@@ -361,7 +392,13 @@ impl FnBuilder<'_> {
                 // Strings compare by contents at run time.
                 return Some((u64::MAX, Some(text.to_string())));
             }
-            if v.ty != Ty::Error {
+            if v.ty == *sel {
+                self.error(
+                    code::TYPE_MISMATCH,
+                    e.span,
+                    "a case label must be a constant expression (§7)",
+                );
+            } else if v.ty != Ty::Error {
                 let (a, b) = (self.ty_name(&v.ty), self.ty_name(sel));
                 self.error(code::TYPE_MISMATCH, e.span, format!("case label of type {a} does not match the selector type {b} (or is not a constant)"));
             }

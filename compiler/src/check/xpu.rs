@@ -789,7 +789,7 @@ impl FnBuilder<'_> {
     }
 
     /// Constant expressions (LANGUAGE §5.3): literals, constants of `class`, primitive casts,
-    /// unary and binary operators over them.
+    /// unary, binary and `?:` operators over them.
     fn is_const_expr(&self, e: &Expr, class: u32, depth: u32) -> bool {
         if depth > 16 {
             return false;
@@ -811,6 +811,9 @@ impl FnBuilder<'_> {
                 self.is_const_expr(lhs, class, depth + 1)
                     && self.is_const_expr(rhs, class, depth + 1)
             }
+            ExprKind::Cond { cond, then, els } => [cond, then, els]
+                .iter()
+                .all(|e| self.is_const_expr(e, class, depth + 1)),
             // Only constants of the same class, not shadowed by a local: the initialiser is
             // lowered in the current function's scope.
             ExprKind::Name(id) => {
@@ -827,9 +830,25 @@ impl FnBuilder<'_> {
         }
     }
 
-    /// A constant static read in host code: its value, or `None` if it is not a constant.
+    /// A constant static read (of any class): its value, or `None` if it is not a constant.
+    /// The initialiser is lowered as its own class sees it: that class's names, none of the
+    /// current function's locals.
     pub fn static_constant(&mut self, si: u32, span: Span) -> Option<Val> {
-        if self.inline_depth >= 16 || self.p.statics[si as usize].class != self.class {
+        let home = self.p.statics[si as usize].class;
+        if home == self.class {
+            return self.own_static_constant(si, span);
+        }
+        let outer = (self.class, self.scope_floor);
+        self.class = home;
+        self.scope_floor = self.scopes.len();
+        let v = self.own_static_constant(si, span);
+        (self.class, self.scope_floor) = outer;
+        v
+    }
+
+    /// [`Self::static_constant`] of the current class.
+    fn own_static_constant(&mut self, si: u32, span: Span) -> Option<Val> {
+        if self.inline_depth >= 16 {
             return None;
         }
         let init = self.constant_initialiser(si, 0)?;

@@ -73,10 +73,11 @@ impl Parser {
         })
     }
 
-    /// A `case` constant: a binary expression (no `?:`, whose `:` would be ambiguous).
+    /// A `case` constant: a conditional expression (no assignment or lambda). A `?:` takes
+    /// its own `:` first, so `case c ? 1 : 2:` is unambiguous, as in Java.
     pub(super) fn case_constant(&mut self) -> PResult<Expr> {
         let outer = std::mem::replace(&mut self.case_label, true);
-        let r = self.binary(0);
+        let r = self.ternary();
         self.case_label = outer;
         r
     }
