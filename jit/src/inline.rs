@@ -91,6 +91,22 @@ pub(crate) fn origin(sites: &[Site], pc: u32) -> (Option<usize>, u32) {
 /// The caller `f` (function `func` of `module`) with its calls of inlinable leaves made in
 /// loops inlined, or `None` when it has none.
 pub(crate) fn leaf_calls(module: &Module, func: u32, f: &Function) -> Option<Inlined> {
+    let seg_len = segments(module, func, f)?;
+    build(module, f, &seg_len)
+}
+
+/// The pcs of the calls [`leaf_calls`] splices into `f`.
+pub(crate) fn spliced_calls(module: &Module, func: u32, f: &Function) -> Vec<u32> {
+    segments(module, func, f).map_or_else(Vec::new, |seg_len| {
+        (0..seg_len.len() as u32)
+            .filter(|&p| seg_len[p as usize] > 1)
+            .collect()
+    })
+}
+
+/// The length of the code each caller pc becomes (1, or a splice's segment), or `None` when
+/// nothing is spliced.
+fn segments(module: &Module, func: u32, f: &Function) -> Option<Vec<usize>> {
     let in_loop = |p: usize| {
         f.code
             .iter()
@@ -119,13 +135,15 @@ pub(crate) fn leaf_calls(module: &Module, func: u32, f: &Function) -> Option<Inl
             any = true;
         }
     }
-    if !any {
-        return None;
-    }
+    any.then_some(seg_len)
+}
+
+/// [`leaf_calls`] for the segment lengths [`segments`] chose.
+fn build(module: &Module, f: &Function, seg_len: &[usize]) -> Option<Inlined> {
     // Combined pc of each caller pc (and of the end).
     let mut new_pc = Vec::with_capacity(f.code.len() + 1);
     let mut at = 0usize;
-    for &n in &seg_len {
+    for &n in seg_len {
         new_pc.push(at as u32);
         at += n;
     }

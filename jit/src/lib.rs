@@ -251,8 +251,9 @@ pub struct Jit {
     hooks: RuntimeHooks,
     options: JitOptions,
     jm: Option<JITModule>,
-    /// One entry point (or 0) per function; compiled code loads callees from here.
-    table: Box<[AtomicUsize]>,
+    /// One entry point (or 0) per function; compiled code loads callees from here. Shared
+    /// with this JIT's companions ([`Jit::companion`]).
+    table: Arc<[AtomicUsize]>,
     compiled: Vec<Option<CompiledFn>>,
     /// Disassemblies, when [`JitOptions::disasm`] is on.
     disasm: Vec<Option<String>>,
@@ -291,6 +292,43 @@ impl Jit {
             fctx: FunctionBuilderContext::new(),
             module,
         })
+    }
+
+    /// A second JIT for the same module and options that shares this one's function table:
+    /// the code either compiles calls the other's functions natively, and either may run on
+    /// its own thread (a background compiler). Each keeps the code it made for as long as it
+    /// lives; a function must be compiled by one of them only.
+    ///
+    /// # Errors
+    ///
+    /// As [`Jit::new`] (the host is not supported).
+    pub fn companion(&self) -> Result<Jit, JitError> {
+        let jm = new_jit_module()?;
+        let n = self.module.functions.len();
+        Ok(Jit {
+            hooks: self.hooks,
+            options: self.options,
+            cctx: jm.make_context(),
+            jm: Some(jm),
+            table: Arc::clone(&self.table),
+            compiled: vec![None; n],
+            disasm: vec![None; n],
+            inlined: vec![Vec::new(); n],
+            fctx: FunctionBuilderContext::new(),
+            module: Arc::clone(&self.module),
+        })
+    }
+
+    /// The pcs of the calls in function `func` that compiling it would splice into its code
+    /// (leaf calls in loops, see [`Jit::inlined`]): their callees run there without being
+    /// called.
+    pub fn spliced_calls(&self, func: u32) -> Vec<u32> {
+        match self.module.functions.get(func as usize) {
+            Some(f) if self.options.inline_objects && !self.options.fuel => {
+                inline::spliced_calls(&self.module, func, f)
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The module this JIT compiles.
@@ -489,6 +527,12 @@ impl Jit {
         Ok(c)
     }
 }
+
+// A companion JIT compiles on a thread of its own (`Jit::companion`).
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Jit>();
+};
 
 /// Levels of a small self-recursive function inlined into itself.
 const SELF_INLINE_LEVELS: usize = 2;

@@ -521,3 +521,32 @@ fn calls_through_the_interpreter_hook_can_reenter_compiled_code() {
         .iter()
         .all(|t| *t == TraceEntry { func: 0, pc: 5 }));
 }
+
+/// A companion JIT shares the function table: a callee it compiles on another thread is
+/// called natively by the first JIT's code, and the companion's code stays valid while the
+/// companion lives.
+#[test]
+fn a_companion_compiles_callees_on_another_thread() {
+    let m = two_functions();
+    let mut jit = make_jit(&m, JitOptions::default());
+    let companion = jit.companion().expect("companion");
+    let mut vm = TestVm::new(m, 64);
+    vm.interp_result = 100;
+    // The callee is not compiled yet: the call goes through the interpreter hook.
+    assert_eq!(run(&mut jit, &mut vm, 0, &[3]), Ok((200, 0)));
+    let companion = std::thread::spawn(move || {
+        let mut companion = companion;
+        companion.compile(1).expect("callee compiles");
+        companion
+    })
+    .join()
+    .expect("thread");
+    assert!(companion.compiled(1).is_some() && jit.compiled(1).is_none());
+    vm.interp_calls.clear();
+    assert_eq!(run(&mut jit, &mut vm, 0, &[3]), Ok((9 + 16, 0)));
+    assert!(vm.interp_calls.is_empty(), "{:?}", vm.interp_calls);
+    // The spliced-call query answers without compiling (nothing is spliced here: no loop).
+    assert!(jit.spliced_calls(0).is_empty());
+    drop(jit);
+    drop(companion);
+}

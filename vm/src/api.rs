@@ -551,6 +551,11 @@ pub fn run_program_with(
     vm.set_jit(opts.jit, opts.jit_verbose);
     vm.set_memory_limit(opts.memory_limit);
     let status = run_program_in(&mut vm, entry, args);
+    if opts.jit_verbose {
+        // Only `--jit-verbose` waits for the background compiler: to report every function
+        // it compiled, also those whose code the program never used.
+        vm.jit_drain();
+    }
     if opts.mem_stats {
         vm.print_mem_stats();
     }

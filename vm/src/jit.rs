@@ -7,8 +7,14 @@
 //! * `off`: everything is interpreted;
 //! * `auto` (the default of [`crate::RunOptions`]): a function containing a loop (a backward
 //!   jump) is compiled before its first run, any other host function once it has been called
-//!   [`AUTO_CALLS`] times (its next call runs compiled);
-//! * `eager`: every host function is compiled before its first call.
+//!   [`AUTO_CALLS`] times. Where a second thread is available ([`worker`]), a loop-free
+//!   function is compiled there, its calls staying interpreted until the code is ready; and
+//!   while the VM compiles a function itself, the worker compiles that function's callees
+//!   with loops, which are likely to run soon;
+//! * `eager`: every host function is compiled before its first call, on the calling thread.
+//!
+//! A metered VM (fuel or an interrupt handle) compiles everything on the calling thread, so
+//! that the points where it stops do not depend on timing.
 //!
 //! A function the JIT refuses (the xpu host API, say) stays interpreted for good; with
 //! `jit_verbose` each decision is one line on stderr.
@@ -40,16 +46,20 @@ use std::ffi::c_void;
 use std::fmt;
 use std::sync::Arc;
 
-use cajeta_bytecode::{FnKind, Function, Op, Scalar};
+use cajeta_bytecode::{FnKind, Function, Module, Op, Scalar};
 use cajeta_jit::{
-    decode_elem, guard, Jit, JitContext, JitFn, JitOptions, RuntimeHooks, Status, ELEM_OWN_FLAG,
-    ELEM_REF, ELEM_TAKE_OWNED, FIELD_CHECK_CALL,
+    decode_elem, guard, Jit, JitContext, JitError, JitFn, JitOptions, RuntimeHooks, Status,
+    ELEM_OWN_FLAG, ELEM_REF, ELEM_TAKE_OWNED, FIELD_CHECK_CALL,
 };
 
 use crate::api::Vm;
 use crate::error::{ErrorCode, RuntimeError};
 use crate::heap::{ArrData, Obj};
 use crate::interp::{self, Access, Fault, Frame, XInstr, XOp};
+
+mod worker;
+
+use worker::{Claim, Compiled, Worker};
 
 /// In `auto` mode, the number of interpreted calls of a loop-free function before it is
 /// compiled (its next call runs compiled). Small: compiling costs about a millisecond, and
@@ -114,6 +124,8 @@ impl fmt::Display for JitMode {
 enum Slot {
     /// Interpreted for now: compiled on the call that finds `calls >= threshold`.
     Counting { calls: u32, threshold: u32 },
+    /// Interpreted until the worker's code for it is ready.
+    Background,
     /// Compiled: calls enter here.
     Compiled(JitFn),
     /// Refused or not a host function: always interpreted.
@@ -132,6 +144,10 @@ pub(crate) enum Pending {
 /// The VM's JIT: the compiler, the context compiled code runs with, and the tiering state.
 pub(crate) struct JitState {
     jit: Jit,
+    /// The background compiler, if there is one (started on first use; see [`worker`]).
+    worker: Option<Worker>,
+    /// Whether a worker may be started (`auto` mode, not metered).
+    background: bool,
     /// Owned (from `Box::into_raw`, freed in `Drop`); kept outside `Vm` so that compiled code
     /// and hooks can use it while the VM itself is borrowed.
     ctx: *mut JitContext,
@@ -142,6 +158,62 @@ pub(crate) struct JitState {
     pub(crate) active: u32,
     /// The error being unwound through JIT frames.
     pub(crate) pending: Option<Pending>,
+}
+
+impl JitState {
+    /// The worker, started on first use; `None` where there is none.
+    fn worker(&mut self) -> Option<&Worker> {
+        if self.worker.is_none() && self.background {
+            // On one core a second thread would only take turns with the program.
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            self.background = cores > 1;
+        }
+        if self.worker.is_none() && self.background {
+            self.worker = self.jit.companion().ok().and_then(Worker::start);
+            self.background = self.worker.is_some();
+        }
+        self.worker.as_ref()
+    }
+
+    /// Compiles `func` now: on this thread, unless the worker is already at it (then waits
+    /// for it). First queues its callees with loops on the worker. Returns whether the
+    /// worker compiled it.
+    fn compile_now(&mut self, module: &Module, func: u32) -> (Result<Compiled, JitError>, bool) {
+        if let Some(f) = module.functions.get(func as usize) {
+            // Not those spliced in: they run in `func`'s code.
+            let spliced = self.jit.spliced_calls(func);
+            let callees: Vec<u32> = (0..f.code.len() as u32)
+                .filter(|p| !spliced.contains(p))
+                .map(|p| f.code[p as usize])
+                .filter(|i| i.op == Op::Call)
+                .map(|i| u32::from(i.c))
+                .filter(|&g| {
+                    matches!(
+                        self.slots.get(g as usize),
+                        Some(Slot::Counting { threshold: 0, .. })
+                    ) && g != func
+                })
+                .collect();
+            if !callees.is_empty() {
+                if let Some(w) = self.worker() {
+                    for g in callees {
+                        w.request(g);
+                    }
+                }
+            }
+        }
+        if let Some(Claim::Done(result)) = self.worker.as_ref().map(|w| w.claim(func)) {
+            return (result, true);
+        }
+        let result = self.jit.compile(func).map(|c| Compiled {
+            entry: c.entry(),
+            compile_time: c.compile_time,
+            code_size: c.code_size,
+            disassembly: self.jit.disassembly(func).map(str::to_owned),
+            inlined: self.jit.inlined(func).to_vec(),
+        });
+        (result, false)
+    }
 }
 
 impl Drop for JitState {
@@ -214,8 +286,11 @@ impl Vm {
             std::ptr::null_mut(),
             self.max_depth as u64,
         )));
+        let background = mode == JitMode::Auto && !self.metered;
         self.jit = Some(Box::new(JitState {
             jit,
+            worker: None,
+            background,
             ctx,
             slots,
             mode,
@@ -232,7 +307,8 @@ impl Vm {
     }
 
     /// The compiled entry of `func` if it should run compiled now: counts the call and
-    /// compiles when the threshold is reached. `None`: interpret this call.
+    /// compiles (or has the worker compile) when the threshold is reached. `None`: interpret
+    /// this call.
     pub(crate) fn jit_entry(&mut self, func: u32) -> Option<JitFn> {
         let st = self.jit.as_mut()?;
         let slot = st.slots.get_mut(func as usize)?;
@@ -244,6 +320,11 @@ impl Vm {
                 Some(entry)
             }
             Slot::Interpreted => None,
+            Slot::Background => {
+                let result = st.worker.as_ref()?.poll(func)?;
+                self.install(func, result, true);
+                self.jit_entry(func)
+            }
             Slot::Counting { calls, threshold } => {
                 if calls < threshold {
                     *slot = Slot::Counting {
@@ -252,42 +333,74 @@ impl Vm {
                     };
                     return None;
                 }
-                let verbose = st.verbose;
-                let line = match st.jit.compile(func) {
-                    Ok(c) => {
-                        st.slots[func as usize] = Slot::Compiled(c.entry());
-                        let code = st.jit.disassembly(func).unwrap_or_default();
-                        let name = |g: u32| self.module.functions[g as usize].name.as_str();
-                        let inlined: Vec<&str> =
-                            st.jit.inlined(func).iter().map(|&g| name(g)).collect();
-                        let inlined = if inlined.is_empty() {
-                            String::new()
-                        } else {
-                            format!("; inlined {}", inlined.join(", "))
-                        };
-                        format!(
-                            "jit: compiled {} in {:.2} ms ({} bytes{inlined}){}{code}",
-                            name(func),
-                            c.compile_time.as_secs_f64() * 1e3,
-                            c.code_size,
-                            if code.is_empty() { "" } else { "\n" },
-                        )
+                // A loop-free function can wait for its code: its calls are short.
+                if threshold > 0 {
+                    if let Some(w) = st.worker() {
+                        w.request(func);
+                        st.slots[func as usize] = Slot::Background;
+                        return None;
                     }
-                    Err(e) => {
-                        st.slots[func as usize] = Slot::Interpreted;
-                        self.fns[func as usize].tier.set(TIER_INTERP);
-                        let at = e.pc.map(|pc| format!(" (pc {pc})")).unwrap_or_default();
-                        format!(
-                            "jit: interpreting {}: {}{at}",
-                            self.module.functions[func as usize].name, e.message
-                        )
-                    }
-                };
-                if verbose {
-                    self.out.write(true, &line, true);
                 }
+                let (result, background) = st.compile_now(&self.module, func);
+                self.install(func, result, background);
                 self.jit_entry(func)
             }
+        }
+    }
+
+    /// Records the outcome of compiling `func` (by the worker if `background`) in its slot
+    /// and tier byte, and reports it with `--jit-verbose`.
+    fn install(&mut self, func: u32, result: Result<Compiled, JitError>, background: bool) {
+        let Some(st) = self.jit.as_mut() else {
+            return;
+        };
+        let name = |g: u32| self.module.functions[g as usize].name.as_str();
+        let line = match result {
+            Ok(c) => {
+                st.slots[func as usize] = Slot::Compiled(c.entry);
+                let mut notes: Vec<String> = Vec::new();
+                if !c.inlined.is_empty() {
+                    let names: Vec<&str> = c.inlined.iter().map(|&g| name(g)).collect();
+                    notes.push(format!("inlined {}", names.join(", ")));
+                }
+                if background {
+                    notes.push("in the background".into());
+                }
+                let code = c.disassembly.unwrap_or_default();
+                format!(
+                    "jit: compiled {} in {:.2} ms ({} bytes{}){}{code}",
+                    name(func),
+                    c.compile_time.as_secs_f64() * 1e3,
+                    c.code_size,
+                    notes.iter().map(|n| format!("; {n}")).collect::<String>(),
+                    if code.is_empty() { "" } else { "\n" },
+                )
+            }
+            Err(e) => {
+                st.slots[func as usize] = Slot::Interpreted;
+                self.fns[func as usize].tier.set(TIER_INTERP);
+                let at = e.pc.map(|pc| format!(" (pc {pc})")).unwrap_or_default();
+                format!("jit: interpreting {}: {}{at}", name(func), e.message)
+            }
+        };
+        if st.verbose {
+            self.out.write(true, &line, true);
+        }
+    }
+
+    /// Waits for the worker's queued jobs and records them (so that `--jit-verbose` reports
+    /// every function compiled, also those whose code the program never used).
+    pub(crate) fn jit_drain(&mut self) {
+        let Some(done) = self
+            .jit
+            .as_ref()
+            .and_then(|st| st.worker.as_ref())
+            .map(Worker::drain)
+        else {
+            return;
+        };
+        for (func, result) in done {
+            self.install(func, result, true);
         }
     }
 
