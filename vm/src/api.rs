@@ -624,6 +624,11 @@ pub fn run_program_in(vm: &mut Vm, entry: u32, args: &[String]) -> i32 {
     // Normal end (§5.8 step 4): statics' objects drop, then the VM waits for device work.
     match vm.finish() {
         Ok(()) => status,
+        // System.exit in a destructor of a static's object (§5.8 step 5).
+        Err(e) if e.code == crate::error::ErrorCode::Exit.code() => {
+            vm.flush();
+            e.message.parse().unwrap_or(0)
+        }
         Err(e) => {
             vm.out.write(true, &e.to_string(), true);
             70
