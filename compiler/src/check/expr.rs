@@ -105,7 +105,14 @@ impl FnBuilder<'_> {
             _ => {
                 let v = self.expr(e);
                 let d = self.da.clone();
-                (v, d.clone(), d)
+                // A constant condition never takes its other way, after which everything
+                // counts as assigned (the conventional Java analysis, §7: `if (true)`).
+                let all = vec![true; d.len()];
+                match v.loc {
+                    Loc::Bool(true) => (v, d, all),
+                    Loc::Bool(false) => (v, all, d),
+                    _ => (v, d.clone(), d),
+                }
             }
         }
     }
@@ -261,7 +268,7 @@ impl FnBuilder<'_> {
             } => self.assign(*op, *transfer, target, value, e.span),
             ExprKind::Cast { ty, expr } => self.cast(ty, expr, e.span),
             ExprKind::Transfer(inner) => {
-                if !matches!(inner.kind, ExprKind::Name(_) | ExprKind::Field { .. }) {
+                if !names_a_variable(inner) {
                     self.error(
                         code::SYNTAX,
                         e.span,
@@ -577,8 +584,19 @@ impl FnBuilder<'_> {
 
     // ----- ownership -----
 
-    /// `#v`: the value of `v`, owned iff `v` owned it; `v` becomes a borrow.
+    /// `#v`: the value of `v` (a local, parameter or field), owned iff `v` owned it; `v`
+    /// becomes a borrow.
     pub fn take_title(&mut self, e: &Expr, v: Val) -> Val {
+        self.title_of(e, v, true)
+    }
+
+    /// `return v;` with `v` an owning local or parameter hands its title to the caller
+    /// (LANGUAGE §6.3); a field keeps its own.
+    pub fn take_local_title(&mut self, e: &Expr, v: Val) -> Val {
+        self.title_of(e, v, false)
+    }
+
+    fn title_of(&mut self, e: &Expr, v: Val, fields: bool) -> Val {
         let inner = match &e.kind {
             ExprKind::Transfer(i) | ExprKind::Paren(i) => i,
             _ => e,
@@ -597,7 +615,64 @@ impl FnBuilder<'_> {
                 }
             }
         }
+        if fields && names_a_variable(inner) {
+            if let Some(t) = self.take_field_flag(inner) {
+                return Val {
+                    own: Own::Dyn(t),
+                    ..v
+                };
+            }
+        }
         Val { own: Own::No, ..v }
+    }
+
+    /// The title of the field `e` names (a bare field name, `this.f`, `Cls.f`, `x.f`, whose
+    /// value has just been read): its owns-flag, read into a temporary, and then cleared —
+    /// `#f` turns the field into a borrow (LANGUAGE §6.3). `None` if `e` is no field of an
+    /// owned kind.
+    fn take_field_flag(&mut self, e: &Expr) -> Option<Reg> {
+        let (obj, class, name) = match &e.kind {
+            ExprKind::Name(id) if self.lookup_local(&id.name).is_none() => {
+                (None, self.class, id.name.as_str())
+            }
+            ExprKind::Field { target, name } => match self.class_path(target) {
+                Some(ClassRef::User(c)) => (None, c, name.name.as_str()),
+                Some(ClassRef::Lib(_)) => return None,
+                None => {
+                    // The receiver is a chain of names: reading it again has no effect.
+                    let obj = self.expr(target);
+                    let Ty::Class(c) = obj.ty else {
+                        return None;
+                    };
+                    (Some(self.materialize(&obj)?), c, name.name.as_str())
+                }
+            },
+            _ => return None,
+        };
+        let c = &self.p.classes[class as usize];
+        let own_name = format!("$own.{name}");
+        if let Some(&si) = c
+            .statics
+            .iter()
+            .find(|&&s| self.p.statics[s as usize].name == name)
+        {
+            let flag = self.static_flag(si)?;
+            let t = self.temp(Type::BOOL);
+            self.emit(Op::GetStatic, t, flag as u16, 0);
+            let no = self.load_bool(false);
+            self.emit(Op::SetStatic, no, flag as u16, 0);
+            return Some(t);
+        }
+        let flag = c.fields.iter().position(|f| f.name == own_name)? as u16;
+        let obj = match obj {
+            Some(r) => r,
+            None => self.this?,
+        };
+        let t = self.temp(Type::BOOL);
+        self.emit(Op::GetField, t, obj, flag);
+        let no = self.load_bool(false);
+        self.emit(Op::SetField, obj, flag, no);
+        Some(t)
     }
 
     /// Stores a value into a local (initialisation or assignment), handling the owns-flag and
@@ -1128,6 +1203,9 @@ impl FnBuilder<'_> {
                 let x = self.ref_reg(l, t)?;
                 let y = self.ref_reg(r, t)?;
                 let d = self.def(Op::EqRef, Type::BOOL, x, y);
+                // `heap T() == null`, `make() != x`: an operand is stored nowhere (§6.4).
+                self.drop_at_end(l.clone());
+                self.drop_at_end(r.clone());
                 Some(result(self, d))
             }
             (Ty::Prim(a), Ty::Prim(b)) if a.is_numeric() && b.is_numeric() => None,
@@ -2837,5 +2915,23 @@ fn assigned_names<'e>(e: &'e Expr, out: &mut Vec<&'e str>) {
         | ExprKind::Name(_)
         | ExprKind::This
         | ExprKind::GenericName { .. } => {}
+    }
+}
+
+/// Whether `e` names a variable whose title `#` can take (LANGUAGE §6.3, §8.1: "a local,
+/// parameter or field name"): a name, or a field reached through a chain of names and
+/// `this` (`this.f`, `Cls.f`, `a.b.f`), which can be read twice without effect.
+fn names_a_variable(e: &Expr) -> bool {
+    fn chain(e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Name(_) | ExprKind::This => true,
+            ExprKind::Field { target, .. } => chain(target),
+            _ => false,
+        }
+    }
+    match &e.kind {
+        ExprKind::Name(_) => true,
+        ExprKind::Field { target, .. } => chain(target),
+        _ => false,
     }
 }

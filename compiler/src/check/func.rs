@@ -262,6 +262,10 @@ pub struct FnBuilder<'a> {
     pub(super) checked_mems: Vec<(Reg, Reg)>,
     /// The constructor this one chains to with `this(…)` (its function index), and where.
     pub chained: Option<(u32, Span)>,
+    /// Owns-flags of owned locals declared in the groups of the switch statements being
+    /// lowered, by declarator name: set to 0 before the switch dispatches, since a `case`
+    /// may jump past the declaration (see `FnBuilder::switch_stmt`).
+    pub(super) preset_flags: Vec<(Span, Reg)>,
 }
 
 impl<'a> FnBuilder<'a> {
@@ -297,6 +301,7 @@ impl<'a> FnBuilder<'a> {
             scopes: vec![],
             loops: vec![],
             free: HashMap::new(),
+            preset_flags: vec![],
             temps: vec![],
             diags: vec![],
             da: vec![],
@@ -1142,7 +1147,7 @@ impl<'a> FnBuilder<'a> {
 
     /// The hidden owns-flag of static `si` (the static right after it, see `collect`), if
     /// it is of an owned kind.
-    fn static_flag(&self, si: u32) -> Option<u32> {
+    pub(super) fn static_flag(&self, si: u32) -> Option<u32> {
         let st = &self.p.statics[si as usize];
         let flag = self.p.statics.get(si as usize + 1)?;
         (flag.name == format!("$own.{}", st.name) && flag.class == st.class).then_some(si + 1)

@@ -243,7 +243,14 @@ impl FnBuilder<'_> {
                 continue;
             };
             if ty.is_owned_kind() {
-                let f = self.new_reg(Type::BOOL);
+                let preset = self
+                    .preset_flags
+                    .iter()
+                    .position(|&(s, _)| s == var.name.span);
+                let f = match preset {
+                    Some(k) => self.preset_flags.swap_remove(k).1,
+                    None => self.new_reg(Type::BOOL),
+                };
                 self.locals[li].flag = Some(f);
                 self.emit_bc(Op::LoadI, f, 0);
             }
@@ -593,7 +600,9 @@ impl FnBuilder<'_> {
         update: Option<&Vec<Expr>>,
         do_while: bool,
     ) {
-        let always = cond.is_none_or(|c| matches!(c.kind, ExprKind::Bool(true)));
+        // `while (true)`, or any constant expression that is true (§5.3; the conventional
+        // Java analysis of §7: such a loop completes only through a `break`).
+        let always = cond.is_none_or(|c| self.constant_condition(c) == Some(true));
         let header = self.pc();
         let head_da = self.da.clone();
         let depth = self.scopes.len();
@@ -809,9 +818,12 @@ impl FnBuilder<'_> {
                 self.begin_full_expr();
                 let v = self.expr_for(e, &ret);
                 // `return v;` with `v` an owning local hands the title to the caller.
-                let v = if ret.is_owned_kind() && (transfer || matches!(e.kind, ExprKind::Name(_)))
-                {
+                let v = if !ret.is_owned_kind() {
+                    v
+                } else if transfer {
                     self.take_title(e, v)
+                } else if matches!(e.kind, ExprKind::Name(_)) {
+                    self.take_local_title(e, v)
                 } else {
                     v
                 };

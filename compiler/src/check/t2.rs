@@ -7,7 +7,7 @@
 
 use super::func::{FnBuilder, Loc, LoopCtx, Own, Reg, Val};
 use super::ty::{self, Num, Ty};
-use crate::ast::{BinOp, CaseLabel, Expr, SwitchArm, SwitchGroup};
+use crate::ast::{BinOp, CaseLabel, Expr, StmtKind, SwitchArm, SwitchGroup};
 use crate::diag::{code, Span};
 use cajeta_bytecode::{Op, Scalar, Type};
 
@@ -135,7 +135,11 @@ impl FnBuilder<'_> {
     }
 
     /// The value of a constant boolean condition, found without emitting anything.
-    fn constant_condition(&mut self, cond: &Expr) -> Option<bool> {
+    pub(super) fn constant_condition(&mut self, cond: &Expr) -> Option<bool> {
+        // Only a constant expression can be one (and probing it allocates no register).
+        if !self.is_const_expr(cond, self.class, 0) {
+            return None;
+        }
         let snap = self.snapshot();
         let v = self.expr(cond);
         self.restore(snap);
@@ -487,6 +491,27 @@ impl FnBuilder<'_> {
         let Some((sel, r)) = self.full_expr(|b| b.switch_selector(selector)) else {
             return;
         };
+        // A test jumps past the declarations of earlier groups, whose locals stay in scope:
+        // their owns-flags must be clear on every way in, so they are cleared here, before
+        // the dispatch (LANGUAGE §6.2, §6.5: nothing that was never created drops).
+        for g in groups {
+            for s in &g.body {
+                let StmtKind::Local(d) = &s.kind else {
+                    continue;
+                };
+                if self
+                    .p
+                    .resolve_type(self.unit, &d.ty)
+                    .is_ok_and(|t| t.is_owned_kind())
+                {
+                    for var in &d.vars {
+                        let f = self.new_reg(Type::BOOL);
+                        self.emit_bc(Op::LoadI, f, 0);
+                        self.preset_flags.push((var.name.span, f));
+                    }
+                }
+            }
+        }
         self.end_statement();
         self.check_one_default(groups.iter().flat_map(|g| &g.labels));
         let mut seen = vec![];

@@ -790,7 +790,7 @@ impl FnBuilder<'_> {
 
     /// Constant expressions (LANGUAGE §5.3): literals, constants of `class`, primitive casts,
     /// unary, binary and `?:` operators over them.
-    fn is_const_expr(&self, e: &Expr, class: u32, depth: u32) -> bool {
+    pub(super) fn is_const_expr(&self, e: &Expr, class: u32, depth: u32) -> bool {
         if depth > 16 {
             return false;
         }
@@ -867,8 +867,11 @@ impl FnBuilder<'_> {
                     own: Own::No,
                 }
             }
-            // char and String constants stay constants too (case labels, §7).
-            (Loc::Char(_) | Loc::Str(_), _, _) if v.ty == ty => Val { own: Own::No, ..v },
+            // char, String and boolean constants stay constants too (case labels, §7; a
+            // constant condition, §7's definite assignment).
+            (Loc::Char(_) | Loc::Str(_) | Loc::Bool(_), _, _) if v.ty == ty => {
+                Val { own: Own::No, ..v }
+            }
             _ => match self.coerce(v, &ty, span) {
                 Some(r) => Val::reg(ty, r),
                 None => Val::error(),
