@@ -7,9 +7,12 @@
 //!   over members, statements and top-level items then skip to a synchronisation point (`;`, a
 //!   balanced `{ … }`, a `}` or the start of the next member/statement). Every loop iteration
 //!   consumes at least one token, so parsing always terminates.
-//! * **Depth bound.** Expressions, statements and types nest at most [`MAX_DEPTH`] levels (a long
-//!   left-associative chain counts one level per operator, as it deepens the tree); past it the
-//!   parser reports `nesting too deep` and stops descending. The checker relies on this bound.
+//! * **Depth bound.** Expressions, statements and types nest at most [`MAX_DEPTH`] levels; a link
+//!   of a left-associative chain (`a + b + …`, `x.f.g…`, `s.m().m()…`) costs a sixteenth of a
+//!   level ([`LINKS_PER_LEVEL`]), as it deepens the tree by one node but the parser builds it in
+//!   a loop, so a flat chain may have some 3 000 links. Past the bound the parser reports
+//!   `nesting too deep` and stops descending. The checker relies on this bound: the tree it
+//!   walks is at most `MAX_DEPTH * LINKS_PER_LEVEL` nodes deep.
 //! * **Speculation.** A statement starting with `Type Identifier` is a declaration; this is tried
 //!   with backtracking ([`Parser::save`] / [`Parser::restore`]), as are type arguments after a
 //!   library generic name in expressions.
@@ -25,6 +28,9 @@ use crate::lexer::{lex, Kw, Tok, Token, P};
 
 /// How deeply expressions, statements and types may nest.
 pub const MAX_DEPTH: u32 = 200;
+
+/// Links of a left-associative chain that cost as much depth as one nesting level.
+pub const LINKS_PER_LEVEL: u32 = 16;
 
 /// Parses one file. Returns the unit (possibly partial, after error recovery) and all
 /// diagnostics found (lexical and syntactic), in source order.
@@ -77,7 +83,7 @@ struct Parser {
     pos: usize,
     file: FileId,
     diags: Vec<Diag>,
-    /// Current nesting depth (see [`MAX_DEPTH`]).
+    /// Current nesting depth, in links (see [`MAX_DEPTH`], [`LINKS_PER_LEVEL`]).
     depth: u32,
     /// End of the last consumed token (for spans).
     prev_end: u32,
@@ -224,14 +230,28 @@ impl Parser {
 
     /// Enters one nesting level, or reports `nesting too deep`.
     fn deeper(&mut self) -> PResult<()> {
-        if self.depth >= MAX_DEPTH {
+        self.spend(LINKS_PER_LEVEL)
+    }
+
+    /// Leaves a level entered with [`Parser::deeper`].
+    fn shallower(&mut self) {
+        self.depth -= LINKS_PER_LEVEL;
+    }
+
+    /// Adds one link to a left-associative chain (see the module documentation).
+    fn link(&mut self) -> PResult<()> {
+        self.spend(1)
+    }
+
+    fn spend(&mut self, units: u32) -> PResult<()> {
+        if self.depth + units > MAX_DEPTH * LINKS_PER_LEVEL {
             if !self.too_deep {
                 self.too_deep = true;
                 self.error_here("nesting too deep");
             }
             return Err(Failed);
         }
-        self.depth += 1;
+        self.depth += units;
         Ok(())
     }
 

@@ -971,6 +971,11 @@ fn deep_nesting_is_reported_not_overflowed() {
         assert!(body_diags(&ok).is_empty());
         let ok_chain = format!("x = 1{};", " + 1".repeat(150));
         assert!(body_diags(&ok_chain).is_empty());
+        // A flat chain costs a sixteenth of a level per link: 3 000 links fit.
+        for link in [" + 1", " && b", ".f", ".m()"] {
+            let long = format!("x = a{};", link.repeat(3000));
+            assert!(body_diags(&long).is_empty(), "{link}");
+        }
     });
 }
 
@@ -996,8 +1001,9 @@ fn max_depth_fits_a_small_stack() {
     for (pre, open, close) in cases {
         let src = format!(
             "class C {{ void m() {{ {pre}{}1{}; }} }}",
-            open.repeat(300),
-            close.repeat(300)
+            // Past what a flat chain may reach too (`Vector < Vector < …` as comparisons).
+            open.repeat(3300),
+            close.repeat(3300)
         );
         let d = on_stack(4, move || parse(0, &src).1);
         assert!(

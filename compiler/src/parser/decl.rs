@@ -235,7 +235,7 @@ impl Parser {
     fn annotation_value(&mut self) -> PResult<Expr> {
         self.deeper()?;
         let r = self.annotation_value_inner();
-        self.depth -= 1;
+        self.shallower();
         r
     }
 

@@ -2,8 +2,8 @@
 //!
 //! Precedence climbing over the table of §8.1; `<<`, `>>`, `>>>` are assembled from adjacent
 //! `<`/`>` tokens. The call chain per nesting level is `assign → ternary → binary → unary →
-//! primary/postfix`; `unary` counts one depth level, and so does each link of a binary or
-//! postfix chain.
+//! primary/postfix`; `unary` counts one depth level, each link of a binary or postfix chain a
+//! sixteenth of one (`Parser::link`).
 
 use super::{is_assignable, Failed, PResult, Parser, GENERIC_TYPES};
 use crate::ast::{
@@ -32,7 +32,7 @@ impl Parser {
         }
         self.deeper()?;
         let value = self.expr();
-        self.depth -= 1;
+        self.shallower();
         let value = value?;
         let span = lhs.span.to(value.span);
         Ok(Expr {
@@ -54,7 +54,7 @@ impl Parser {
         }
         self.deeper()?;
         let r = self.ternary_rest(cond);
-        self.depth -= 1;
+        self.shallower();
         r
     }
 
@@ -107,8 +107,8 @@ impl Parser {
             for _ in 0..len {
                 self.bump();
             }
-            // Each link deepens the tree by one level.
-            self.deeper()?;
+            // Each link deepens the tree by one node.
+            self.link()?;
             let rhs = self.binary(prec + 1)?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr {
@@ -155,7 +155,7 @@ impl Parser {
     fn unary(&mut self) -> PResult<Expr> {
         self.deeper()?;
         let r = self.unary_inner();
-        self.depth -= 1;
+        self.shallower();
         r
     }
 
@@ -282,7 +282,7 @@ impl Parser {
             let start = e.span;
             let kind = match self.tok() {
                 Tok::P(P::Dot) => {
-                    self.deeper()?;
+                    self.link()?;
                     self.bump();
                     match self.tok().clone() {
                         Tok::Ident(n) => {
@@ -333,7 +333,7 @@ impl Parser {
                     }
                 }
                 Tok::P(P::LBracket) => {
-                    self.deeper()?;
+                    self.link()?;
                     self.bump();
                     let index = self.expr()?;
                     self.expect_p(P::RBracket)?;
@@ -343,7 +343,7 @@ impl Parser {
                     }
                 }
                 Tok::P(P::LParen) => {
-                    self.deeper()?;
+                    self.link()?;
                     let args = self.args()?;
                     ExprKind::Invoke {
                         callee: Box::new(e),
@@ -356,7 +356,7 @@ impl Parser {
                     } else {
                         PostOp::Dec
                     };
-                    self.deeper()?;
+                    self.link()?;
                     self.bump();
                     if !is_assignable(&e) {
                         self.error(e.span, "'++' and '--' need a variable, field or element");
@@ -764,7 +764,7 @@ impl Parser {
     pub(super) fn parse_type(&mut self) -> PResult<TypeExpr> {
         self.deeper()?;
         let r = self.type_inner();
-        self.depth -= 1;
+        self.shallower();
         r
     }
 

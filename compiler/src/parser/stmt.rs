@@ -40,7 +40,7 @@ impl Parser {
     pub(super) fn stmt(&mut self) -> PResult<Stmt> {
         self.deeper()?;
         let r = self.stmt_inner();
-        self.depth -= 1;
+        self.shallower();
         r
     }
 
