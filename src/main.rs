@@ -233,7 +233,8 @@ fn main() -> ExitCode {
         }
     };
     // The front-end and VM are recursive in places (bounded by the parser's nesting limit):
-    // run on a thread with a generous stack.
+    // run on a thread with a generous stack (the compiler runs on it: `driver::compile_here`).
+    const _: () = assert!(512 << 20 >= driver::COMPILER_STACK);
     let worker = std::thread::Builder::new()
         .stack_size(512 << 20)
         .spawn(move || real_main(words))
@@ -408,7 +409,8 @@ fn load(opts: &Options) -> Result<Module, ExitCode> {
         }
     }
     let files = driver::source_files(&opts.paths).map_err(usage_error)?;
-    let c = driver::compile_files(&files).map_err(usage_error)?;
+    // This thread's stack is the compiler's (see `main`).
+    let c = driver::compile_here(driver::read_sources(&files).map_err(usage_error)?);
     if report(&c, false) {
         return Err(ExitCode::from(1));
     }
@@ -536,8 +538,8 @@ fn cmd_check(opts: Options) -> ExitCode {
         Ok(f) => f,
         Err(e) => return usage_error(e),
     };
-    let c = match driver::compile_files(&files) {
-        Ok(c) => c,
+    let c = match driver::read_sources(&files) {
+        Ok(inputs) => driver::compile_here(inputs),
         Err(e) => return usage_error(e),
     };
     if report(&c, true) {

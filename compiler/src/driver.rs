@@ -64,21 +64,32 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// # Errors
 /// A usage-error message when a file cannot be read.
 pub fn compile_files(files: &[PathBuf]) -> Result<Compilation, String> {
-    let mut inputs = vec![];
-    for f in files {
-        let bytes = std::fs::read(f).map_err(|e| format!("cannot read '{}': {e}", f.display()))?;
-        inputs.push((f.display().to_string(), bytes));
-    }
-    Ok(compile_sources(inputs))
+    read_sources(files).map(compile_sources)
 }
 
-/// The stack the compiler runs on: its passes recurse over the syntax tree, as deep as the
+/// Reads the given files as `(name, bytes)` inputs for [`compile_sources`].
+///
+/// # Errors
+/// A usage-error message when a file cannot be read.
+pub fn read_sources(files: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>, String> {
+    files
+        .iter()
+        .map(|f| {
+            let bytes =
+                std::fs::read(f).map_err(|e| format!("cannot read '{}': {e}", f.display()))?;
+            Ok((f.display().to_string(), bytes))
+        })
+        .collect()
+}
+
+/// The stack the compiler needs: its passes recurse over the syntax tree, as deep as the
 /// parser's bound (`parser::MAX_DEPTH` levels, or a chain of some 3 000 links) allows; far
 /// more than a caller's thread may have (a test thread has 2 MiB). Only what is used is
 /// committed.
-const COMPILER_STACK: usize = 256 << 20;
+pub const COMPILER_STACK: usize = 256 << 20;
 
-/// Compiles in-memory sources `(name, bytes)`, on a thread with a stack of its own.
+/// Compiles in-memory sources `(name, bytes)`, on a thread with a stack of
+/// [`COMPILER_STACK`] bytes.
 pub fn compile_sources(inputs: Vec<(String, Vec<u8>)>) -> Compilation {
     // Taken by the thread once it exists: after a failed spawn, this thread compiles.
     let inputs = std::sync::Mutex::new(Some(inputs));
@@ -102,7 +113,10 @@ pub fn compile_sources(inputs: Vec<(String, Vec<u8>)>) -> Compilation {
     })
 }
 
-fn compile_here(inputs: Vec<(String, Vec<u8>)>) -> Compilation {
+/// [`compile_sources`] on the calling thread, whose stack must hold [`COMPILER_STACK`] bytes
+/// (the `cajeta` command's main thread does): saves a thread, and the memory its allocator
+/// would reserve for it.
+pub fn compile_here(inputs: Vec<(String, Vec<u8>)>) -> Compilation {
     let mut sources = SourceMap::default();
     let mut errors = vec![];
     for (name, bytes) in inputs {
