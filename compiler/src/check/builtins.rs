@@ -108,31 +108,41 @@ pub fn always_visible(name: &str) -> Option<LibClass> {
 /// Library classes of a later tier (XPU.md §2.14; LANGUAGE.md §2, `Matrix`/`Quaternion`):
 /// naming one is `CAJETA_ERROR_NOT_IMPLEMENTED`, not an unknown name.
 pub fn later_tier_class(name: &str) -> bool {
-    matches!(
-        name,
-        "Fence"
-            | "Group"
-            | "GroupOp"
-            | "Quad"
-            | "CooperativeMatrix"
-            | "Tile"
-            | "WaveVector"
-            | "AsyncCopy"
-            | "CoopStage"
-            | "AccelerationStructure"
-            | "RayQuery"
-            | "Autotune"
-            | "Spec"
-            | "Debug"
-            | "Scheduler"
-            | "Matrix"
-            | "Quaternion"
-            | "Texture"
-            | "Texture2D"
-            | "Texture3D"
-            | "Image"
-            | "Sampler"
-    )
+    // Textures, images and samplers come in many shapes (`Texture1D`, `Texture2DArray`,
+    // `TextureCube`, `TextureFormat`, `Image2D`, `SamplerState`, …); a name that merely starts
+    // like one (`ImageData`) stays an unknown name.
+    let graphics = |prefix: &str| {
+        name.strip_prefix(prefix).is_some_and(|rest| {
+            rest.is_empty()
+                || rest.starts_with(|c: char| c.is_ascii_digit())
+                || ["Array", "Cube", "Format", "State", "Filter", "Address"]
+                    .iter()
+                    .any(|s| rest.starts_with(s))
+        })
+    };
+    graphics("Texture")
+        || graphics("Image")
+        || graphics("Sampler")
+        || matches!(
+            name,
+            "Fence"
+                | "Group"
+                | "GroupOp"
+                | "Quad"
+                | "CooperativeMatrix"
+                | "Tile"
+                | "WaveVector"
+                | "AsyncCopy"
+                | "CoopStage"
+                | "AccelerationStructure"
+                | "RayQuery"
+                | "Autotune"
+                | "Spec"
+                | "Debug"
+                | "Scheduler"
+                | "Matrix"
+                | "Quaternion"
+        )
 }
 
 /// Members of T1 library classes that belong to a later tier (XPU.md §2.14, LANGUAGE.md §5.9).

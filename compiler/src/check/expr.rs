@@ -300,6 +300,24 @@ impl FnBuilder<'_> {
                     .unwrap_or_else(Val::error)
             }
             ExprKind::Call {
+                target: Some(t),
+                name,
+                ..
+            } if name.name == "launch"
+                && !matches!(&t.kind, ExprKind::Name(id) if self.lookup_local(&id.name).is_some())
+                && self
+                    .launched_method(t)
+                    .is_some_and(|(_, k)| k.kind == cajeta_bytecode::FnKind::Kernel) =>
+            {
+                // `k.launch(grid: …, block: …)` alone: the arguments are missing (XPU §3.4).
+                self.error(
+                    code::XPU_N02,
+                    e.span,
+                    "a launch needs the kernel's arguments after its options: `.launch(…)(args)`",
+                );
+                Val::error()
+            }
+            ExprKind::Call {
                 target,
                 name,
                 type_args: _,
@@ -1529,6 +1547,9 @@ impl FnBuilder<'_> {
                         );
                         self.check_access(access, c, name.span, &name.name);
                         if is_final {
+                            // The object being constructed only: `this.f`, not `other.f`.
+                            let this = matches!(obj.kind, ExprKind::This);
+                            let c = if this { c } else { u32::MAX };
                             self.check_final_field(c, &name.name, target.span);
                         }
                         let r = self.materialize(&o)?;
@@ -1591,7 +1612,8 @@ impl FnBuilder<'_> {
     }
 
     /// LANGUAGE §5.3: a final instance field of class `c` is assigned only by its initialiser
-    /// or a constructor of `c` (field initialisers are lowered into the constructors).
+    /// or a constructor of `c`, in the object it constructs (field initialisers are lowered
+    /// into the constructors); `c` is `u32::MAX` for a field of another object.
     fn check_final_field(&mut self, c: u32, name: &str, at: Span) {
         let in_ctor = matches!(self.job.kind, super::collect::JobKind::Ctor(_));
         if !(in_ctor && c == self.class) {
@@ -1739,10 +1761,11 @@ impl FnBuilder<'_> {
         }
         if let Place::Static(si) = place {
             let st = &self.p.statics[si as usize];
-            if st.is_final
-                && !(matches!(self.job.kind, super::collect::JobKind::Clinit)
-                    && st.class == self.class)
-            {
+            // Only a `static {}` block of its class may assign it, and only if its
+            // declaration does not (§5.3: "only by its initialiser … or a static {} block").
+            let in_clinit =
+                matches!(self.job.kind, super::collect::JobKind::Clinit) && st.class == self.class;
+            if st.is_final && !(in_clinit && self.static_initialiser(si).is_none()) {
                 let n = st.name.clone();
                 self.error(
                     code::FINAL_ASSIGNMENT,
@@ -2023,14 +2046,17 @@ impl FnBuilder<'_> {
         args: &[Arg],
         span: Span,
     ) -> Val {
+        let resolved = self.p.resolve_type(self.unit, t);
         // A Vector is a value (LANGUAGE §6.1: heap/stack just produce it), also on the device.
-        if let Ok(Ty::Vector(s, n)) = self.p.resolve_type(self.unit, t) {
+        if let Ok(Ty::Vector(s, n)) = resolved {
             return self.vector_new(s, n, args, span);
         }
-        if !self.host_only("creating an object", span) {
+        // A later-tier type is that, also in device code (`stack Matrix<…>(…)`).
+        let later = matches!(&resolved, Err(d) if d.code == code::NOT_IMPLEMENTED);
+        if !later && !self.host_only("creating an object", span) {
             return Val::error();
         }
-        let ty = match self.p.resolve_type(self.unit, t) {
+        let ty = match resolved {
             Ok(t) => t,
             Err(d) => {
                 self.diags.push(d);
@@ -2235,12 +2261,13 @@ impl FnBuilder<'_> {
             return None;
         }
         let mut scored: Vec<(MethodSig, Vec<u32>)> = vec![];
-        let mut bind_err = None;
+        let (mut bind_err, mut bind_fails) = (None, 0);
         for c in cands {
             let binding = match Self::bind_args(c, args) {
                 Ok(b) => b,
                 Err(e) => {
                     bind_err = Some(e);
+                    bind_fails += 1;
                     continue;
                 }
             };
@@ -2258,7 +2285,9 @@ impl FnBuilder<'_> {
         }
         let named = args.iter().any(|a| a.name.is_some());
         if scored.is_empty() {
-            if named && cands.len() == 1 {
+            // Named arguments that bind no candidate (an unknown name, one bound twice, a
+            // parameter left unbound) are that misuse, with or without overloads (§8.4).
+            if named && bind_fails == cands.len() {
                 if let Some(e) = bind_err {
                     self.error(code::NAMEDARG, span, e);
                     return None;
@@ -2674,6 +2703,18 @@ impl FnBuilder<'_> {
                 code::NOT_IMPLEMENTED,
                 class.to(name.span),
                 builtins::later_tier(&format!("'System.{}'", name.name)),
+            );
+            return Val::error();
+        }
+        if lib == LibClass::System && matches!(name.name.as_str(), "stdout" | "stderr") {
+            // The streams only print (§5.9): `System.stdout.println(x)`.
+            self.error(
+                code::TYPE_MISMATCH,
+                class.to(name.span),
+                format!(
+                    "'System.{}' is not a value: call its print or println",
+                    name.name
+                ),
             );
             return Val::error();
         }

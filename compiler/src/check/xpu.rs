@@ -558,7 +558,10 @@ impl FnBuilder<'_> {
             let d = self.def(Op::BufLength, Type::Scalar(Scalar::U64), r, 0);
             return Val::reg(Ty::Prim(Scalar::U64), d);
         }
-        if !self.host_only(&format!("KernelBuffer.{n}"), span) {
+        // A later-tier member is that in device code too (its own arm below, on the host).
+        if !builtins::later_tier_member("KernelBuffer", n)
+            && !self.host_only(&format!("KernelBuffer.{n}"), span)
+        {
             let _ = self.eval_args(args);
             return Val::error();
         }
@@ -775,17 +778,23 @@ impl FnBuilder<'_> {
         if depth > 16 || !st.is_final || !matches!(st.ty, Ty::Prim(_) | Ty::Str) {
             return None;
         }
+        let init = self.static_initialiser(si)?;
+        self.is_const_expr(&init, st.class, depth).then_some(init)
+    }
+
+    /// The initialiser of static `si` in its declaration, if it has one.
+    pub(super) fn static_initialiser(&self, si: u32) -> Option<Expr> {
+        let st = &self.p.statics[si as usize];
         let c = &self.p.classes[st.class as usize];
         let decl = &self.units[c.unit].classes[c.index];
-        let init = decl.members.iter().find_map(|m| match m {
+        decl.members.iter().find_map(|m| match m {
             crate::ast::Member::Field(f) if f.modifiers.is_static => f
                 .vars
                 .iter()
                 .find(|(n, _)| n.name == st.name)
                 .and_then(|(_, e)| e.clone()),
             _ => None,
-        })?;
-        self.is_const_expr(&init, st.class, depth).then_some(init)
+        })
     }
 
     /// Constant expressions (LANGUAGE §5.3): literals, constants of `class`, primitive casts,
@@ -1119,6 +1128,24 @@ impl FnBuilder<'_> {
     }
 
     /// The launch statement `k.launch(s?, grid: …, block: …, sharedBytes: …)(args)`.
+    /// The method the receiver of `.launch` names (a name in this class, or `Class.name`),
+    /// with its class.
+    pub fn launched_method(&self, kref: &Expr) -> Option<(u32, MethodSig)> {
+        let (class, name) = match &kref.kind {
+            ExprKind::Name(id) => (self.class, &id.name),
+            ExprKind::Field { target, name } => match self.class_path(target) {
+                Some(super::collect::ClassRef::User(c)) => (c, &name.name),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let m = self.p.classes[class as usize]
+            .methods
+            .iter()
+            .find(|m| &m.name == name)?;
+        Some((class, m.clone()))
+    }
+
     pub fn launch(&mut self, callee: &Expr, args: &[Arg], span: Span) -> Val {
         let ExprKind::Call {
             target: Some(kref),
@@ -1136,31 +1163,12 @@ impl FnBuilder<'_> {
             );
             return Val::error();
         }
-        // The kernel: a name in this class, or Class.name.
-        let kernel = match &kref.kind {
-            ExprKind::Name(id) => self.p.classes[self.class as usize]
-                .methods
-                .iter()
-                .find(|m| m.name == id.name)
-                .cloned(),
-            ExprKind::Field { target, name } => match self.class_path(target) {
-                Some(super::collect::ClassRef::User(c)) => {
-                    let k = self.p.classes[c as usize]
-                        .methods
-                        .iter()
-                        .find(|m| m.name == name.name)
-                        .cloned();
-                    // A launch is a use of the kernel method (LANGUAGE §5.2).
-                    if let Some(k) = &k {
-                        self.check_access(k.access, c, name.span, &name.name);
-                    }
-                    k
-                }
-                _ => None,
-            },
-            _ => None,
-        };
-        let Some(kernel) = kernel.filter(|k| k.kind == FnKind::Kernel) else {
+        let kernel = self.launched_method(kref);
+        if let (Some((c, k)), ExprKind::Field { name, .. }) = (&kernel, &kref.kind) {
+            // A launch is a use of the kernel method (LANGUAGE §5.2).
+            self.check_access(k.access, *c, name.span, &name.name);
+        }
+        let Some(kernel) = kernel.map(|(_, k)| k).filter(|k| k.kind == FnKind::Kernel) else {
             self.error(
                 code::XPU_N02,
                 kref.span,

@@ -165,6 +165,16 @@ impl Parser {
                     *flag = true;
                     if repeated {
                         self.error(span, format!("repeated modifier '{}'", k.as_str()));
+                    } else if [m.public, m.protected, m.private]
+                        .iter()
+                        .filter(|&&on| on)
+                        .count()
+                        > 1
+                    {
+                        self.error(
+                            span,
+                            format!("'{}' conflicts with another access modifier", k.as_str()),
+                        );
                     }
                 }
                 Tok::Kw(
@@ -359,6 +369,16 @@ impl Parser {
                     span: self.since(start),
                 })))
             }
+            Tok::Kw(Kw::View) => {
+                self.not_implemented(here, "view declarations are");
+                self.skip_decl();
+                Ok(None)
+            }
+            Tok::Kw(Kw::Operator) => {
+                self.not_implemented(here, "operator declarations are");
+                self.skip_decl();
+                Ok(None)
+            }
             Tok::Kw(k @ (Kw::Class | Kw::Interface | Kw::Enum | Kw::Record)) => {
                 let what = if k == Kw::Class {
                     "nested classes are".to_string()
@@ -391,6 +411,9 @@ impl Parser {
                 if prefix.modifiers.native {
                     self.error(here, "'native' applies to static methods only");
                 }
+                if prefix.modifiers.is_static {
+                    self.error(here, "a constructor cannot be 'static'");
+                }
                 let params = self.params()?;
                 let body = self.method_body()?;
                 Ok(Some(Member::Constructor(CtorDecl {
@@ -408,6 +431,12 @@ impl Parser {
                     self.bump();
                 }
                 let ty = self.parse_type()?;
+                if self.is_kw(Kw::Operator) {
+                    let span = self.span();
+                    self.not_implemented(span, "operator declarations are");
+                    self.skip_decl();
+                    return Ok(None);
+                }
                 let name = self.ident("a member name")?;
                 if self.is_p(P::LParen) {
                     return self

@@ -168,6 +168,7 @@ impl Parser {
             }
             Tok::P(P::Hash) => Parser::transfer,
             Tok::P(P::LParen) if self.at_cast() => Parser::cast,
+            Tok::P(P::LParen) if self.at_class_cast() => Parser::class_cast,
             _ => |p| {
                 let e = p.primary()?;
                 p.postfix(e)
@@ -267,6 +268,46 @@ impl Parser {
             i += 2;
         }
         self.nth_is_p(i, P::RParen)
+    }
+
+    /// At `(`: whether a class cast follows (T3, LANGUAGE §3.1): a qualified name, optional
+    /// `[]` pairs and `)`, then a token that starts an operand but cannot continue an
+    /// expression (`(C) c`, `(pkg.C) make()`), so that `(a) + b` stays a parenthesis.
+    fn at_class_cast(&self) -> bool {
+        let mut i = 1;
+        loop {
+            if !matches!(self.nth(i).tok, Tok::Ident(_)) {
+                return false;
+            }
+            i += 1;
+            if !self.nth_is_p(i, P::Dot) {
+                break;
+            }
+            i += 1;
+        }
+        while self.nth_is_p(i, P::LBracket) && self.nth_is_p(i + 1, P::RBracket) {
+            i += 2;
+        }
+        if !self.nth_is_p(i, P::RParen) {
+            return false;
+        }
+        matches!(
+            self.nth(i + 1).tok,
+            Tok::Ident(_)
+                | Tok::Int { .. }
+                | Tok::Float { .. }
+                | Tok::Str(_)
+                | Tok::Char(_)
+                | Tok::Kw(Kw::This | Kw::True | Kw::False | Kw::Null | Kw::Heap | Kw::Stack)
+                | Tok::P(P::LParen | P::Bang | P::Tilde)
+        )
+    }
+
+    /// `(C) e`: a class cast, reported as not implemented (T3).
+    fn class_cast(&mut self) -> PResult<Expr> {
+        let span = self.span();
+        self.not_implemented(span, "class casts are");
+        Err(Failed)
     }
 
     /// Postfix `.f`, `.m(args)`, `.vload<N>(args)`, `[i]`, `(args)`, `++`, `--`.
