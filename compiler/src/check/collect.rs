@@ -22,6 +22,10 @@ pub struct FieldInfo {
     pub access: Access,
 }
 
+/// The hidden field of a class with owning fields that marks an instance whose drop has begun
+/// (see `FnBuilder::emit_drop`).
+pub const DROPPING_FIELD: &str = "$dropping";
+
 /// A static field.
 #[derive(Clone, Debug)]
 pub struct StaticInfo {
@@ -749,6 +753,16 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             .collect();
         let owns_fields = !flags.is_empty();
         fields.extend(flags);
+        if owns_fields {
+            // Set when its drop begins: an object reached again while it drops (an ownership
+            // cycle, `n.next = #n`) does not drop twice (§6.5).
+            fields.push(FieldInfo {
+                name: DROPPING_FIELD.into(),
+                ty: Ty::BOOL,
+                is_final: false,
+                access: Access::Private,
+            });
+        }
         p.classes[ci].fields = fields;
         let dtor = decl.members.iter().enumerate().find_map(|(mi, m)| match m {
             Member::Destructor(d) => Some((mi, d)),

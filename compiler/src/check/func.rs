@@ -1008,12 +1008,31 @@ impl<'a> FnBuilder<'a> {
             return;
         };
         let skip = self.emit_bc(Op::JmpIfNot, f, 0);
+        // An object whose drop has begun is reached again only through an ownership cycle
+        // (its own field, or a field of what it owns): that drop is the one under way.
+        let dropping = self.p.classes[class as usize]
+            .fields
+            .iter()
+            .position(|x| x.name == super::collect::DROPPING_FIELD)
+            .map(|fi| fi as u16);
+        let again = dropping.map(|fi| {
+            let d = self.temp(Type::BOOL);
+            self.emit(Op::GetField, d, r, fi);
+            let again = self.emit_bc(Op::JmpIf, d, 0);
+            let yes = self.load_bool(true);
+            self.emit(Op::SetField, r, fi, yes);
+            again
+        });
         let window = self.window(&[Type::Object(class)]);
         self.emit(Op::Mov, window, r, 0);
         self.emit(Op::Call, 0, window, func as u16);
         self.emit(Op::Drop, r, f, 0);
         let merge = self.pc();
         self.patch(skip, merge);
+        if let Some(j) = again {
+            self.patch(j, merge);
+            self.region(RegionKind::If, j as u32, 0, merge);
+        }
         self.region(RegionKind::If, skip as u32, 0, merge);
     }
 
