@@ -722,7 +722,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                             });
                         }
                     } else {
-                        if matches!(ty, Ty::Shared(_) | Ty::Stream | Ty::Event) {
+                        if matches!(ty, Ty::Shared(_)) {
                             errors.push(Diag::error(
                                 code::NOT_IMPLEMENTED,
                                 f.ty.span,
