@@ -435,7 +435,23 @@ fn no_entry(msg: impl std::fmt::Display) -> ExitCode {
 fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
     let Some(name) = requested else {
         return module.entry.ok_or_else(|| {
-            no_entry("no unique entry point: declare exactly one static main(), main(String[] args) or run(), or pass --entry")
+            // Name what stood in the way: the methods called main or run.
+            let candidates: Vec<&str> = module
+                .functions
+                .iter()
+                .filter(|f| f.kind == cajeta_bytecode::FnKind::Host)
+                .map(|f| f.name.as_str())
+                .filter(|n| n.ends_with(".main") || n.ends_with(".run"))
+                .collect();
+            match candidates.as_slice() {
+                [] => no_entry("no entry point: declare a static main(), main(String[] args) or run(), or pass --entry"),
+                [one] => no_entry(format!("'{one}' cannot be the entry point (it must be static, take no parameters or String[], and return void, a primitive or String)")),
+                more => no_entry(format!(
+                    "no unique entry point: several methods are called main or run ({}); keep exactly one static main(), main(String[] args) or run(), or choose with --entry {}",
+                    more.join(", "),
+                    more[0]
+                )),
+            }
         });
     };
     let Some(f) = module.function_by_name(name) else {

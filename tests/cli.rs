@@ -231,6 +231,28 @@ fn non_utf8_source_is_a_syntax_error() {
     assert_clean(&o);
 }
 
+/// Without a unique entry (LANGUAGE §5.8), the error names the methods that stood in the way
+/// and the `--entry` that would choose one.
+#[test]
+fn no_entry_names_the_competing_methods() {
+    let d = tmp_dir("entry-competing");
+    let f = write(
+        &d,
+        "Two.cajeta",
+        b"public class Two { public static void main() { } public void run(int32 k) { } }\n",
+    );
+    let o = cajeta(&["run", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("CAJETA_ERROR_NO_ENTRY") && e.contains("(Two.main, Two.run)"),
+        "{e}"
+    );
+    assert!(e.contains("--entry Two.main"), "{e}");
+    let o = cajeta(&["run", "--entry", "Two.main", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 #[test]
 fn unknown_entry() {
     let d = tmp_dir("entry");

@@ -642,10 +642,25 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                     builtins::later_tier(&format!("'{q}'")),
                 ));
             } else if !ok {
+                // Upstream's older name of the library (`cajeta.gpu.core.Buffer`).
+                let renamed = q
+                    .strip_prefix("cajeta.gpu")
+                    .map(|rest| format!("cajeta.xpu{rest}"))
+                    .filter(|x| {
+                        if imp.wildcard {
+                            builtins::is_library_package(x)
+                        } else {
+                            p.lookup_qualified(x).is_some()
+                        }
+                    });
+                let star = if imp.wildcard { ".*" } else { "" };
+                let hint = renamed
+                    .map(|x| format!(" (the library is cajeta.xpu here: import {x}{star})"))
+                    .unwrap_or_default();
                 errors.push(Diag::error(
                     code::UNRESOLVED_TYPE,
                     imp.path.span,
-                    format!("cannot resolve import '{q}'"),
+                    format!("cannot resolve import '{q}'{hint}"),
                 ));
             }
         }
