@@ -38,6 +38,7 @@ fn function(name: &str, kind: FnKind, params: u16, regs: Vec<Type>, code: Vec<In
         regions: vec![],
         locals: vec![],
         shared: vec![],
+        inlined: vec![],
     }
 }
 

@@ -18,8 +18,8 @@ use std::fmt;
 
 use crate::encode::{const_tag, section, type_tag, MAGIC};
 use crate::module::{
-    Class, Const, Field, FnKind, Function, LineEntry, LocalName, Module, Region, RegionKind,
-    SharedDecl, Static, FORMAT_VERSION,
+    Class, Const, Field, FnKind, Function, InlinedCall, LineEntry, LocalName, Module, Region,
+    RegionKind, SharedDecl, Static, FORMAT_VERSION,
 };
 use crate::opcodes::{Instr, Op};
 use crate::types::{Elem, Scalar, Type};
@@ -599,6 +599,18 @@ impl<'a> Reader<'a> {
             shared.push(SharedDecl { elem, len });
         }
 
+        let n = self.count(5)?;
+        let mut inlined = Vec::with_capacity(n);
+        for _ in 0..n {
+            inlined.push(InlinedCall {
+                start: self.uleb()?,
+                end: self.uleb()?,
+                callee: self.uleb()?,
+                line: self.uleb()?,
+                col: self.uleb()?,
+            });
+        }
+
         Ok(Function {
             name,
             kind,
@@ -611,6 +623,7 @@ impl<'a> Reader<'a> {
             regions,
             locals,
             shared,
+            inlined,
         })
     }
 }

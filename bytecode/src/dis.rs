@@ -53,6 +53,7 @@ const MAX_LISTED_ARGS: u16 = 8;
 ///     regions: vec![],
 ///     locals: vec![],
 ///     shared: vec![],
+///     inlined: vec![],
 /// };
 /// let m = Module { files: vec!["m.cajeta".into()], functions: vec![f], ..Module::default() };
 /// let text = disassemble(&m);
@@ -235,6 +236,21 @@ impl Dis<'_> {
                         r.header, r.merge
                     ),
                 };
+            }
+        }
+        if !f.inlined.is_empty() {
+            let _ = writeln!(out, "  inlined:");
+            for c in &f.inlined {
+                let callee = self
+                    .m
+                    .functions
+                    .get(c.callee as usize)
+                    .map_or("?", |g| g.name.as_str());
+                let _ = writeln!(
+                    out,
+                    "    {:04}..{:04}  {callee}  called at {}:{}",
+                    c.start, c.end, c.line, c.col
+                );
             }
         }
     }

@@ -314,5 +314,13 @@ impl Writer {
             self.u8(d.elem as u8);
             self.uleb(d.len);
         }
+        self.len(f.inlined.len());
+        for c in &f.inlined {
+            self.uleb(c.start);
+            self.uleb(c.end);
+            self.uleb(c.callee);
+            self.uleb(c.line);
+            self.uleb(c.col);
+        }
     }
 }

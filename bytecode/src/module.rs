@@ -5,7 +5,7 @@ use crate::opcodes::Instr;
 use crate::types::Type;
 
 /// Format version written into every `.cjb` file; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 /// A constant-pool entry.
 #[derive(Clone, PartialEq, Debug)]
@@ -123,6 +123,26 @@ pub struct Function {
     pub locals: Vec<LocalName>,
     /// Shared-memory declarations (kernels only), indexed by `shared.ref`'s operand.
     pub shared: Vec<SharedDecl>,
+    /// Calls the compiler expanded in place (`@Device` functions returning a `Vector`):
+    /// traces still show the callee's frame. Invariant (verified): properly nested.
+    pub inlined: Vec<InlinedCall>,
+}
+
+/// Code a compiler expanded from a call: pcs `start..end` run function `callee`'s body, called
+/// at `line:col` (of the enclosing function, or of the enclosing expanded call's callee). The
+/// line table gives positions in the callee's source inside the range.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct InlinedCall {
+    /// First pc of the body.
+    pub start: u32,
+    /// One past its last pc.
+    pub end: u32,
+    /// The function whose body it is.
+    pub callee: u32,
+    /// The call's line (1-based; 0 = unknown).
+    pub line: u32,
+    /// The call's column.
+    pub col: u32,
 }
 
 impl Function {
@@ -134,6 +154,19 @@ impl Function {
         } else {
             (self.lines[i - 1].line, self.lines[i - 1].col)
         }
+    }
+
+    /// The expanded calls whose code holds `pc`, outermost first.
+    pub fn inlined_at(&self, pc: u32) -> Vec<InlinedCall> {
+        let mut calls: Vec<InlinedCall> = self
+            .inlined
+            .iter()
+            .filter(|c| c.start <= pc && pc < c.end)
+            .copied()
+            .collect();
+        // Nested ranges: an outer one starts no later and ends no earlier.
+        calls.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end)));
+        calls
     }
 
     /// The simple name (after the last `.`).

@@ -79,6 +79,8 @@
 //!   list regions in any order (the compiler emits them innermost first, as each closes);
 //!   consumers that need header order sort a copy.
 //! - **V-LOCAL**: every local name's register is `< regs.len()`.
+//! - **V-INLINE**: every expanded call has `start <= end <= code.len()` and an existing
+//!   callee; the ranges are properly nested, as regions are.
 //! - **V-SIDE**: host-only opcodes (`Op::is_host_only`: objects, strings, printing, statics,
 //!   buffers' host API, streams, launches) never appear in kernel or device functions, and
 //!   device-only opcodes (`Op::is_device_only`: geometry, barriers, shared arrays, element
@@ -198,6 +200,7 @@ impl std::error::Error for VerifyError {}
 ///     regions: vec![],
 ///     locals: vec![],
 ///     shared: vec![],
+///     inlined: vec![],
 /// };
 /// let mut m = Module { files: vec!["main.cajeta".into()], functions: vec![main], ..Module::default() };
 /// assert!(verify(&m).is_ok());
@@ -557,6 +560,7 @@ impl<'m> Verifier<'m> {
         }
         fv.lines()?;
         fv.regions()?;
+        fv.inlined()?;
         for l in &f.locals {
             if usize::from(l.reg) >= f.regs.len() {
                 return Err(fail(
@@ -1197,32 +1201,77 @@ impl FnVerifier<'_, '_> {
                 ));
             }
         }
-        // Nesting: sorted by header and, among equal headers, outermost first, every region
-        // must end inside the innermost open region that contains its start.
-        let mut order: Vec<usize> = (0..f.regions.len()).collect();
-        order.sort_by_key(|&n| (f.regions[n].header, std::cmp::Reverse(f.regions[n].merge)));
-        let mut open: Vec<usize> = Vec::new();
-        for n in order {
-            let r = f.regions[n];
-            while let Some(&top) = open.last() {
-                if f.regions[top].merge <= r.header {
-                    open.pop();
-                } else {
-                    break;
-                }
-            }
-            if let Some(&top) = open.last() {
-                if r.merge > f.regions[top].merge {
-                    return Err(bad(
-                        n,
-                        format!("overlaps region {top} without nesting in it"),
-                    ));
-                }
-            }
-            open.push(n);
+        let ranges: Vec<(u32, u32)> = f.regions.iter().map(|r| (r.header, r.merge)).collect();
+        match overlap(&ranges) {
+            Some((n, top)) => Err(bad(
+                n,
+                format!("overlaps region {top} without nesting in it"),
+            )),
+            None => Ok(()),
         }
-        Ok(())
     }
+
+    /// V-INLINE.
+    fn inlined(&self) -> Result<(), VerifyError> {
+        let f = self.f;
+        let bad = |n: usize, what: String| {
+            fail(
+                "V-INLINE",
+                Some(f),
+                None,
+                format!("inlined call {n}: {what}"),
+            )
+        };
+        let functions = self.v.m.functions.len();
+        for (n, c) in f.inlined.iter().enumerate() {
+            if c.start > c.end || c.end > self.code_len {
+                return Err(bad(
+                    n,
+                    format!(
+                        "pcs {}..{} outside the code (length {})",
+                        c.start, c.end, self.code_len
+                    ),
+                ));
+            }
+            if c.callee as usize >= functions {
+                return Err(bad(n, format!("callee #{} does not exist", c.callee)));
+            }
+        }
+        let ranges: Vec<(u32, u32)> = f.inlined.iter().map(|c| (c.start, c.end)).collect();
+        match overlap(&ranges) {
+            Some((n, top)) => Err(bad(
+                n,
+                format!("overlaps inlined call {top} without nesting in it"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The first pair `(n, m)` of the ranges `start..end` that overlap without one containing the
+/// other. Sorted by start and, among equal starts, outermost first, every range must end
+/// inside the innermost open range that contains its start.
+fn overlap(ranges: &[(u32, u32)]) -> Option<(usize, usize)> {
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_by_key(|&n| (ranges[n].0, std::cmp::Reverse(ranges[n].1)));
+    let mut open: Vec<usize> = Vec::new();
+    for n in order {
+        let (start, end) = ranges[n];
+        while let Some(&top) = open.last() {
+            if ranges[top].1 <= start {
+                open.pop();
+            } else {
+                break;
+            }
+        }
+        if let Some(&top) = open.last() {
+            if end > ranges[top].1 {
+                return Some((n, top));
+            }
+        }
+        open.push(n);
+    }
+    None
 }
 
 /// True if a register of type `t` may be an operand of class `class`.

@@ -41,6 +41,30 @@ fn sample_module_round_trips_and_covers_every_opcode() {
 }
 
 #[test]
+fn inlined_calls_round_trip() {
+    let mut m = sample_module();
+    m.functions[0].inlined = vec![
+        InlinedCall {
+            start: 0,
+            end: 2,
+            callee: 1,
+            line: 7,
+            col: 15,
+        },
+        InlinedCall {
+            start: 1,
+            end: 2,
+            callee: 0,
+            line: 300,
+            col: 2,
+        },
+    ];
+    round_trip(&m);
+    let text = disassemble(&m);
+    assert!(text.contains("  inlined:\n    0000..0002  "), "{text}");
+}
+
+#[test]
 fn encoding_is_deterministic() {
     assert_eq!(encode(&sample_module()), encode(&sample_module()));
     let mut a = sample_module();
@@ -415,7 +439,7 @@ fn huge_counts_fail_fast_without_allocating() {
 #[test]
 fn matches_the_worked_examples_in_docs_cjb_format() {
     let empty: Vec<u8> = [
-        &[0x43, 0x4a, 0x42, 0x00, 0x03, 0x00, 0x00, 0x00][..],
+        &[0x43, 0x4a, 0x42, 0x00, 0x04, 0x00, 0x00, 0x00][..],
         &[0x01, 0x01, 0, 0, 0, 0x00],
         &[0x02, 0x01, 0, 0, 0, 0x00],
         &[0x03, 0x01, 0, 0, 0, 0x00],
@@ -446,7 +470,7 @@ fn matches_the_worked_examples_in_docs_cjb_format() {
         &[0x03, 0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x00],
         &[0x0b, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00],
         &[0x00],
-        &[0x00, 0x00, 0x00, 0x00],
+        &[0x00, 0x00, 0x00, 0x00, 0x00],
     ]
     .concat();
     let mut section = vec![0x05];

@@ -748,6 +748,30 @@ fn v_region() {
 }
 
 #[test]
+fn v_inline() {
+    let call = |start, end, callee| InlinedCall {
+        start,
+        end,
+        callee,
+        line: 3,
+        col: 9,
+    };
+    let with = |calls: Vec<InlinedCall>| {
+        sample_with(|m| {
+            m.functions[0].inlined = calls;
+        })
+    };
+    let n = sample_module().functions[0].code.len() as u32;
+    let last = sample_module().functions.len() as u32 - 1;
+    verify(&with(vec![call(0, n, last), call(2, 4, 0), call(4, 4, 0)])).unwrap();
+    rejects(&with(vec![call(3, 2, 0)]), "V-INLINE");
+    rejects(&with(vec![call(0, n + 1, 0)]), "V-INLINE");
+    rejects(&with(vec![call(0, 1, last + 1)]), "V-INLINE");
+    // Overlapping without nesting.
+    rejects(&with(vec![call(1, 5, 0), call(3, 7, 0)]), "V-INLINE");
+}
+
+#[test]
 fn v_local() {
     let m = sample_with(|m| {
         let n = m.functions[1].regs.len() as u16;

@@ -129,6 +129,7 @@ pub(crate) mod test_function {
             regions: Vec::new(),
             locals: Vec::new(),
             shared: Vec::new(),
+            inlined: vec![],
         }
     }
 }

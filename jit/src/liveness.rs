@@ -176,6 +176,7 @@ mod tests {
             regions: Vec::new(),
             locals: Vec::new(),
             shared: Vec::new(),
+            inlined: vec![],
         };
         let live = live_in(&f);
         // r2 (a parameter-like input) is live everywhere before the exit; r0 is dead before

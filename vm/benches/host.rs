@@ -39,6 +39,7 @@ fn func(name: &str, params: u16, ret: Option<Type>, regs: Vec<Type>, code: Vec<I
         regions: vec![],
         locals: vec![],
         shared: vec![],
+        inlined: vec![],
     }
 }
 

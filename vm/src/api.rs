@@ -190,7 +190,7 @@ impl Loaded {
 ///     name: "Main.add".into(), kind: FnKind::Host, params: 2, ret: Some(Type::I32),
 ///     regs: vec![Type::I32; 3],
 ///     code: vec![Instr::new(Op::AddI32, 2, 0, 1), Instr::new(Op::Ret, 2, 0, 0)],
-///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![],
+///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![], inlined: vec![],
 /// };
 /// let module = Module { files: vec!["Main.cajeta".into()], functions: vec![add], ..Default::default() };
 /// let mut vm = Vm::new(Arc::new(module));

@@ -539,7 +539,7 @@ impl Vm {
             ),
         };
         err.trace
-            .extend(entries.iter().map(|e| self.frame_at(e.func, e.pc)));
+            .extend(entries.iter().flat_map(|e| self.frames_at(e.func, e.pc)));
         err
     }
 }

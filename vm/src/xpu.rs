@@ -266,7 +266,7 @@ impl Vm {
                 let frames = f
                     .frames
                     .iter()
-                    .map(|&(func, pc)| self.frame_at(func, pc))
+                    .flat_map(|&(func, pc)| self.frames_at(func, pc))
                     .collect::<Vec<TraceFrame>>();
                 (f.code, f.message, frames)
             }

@@ -20,6 +20,7 @@ fn func(name: &str, kind: FnKind, params: u16, regs: Vec<Type>, code: Vec<Instr>
         regions: vec![],
         locals: vec![],
         shared: vec![],
+        inlined: vec![],
     }
 }
 

@@ -368,6 +368,7 @@ mod tests {
                 name: "ys".into(),
             }],
             shared: vec![],
+            inlined: vec![],
         };
         Module {
             functions: vec![f],

@@ -45,6 +45,7 @@ impl Asm {
                 regions: vec![],
                 locals: vec![],
                 shared: vec![],
+                inlined: vec![],
             },
             labels: HashMap::new(),
             fixups: vec![],

@@ -201,6 +201,7 @@ fn function(
         regions: vec![],
         locals: vec![],
         shared: vec![],
+        inlined: vec![],
     }
 }
 

@@ -522,6 +522,7 @@ fn shell(name: String, kind: FnKind, file: u32) -> Function {
         regions: vec![],
         locals: vec![],
         shared: vec![],
+        inlined: vec![],
     }
 }
 

@@ -262,6 +262,8 @@ pub struct FnBuilder<'a> {
     pub(super) checked_mems: Vec<(Reg, Reg)>,
     /// The constructor this one chains to with `this(…)` (its function index), and where.
     pub chained: Option<(u32, Span)>,
+    /// Calls expanded in place (`@Device` functions returning a Vector, see `inline.rs`).
+    pub(super) inlined: Vec<cajeta_bytecode::InlinedCall>,
     /// Owns-flags of owned locals declared in the groups of the switch statements being
     /// lowered, by declarator name: set to 0 before the switch dispatches, since a `case`
     /// may jump past the declaration (see `FnBuilder::switch_stmt`).
@@ -302,6 +304,7 @@ impl<'a> FnBuilder<'a> {
             loops: vec![],
             free: HashMap::new(),
             preset_flags: vec![],
+            inlined: vec![],
             temps: vec![],
             diags: vec![],
             da: vec![],
@@ -663,6 +666,7 @@ impl<'a> FnBuilder<'a> {
             regions: self.regions,
             locals: self.local_names,
             shared: self.shared,
+            inlined: self.inlined,
         };
         (f, self.diags)
     }

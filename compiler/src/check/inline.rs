@@ -231,6 +231,10 @@ impl FnBuilder<'_> {
             Ty::Vector(s, n) => self.vec_block(s, n as usize),
             _ => self.new_reg(ret.reg()),
         };
+        // Traces show the callee's frame above the call (LANGUAGE §10.3, XPU §7.3).
+        self.set_pos(span);
+        let (line, col) = self.pos;
+        let start = self.code.len() as u32;
         let saved = Saved {
             ret: std::mem::replace(&mut self.ret, ret.clone()),
             class: std::mem::replace(&mut self.class, class),
@@ -277,6 +281,13 @@ impl FnBuilder<'_> {
         }
         self.inline_frames.pop();
         self.end_statement();
+        self.inlined.push(cajeta_bytecode::InlinedCall {
+            start,
+            end: self.code.len() as u32,
+            callee: sig.func,
+            line,
+            col,
+        });
         // Device code has no owned locals: closing the scope emits nothing.
         self.scopes.pop();
         self.ret = saved.ret;

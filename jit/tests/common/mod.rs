@@ -551,6 +551,7 @@ pub fn func(
         regions: vec![],
         locals: vec![],
         shared: vec![],
+        inlined: vec![],
     }
 }
 

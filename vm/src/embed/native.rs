@@ -244,12 +244,12 @@ impl Vm {
     /// let twice = Function {
     ///     name: "Main.twice".into(), kind: FnKind::Native, params: 1, ret: Some(Type::I32),
     ///     regs: vec![Type::I32], code: vec![],
-    ///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![],
+    ///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![], inlined: vec![],
     /// };
     /// let run = Function {
     ///     name: "Main.run".into(), kind: FnKind::Host, params: 1, ret: Some(Type::I32),
     ///     regs: vec![Type::I32], code: vec![Instr::new(Op::Call, 0, 0, 0), Instr::new(Op::Ret, 0, 0, 0)],
-    ///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![],
+    ///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![], inlined: vec![],
     /// };
     /// let module = Module { files: vec!["Main.cajeta".into()], functions: vec![twice, run], ..Default::default() };
     /// cajeta_bytecode::verify(&module).unwrap();

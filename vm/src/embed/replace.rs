@@ -87,14 +87,14 @@ impl Vm {
     ///     name: "Main.get".into(), kind: FnKind::Host, params: 0, ret: Some(Type::I32),
     ///     regs: vec![Type::I32],
     ///     code: vec![Instr::new(Op::GetStatic, 0, 0, 0), Instr::new(Op::Ret, 0, 0, 0)],
-    ///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![],
+    ///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![], inlined: vec![],
     /// };
     /// // `void set(int32 v) { x = v; }`
     /// let set = Function {
     ///     name: "Main.set".into(), kind: FnKind::Host, params: 1, ret: None,
     ///     regs: vec![Type::I32],
     ///     code: vec![Instr::new(Op::SetStatic, 0, 0, 0), Instr::new(Op::RetVoid, 0, 0, 0)],
-    ///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![],
+    ///     file: 0, lines: vec![], regions: vec![], locals: vec![], shared: vec![], inlined: vec![],
     /// };
     /// let x = Static { name: "Main.x".into(), ty: Type::I32 };
     /// let first = Module {

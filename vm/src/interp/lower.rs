@@ -514,6 +514,7 @@ mod tests {
             regions: vec![],
             locals: vec![],
             shared: vec![],
+            inlined: vec![],
         }
     }
 

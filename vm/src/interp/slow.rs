@@ -131,23 +131,40 @@ impl Vm {
         for (depth, frame) in frames.iter().rev().enumerate() {
             // The running frame's saved `ip` is stale; the others resume after their call.
             let resume = if depth == 0 { ip } else { frame.ip };
-            trace.push(self.trace_frame(frame.func, resume));
+            trace.extend(self.trace_frames(frame.func, resume));
         }
         trace
     }
 
-    /// The trace line of function `func` whose next instruction is `resume` (the failing or
+    /// The trace lines of function `func` whose next instruction is `resume` (the failing or
     /// calling instruction is the one before it).
-    fn trace_frame(&self, func: u32, resume: *const XInstr) -> TraceFrame {
+    fn trace_frames(&self, func: u32, resume: *const XInstr) -> Vec<TraceFrame> {
         let start = self.fns[func as usize].lowered.as_ptr() as usize;
         let pc = ((resume as usize).wrapping_sub(start) / std::mem::size_of::<XInstr>())
             .saturating_sub(1);
-        self.frame_at(func, pc as u32)
+        self.frames_at(func, pc as u32)
     }
 
-    /// The trace line of instruction `pc` of function `func` (also the device frames of a
-    /// kernel fault); an unknown function reads `function#N`.
-    pub(crate) fn frame_at(&self, func: u32, pc: u32) -> TraceFrame {
+    /// The trace lines of instruction `pc` of function `func` (also the device frames of a
+    /// kernel fault), innermost first: one, and one more for each call the compiler expanded
+    /// in place there (`Function::inlined`), as if the call had been made.
+    pub(crate) fn frames_at(&self, func: u32, pc: u32) -> Vec<TraceFrame> {
+        let Some(f) = self.module.functions.get(func as usize) else {
+            return vec![self.frame_of(func, (0, 0))];
+        };
+        let mut at = f.position(pc);
+        let mut trace = Vec::new();
+        for c in f.inlined_at(pc).iter().rev() {
+            trace.push(self.frame_of(c.callee, at));
+            at = (c.line, c.col);
+        }
+        trace.push(self.frame_of(func, at));
+        trace
+    }
+
+    /// The trace line of function `func` at source position `(line, col)`; an unknown
+    /// function reads `function#N`.
+    fn frame_of(&self, func: u32, (line, col): (u32, u32)) -> TraceFrame {
         let module = &self.module;
         let Some(f) = module.functions.get(func as usize) else {
             return TraceFrame {
@@ -157,7 +174,6 @@ impl Vm {
                 col: 0,
             };
         };
-        let (line, col) = f.position(pc);
         let path = module
             .files
             .get(f.file as usize)

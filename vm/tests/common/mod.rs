@@ -86,6 +86,7 @@ pub fn func(
         regions: vec![],
         locals: vec![],
         shared: vec![],
+        inlined: vec![],
     }
 }
 
