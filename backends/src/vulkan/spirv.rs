@@ -2601,19 +2601,34 @@ impl<'a, 'm> FnCx<'a, 'm> {
         } else {
             self.cx.t_u32
         };
+        let v = self.settle_zero_tie(op == GLOp::NMin, t, it, x, y, v)?;
+        self.store(a, v)
+    }
+
+    /// `v` (the float min or max of `x` and `y`, of float type `t` with bits of type `it`)
+    /// with a tie settled as `cajeta_bytecode::float` does: the bits of both or-ed (min) or
+    /// and-ed (max), so -0.0 is below +0.0 (GLSL leaves the sign of a zero tie open).
+    fn settle_zero_tie(
+        &mut self,
+        min: bool,
+        t: Word,
+        it: Word,
+        x: Word,
+        y: Word,
+        v: Word,
+    ) -> R<Word> {
         let tb = self.cx.t_bool;
         let tie = self.b().f_ord_equal(tb, None, x, y).map_err(be)?;
         let xb = self.b().bitcast(it, None, x).map_err(be)?;
         let yb = self.b().bitcast(it, None, y).map_err(be)?;
-        let zb = if op == GLOp::NMin {
+        let zb = if min {
             self.b().bitwise_or(it, None, xb, yb)
         } else {
             self.b().bitwise_and(it, None, xb, yb)
         }
         .map_err(be)?;
         let z = self.b().bitcast(t, None, zb).map_err(be)?;
-        let v = self.b().select(t, None, tie, z, v).map_err(be)?;
-        self.store(a, v)
+        self.b().select(t, None, tie, z, v).map_err(be)
     }
 
     /// Saturating float-to-integer conversion, NaN to 0 (LANGUAGE §3.1).
@@ -3311,16 +3326,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let take = self.b().logical_or(tb, None, better, nan).map_err(be)?;
                 let v = self.b().select(f, None, take, x, old).map_err(be)?;
                 // A tie combines the bits as `min.f32`/`max.f32` do (-0.0 below +0.0).
-                let tie = self.b().f_ord_equal(tb, None, x, old).map_err(be)?;
-                let xb = self.b().bitcast(u, None, x).map_err(be)?;
-                let zb = if op == Rmw::FMin {
-                    self.b().bitwise_or(u, None, cur, xb)
-                } else {
-                    self.b().bitwise_and(u, None, cur, xb)
-                }
-                .map_err(be)?;
-                let z = self.b().bitcast(f, None, zb).map_err(be)?;
-                self.b().select(f, None, tie, z, v).map_err(be)?
+                self.settle_zero_tie(op == Rmw::FMin, f, u, x, old, v)?
             }
             _ => return Err("an integer atomic on a float32 element".into()),
         };
