@@ -241,13 +241,7 @@ impl Program {
                         "arrays of Vectors are not implemented (use vload/vstore on a scalar array)",
                     ));
                 }
-                if matches!(e, Ty::Array(_)) {
-                    return Err(Diag::error(
-                        code::NOT_IMPLEMENTED,
-                        t.span,
-                        "multi-dimensional arrays are not implemented (T2)",
-                    ));
-                }
+                // `T[][]` (T2) is an array of `T[]` references, each element owning its row.
                 Ok(Ty::Array(Box::new(e)))
             }
             TypeKind::Named { name, args } => {

@@ -208,12 +208,7 @@ impl FnBuilder<'_> {
                 untyped: false,
                 own: Own::No,
             },
-            ExprKind::Null => Val {
-                ty: Ty::Null,
-                loc: Loc::Null,
-                untyped: false,
-                own: Own::No,
-            },
+            ExprKind::Null => Val::null(),
             ExprKind::Paren(inner) => {
                 let mut v = self.expr(inner);
                 v.untyped = false;
@@ -1998,11 +1993,11 @@ impl FnBuilder<'_> {
             };
             return self.array_literal(items, Some(et), span);
         }
-        if init.is_some() || dims.len() != 1 {
+        if init.is_some() || dims.is_empty() {
             self.error(
                 code::NOT_IMPLEMENTED,
                 span,
-                "array initialisers and multi-dimensional arrays are not implemented yet (T2)",
+                "array initialisers with dimensions are not implemented (use heap T[] { … })",
             );
             return Val::error();
         }
@@ -2013,30 +2008,77 @@ impl FnBuilder<'_> {
                 return Val::error();
             }
         };
-        let len = self.expr(&dims[0]);
-        if !len.ty.is_int() {
-            if len.ty != Ty::Error {
-                let n = self.ty_name(&len.ty);
-                self.error(
-                    code::TYPE_MISMATCH,
-                    dims[0].span,
-                    format!("an array length must be an integer, found {n}"),
-                );
+        // Every length first, left to right (LANGUAGE §8.2), as int64.
+        let mut lens = Vec::with_capacity(dims.len());
+        for d in dims {
+            let len = self.expr(d);
+            if !len.ty.is_int() {
+                if len.ty != Ty::Error {
+                    let n = self.ty_name(&len.ty);
+                    self.error(
+                        code::TYPE_MISMATCH,
+                        d.span,
+                        format!("an array length must be an integer, found {n}"),
+                    );
+                }
+                return Val::error();
             }
-            return Val::error();
+            let Some(lr) = self.coerce(len, &Ty::Prim(Scalar::I64), d.span) else {
+                return Val::error();
+            };
+            lens.push(lr);
         }
-        let Some(lr) = self.coerce(len, &Ty::Prim(Scalar::I64), dims[0].span) else {
-            return Val::error();
-        };
-        let ty = Ty::Array(Box::new(et));
+        let ty = dims.iter().fold(et, |t, _| Ty::Array(Box::new(t)));
         self.set_pos(span);
-        let d = self.def(Op::NewArr, ty.reg(), lr, 0);
+        let d = if let [len] = lens[..] {
+            self.def(Op::NewArr, ty.reg(), len, 0)
+        } else {
+            // The lengths must outlive the rows' loops, which reuse temporaries.
+            let kept: Vec<Reg> = lens
+                .iter()
+                .map(|&l| {
+                    let k = self.new_reg(Type::I64);
+                    self.emit(Op::Mov, k, l, 0);
+                    k
+                })
+                .collect();
+            self.new_rows(&ty, &kept)
+        };
         Val {
             ty,
             loc: Loc::Reg(d),
             untyped: false,
             own: Own::Yes,
         }
+    }
+
+    /// A new array of type `ty` with length `lens[0]` whose elements, for more lengths, are
+    /// new arrays of the next lengths, each owned by its element (T2 `heap T[n][m]`, LANGUAGE
+    /// §6.1, §6.5): the rows are made in index order by a loop.
+    fn new_rows(&mut self, ty: &Ty, lens: &[Reg]) -> Reg {
+        let arr = self.new_reg(ty.reg());
+        self.emit(Op::NewArr, arr, lens[0], 0);
+        let (Ty::Array(row_ty), [_, rest @ ..]) = (ty, lens) else {
+            return arr;
+        };
+        if rest.is_empty() {
+            return arr;
+        }
+        let i = self.new_reg(Type::I64);
+        self.load_bits_into(i, Type::I64, 0);
+        let header = self.pc();
+        let more = self.new_reg(Type::BOOL);
+        self.emit(Op::LtI64, more, i, lens[0]);
+        let exit = self.emit_bc(Op::JmpIfNot, more, 0);
+        let row = self.new_rows(row_ty, rest);
+        self.init_elem(arr, i, row, Own::Yes, row_ty);
+        let cont = self.pc();
+        self.emit(Op::AddImmI64, i, i, 1);
+        self.emit_bc(Op::Jmp, 0, header);
+        let merge = self.pc();
+        self.patch(exit, merge);
+        self.region(cajeta_bytecode::RegionKind::Loop, header, cont, merge);
+        arr
     }
 
     fn new_object(

@@ -86,6 +86,16 @@ impl Val {
         }
     }
 
+    /// The `null` constant.
+    pub fn null() -> Val {
+        Val {
+            ty: Ty::Null,
+            loc: Loc::Null,
+            untyped: false,
+            own: Own::No,
+        }
+    }
+
     /// A constant numeric value, if this is one.
     pub fn num(&self) -> Option<Num> {
         self.num_exact().map(Num::plain)

@@ -659,6 +659,8 @@ impl FnBuilder<'_> {
         if self.reachable {
             self.final_assigned_in_loop(&head_da);
         }
+        // A do-while's condition is reached only by completing the body or a `continue`.
+        let cond_reachable = self.reachable;
         if do_while {
             if let (Some(c), false) = (cond, always) {
                 let (r, _, f) = self.full_expr(|b| b.cond(c));
@@ -698,14 +700,19 @@ impl FnBuilder<'_> {
                 }
             }
         } else if do_while {
-            // The body ran once: keep what it assigned.
-            let body_da = self.da.clone();
-            self.da = body_da;
-            self.reachable = true;
-            for bd in lp.break_da {
-                for (a, b) in self.da.iter_mut().zip(bd) {
-                    *a = *a && b;
+            // Out through the condition being false (if it is reached: the body ran, keeping
+            // what it assigned) or a `break`.
+            let at_cond = cond_reachable.then(|| self.da.clone());
+            let mut ways = at_cond.into_iter().chain(lp.break_da);
+            match ways.next() {
+                Some(first) => {
+                    self.da = first;
+                    self.reachable = true;
+                    for bd in ways {
+                        self.merge_flow(bd, true);
+                    }
                 }
+                None => self.reachable = false,
             }
         } else {
             self.da = entry_da;

@@ -7,7 +7,7 @@
 
 use super::func::{FnBuilder, Loc, LoopCtx, Own, Reg, Val};
 use super::ty::{self, Num, Ty};
-use crate::ast::{BinOp, CaseLabel, Expr, StmtKind, SwitchArm, SwitchGroup};
+use crate::ast::{BinOp, CaseLabel, Expr, ExprKind, StmtKind, SwitchArm, SwitchGroup};
 use crate::diag::{code, Span};
 use cajeta_bytecode::{Op, Scalar, Type};
 
@@ -134,6 +134,48 @@ impl FnBuilder<'_> {
         }
     }
 
+    /// Reports the first arm whose value is a `void` call (LANGUAGE §8.4: a void call used
+    /// as a value is UNRESOLVED_EXPRESSION, at the call). True if there is one.
+    fn void_arm(&mut self, arms: &[(Ty, bool, Option<Num>)], spans: &[Span]) -> bool {
+        let Some(k) = arms.iter().position(|a| a.0 == Ty::Void) else {
+            return false;
+        };
+        self.error(
+            code::UNRESOLVED_EXPRESSION,
+            spans[k],
+            "a void call has no value",
+        );
+        true
+    }
+
+    /// An arm's value as the arms' unification sees it: an untyped constant adopts the typed
+    /// arms' type (LANGUAGE §3.3: "the arms of `?:` follow the same rule"), which matters
+    /// where that type is narrower than the unified one: next to a float16 arm, `0.1` is the
+    /// float16 nearest 0.1 before both widen to float32 (§3.4).
+    fn arm_constant(&self, v: Val, arms: &[(Ty, bool, Option<Num>)]) -> Val {
+        let (true, Some(n)) = (v.untyped, v.num()) else {
+            return v;
+        };
+        let Some(base) = arms
+            .iter()
+            .filter(|a| !a.1)
+            .filter_map(|a| a.0.scalar())
+            .reduce(ty::promote)
+        else {
+            return v;
+        };
+        let adopted = Self::adopt(&v, base);
+        if !adopted.is_half() {
+            return v;
+        }
+        Val {
+            ty: Ty::Prim(adopted),
+            loc: Loc::Num(ty::cell_num(ty::const_cell(n, adopted), adopted)),
+            untyped: false,
+            own: Own::No,
+        }
+    }
+
     /// The value of a constant boolean condition, found without emitting anything.
     pub(super) fn constant_condition(&mut self, cond: &Expr) -> Option<bool> {
         // Only a constant expression can be one (and probing it allocates no register).
@@ -157,14 +199,27 @@ impl FnBuilder<'_> {
             let (a, b) = (self.probe(then), self.probe(els));
             if let (Some(x), Some(y)) = (a.2, b.2) {
                 let untyped = a.1 && b.1;
-                let Some(t) = self.unify(&[a, b], span) else {
+                let arms = [a, b];
+                let Some(t) = self.unify(&arms, span) else {
                     return Val::error();
                 };
                 if let Some(s) = t.scalar().filter(|s| s.is_numeric()) {
-                    let n = if pick { x } else { y };
+                    let chosen = &arms[usize::from(!pick)];
+                    let v = Val {
+                        ty: chosen.0.clone(),
+                        loc: Loc::Num(if pick { x } else { y }),
+                        untyped: chosen.1,
+                        own: Own::No,
+                    };
+                    let v = self.arm_constant(v, &arms);
+                    let (Some(n), Some(from)) = (v.num(), v.ty.scalar()) else {
+                        return Val::error();
+                    };
+                    let cell = ty::const_cell(n, from);
+                    let n = ty::cell_num(ty::const_cell(ty::cell_num(cell, from), s), s);
                     return Val {
                         ty: t,
-                        loc: Loc::Num(ty::cell_num(ty::const_cell(n, s), s)),
+                        loc: Loc::Num(n),
                         untyped,
                         own: Own::No,
                     };
@@ -178,16 +233,16 @@ impl FnBuilder<'_> {
         self.da = when_false.clone();
         let b = self.probe(els);
         self.da = before;
-        let Some(t) = self.unify(&[a, b], span) else {
+        let arms = [a, b];
+        if self.void_arm(&arms, &[then.span, els.span]) {
+            return Val::error();
+        }
+        let Some(t) = self.unify(&arms, span) else {
             return Val::error();
         };
-        if t == Ty::Void {
-            self.error(
-                code::UNRESOLVED_EXPRESSION,
-                span,
-                "a void call has no value",
-            );
-            return Val::error();
+        // `c ? null : null` is the null constant (after the condition's effects).
+        if t == Ty::Null {
+            return Val::null();
         }
         let d = match t {
             Ty::Vector(s, n) => self.vec_block(s, n as usize),
@@ -200,6 +255,7 @@ impl FnBuilder<'_> {
         self.conditional += 1;
         let v = self.expr(then);
         self.arm_title(titles, v.own);
+        let v = self.arm_constant(v, &arms);
         if let Some(r) = self.coerce(v, &t, then.span) {
             self.move_lanes(d, r, &t);
         }
@@ -210,6 +266,7 @@ impl FnBuilder<'_> {
         self.da = when_false;
         let v = self.expr(els);
         self.arm_title(titles, v.own);
+        let v = self.arm_constant(v, &arms);
         if let Some(r) = self.coerce(v, &t, els.span) {
             self.move_lanes(d, r, &t);
         }
@@ -317,6 +374,8 @@ impl FnBuilder<'_> {
         if !self.host_only("an array literal", span) {
             return Val::error();
         }
+        // Without a target, the elements' probes (their constants adopt the typed ones').
+        let mut inferred = None;
         let elem = match elem {
             Some(t) => t,
             None => {
@@ -329,6 +388,11 @@ impl FnBuilder<'_> {
                     return Val::error();
                 }
                 let arms: Vec<_> = items.iter().map(|e| self.probe(e)).collect();
+                let spans: Vec<Span> = items.iter().map(|e| e.span).collect();
+                if self.void_arm(&arms, &spans) {
+                    return Val::error();
+                }
+                inferred = Some(arms.clone());
                 match self.unify(&arms, span) {
                     Some(Ty::Null) | Some(Ty::Void) | None => {
                         if !arms.iter().any(|a| a.0 == Ty::Error) {
@@ -355,6 +419,10 @@ impl FnBuilder<'_> {
         };
         for (i, e) in items.iter().enumerate() {
             let v = self.expr_for(e, &elem);
+            let v = match &inferred {
+                Some(arms) => self.arm_constant(v, arms),
+                None => v,
+            };
             // An element of an owned kind takes the title of a fresh value (`heap C()`), as an
             // element assignment does.
             let own = v.own;
@@ -378,6 +446,15 @@ impl FnBuilder<'_> {
 
     /// A case label's constant: its cell in the selector's type, or `None` after a diagnostic.
     fn case_constant(&mut self, e: &Expr, sel: &Ty) -> Option<(u64, Option<String>)> {
+        // Under an enum selector a bare constant name is that enum's constant (`case Unified:`,
+        // as in Java), unless a variable of that name is in scope.
+        if let (Ty::Enum(en), ExprKind::Name(id)) = (sel, &e.kind) {
+            if self.lookup_local(&id.name).is_none() {
+                if let Some(o) = en.constants().iter().position(|c| *c == id.name) {
+                    return Some((o as u64, None));
+                }
+            }
+        }
         let v = self.expr(e);
         let konst = match (&v.loc, sel) {
             (Loc::Num(n), Ty::Prim(s)) if s.is_int() => {
@@ -609,9 +686,17 @@ impl FnBuilder<'_> {
         };
         let entry_da = self.da.clone();
         let types: Vec<_> = arms.iter().map(|a| self.probe(&a.value)).collect();
+        let spans: Vec<Span> = arms.iter().map(|a| a.value.span).collect();
+        if self.void_arm(&types, &spans) {
+            return Val::error();
+        }
         let Some(t) = self.unify(&types, span) else {
             return Val::error();
         };
+        // Every arm `null`: the null constant (the selector is evaluated above).
+        if t == Ty::Null {
+            return Val::null();
+        }
         let d = self.temp(t.reg());
         let titles = self.arm_titles(&t);
         self.check_one_default(arms.iter().flat_map(|a| &a.labels));
@@ -634,6 +719,7 @@ impl FnBuilder<'_> {
             self.conditional += 1;
             let v = self.expr(&a.value);
             self.arm_title(titles, v.own);
+            let v = self.arm_constant(v, &types);
             if let Some(x) = self.coerce(v, &t, a.value.span) {
                 self.move_into(d, x);
             }

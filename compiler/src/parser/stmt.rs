@@ -422,9 +422,11 @@ impl Parser {
         self.expect_p(P::LBrace)?;
         let level = self.braces;
         let mut groups: Vec<SwitchGroup> = Vec::new();
+        // Whether the labels are `case K ->` (else `case K:`), once the first is seen.
+        let mut form = None;
         while !self.is_p(P::RBrace) && !self.at_eof() {
             let before = self.pos;
-            if let Err(Failed) = self.switch_group(&mut groups) {
+            if let Err(Failed) = self.switch_group(&mut groups, &mut form) {
                 self.sync_stmt(level);
             }
             if self.pos == before {
@@ -435,7 +437,11 @@ impl Parser {
         Ok(StmtKind::Switch { selector, groups })
     }
 
-    fn switch_group(&mut self, groups: &mut Vec<SwitchGroup>) -> PResult<()> {
+    fn switch_group(
+        &mut self,
+        groups: &mut Vec<SwitchGroup>,
+        form: &mut Option<bool>,
+    ) -> PResult<()> {
         if !matches!(self.tok(), Tok::Kw(Kw::Case | Kw::Default)) {
             self.error_here(format!(
                 "expected 'case' or 'default', found {}",
@@ -446,7 +452,15 @@ impl Parser {
         let mut labels = Vec::new();
         let mut arrow = false;
         while matches!(self.tok(), Tok::Kw(Kw::Case | Kw::Default)) {
+            let at = self.span();
             let (l, is_arrow) = self.case_labels()?;
+            // One switch uses one form of label, as in Java: `case 1:` falls through, an
+            // arrow arm does not, and a mix leaves that unclear.
+            if form.is_some_and(|f| f != is_arrow) {
+                self.error(at, "a switch cannot mix 'case …:' and 'case … ->' labels");
+                return Err(Failed);
+            }
+            *form = Some(is_arrow);
             labels.extend(l);
             if is_arrow {
                 arrow = true;
