@@ -259,26 +259,25 @@ fn real_main(words: Vec<String>) -> ExitCode {
     };
     let rest = &words[1..];
     match cmd.as_str() {
-        "-h" | "--help" | "help" => {
-            print!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        "-V" | "--version" => {
-            println!(
-                "cajeta {} (bytecode format {})",
-                env!("CARGO_PKG_VERSION"),
-                cajeta_bytecode::FORMAT_VERSION
-            );
-            ExitCode::SUCCESS
-        }
+        "-h" | "--help" | "help" => write_stdout(USAGE),
+        "-V" | "--version" => write_stdout(&format!(
+            "cajeta {} (bytecode format {})\n",
+            env!("CARGO_PKG_VERSION"),
+            cajeta_bytecode::FORMAT_VERSION
+        )),
         "run" | "build" | "check" | "dis" | "emit" => {
             let opts = match parse_options(rest) {
                 Ok(o) => o,
                 Err(e) => return usage_error(e),
             };
             if rest.iter().any(|w| w == "-h" || w == "--help") {
-                print!("{USAGE}");
-                return ExitCode::SUCCESS;
+                return write_stdout(USAGE);
+            }
+            // Only build and emit write files: `-o` anywhere else would be ignored.
+            if opts.output.is_some() && !matches!(cmd.as_str(), "build" | "emit") {
+                return usage_error(format!(
+                    "'cajeta {cmd}' writes no file: -o is for build and emit"
+                ));
             }
             match cmd.as_str() {
                 "run" => cmd_run(opts),
@@ -290,8 +289,7 @@ fn real_main(words: Vec<String>) -> ExitCode {
         }
         "repl" => {
             if rest.iter().any(|w| w == "-h" || w == "--help") {
-                print!("{USAGE}");
-                return ExitCode::SUCCESS;
+                return write_stdout(USAGE);
             }
             let opts = match parse_options(rest) {
                 Ok(o) => o,
@@ -303,9 +301,13 @@ fn real_main(words: Vec<String>) -> ExitCode {
                     "'cajeta repl' takes only --backend, --jit and --max-memory, not '{w}' (files go in with :load)"
                 ));
             }
+            let jit = match jit_mode(&opts) {
+                Ok(m) => m,
+                Err(e) => return usage_error(e),
+            };
             let repl = cajeta_repl::ReplOptions {
                 backend: opts.backend,
-                jit: opts.jit.as_deref().and_then(cajeta_vm::JitMode::parse),
+                jit,
                 memory_limit: opts
                     .max_memory
                     .unwrap_or_else(cajeta_vm::system_memory_limit),
@@ -418,12 +420,46 @@ fn load(opts: &Options) -> Result<Module, ExitCode> {
     if let Err(e) = cajeta_bytecode::verify(&module) {
         // Show the offending bytecode: this is a compiler bug, and the listing is the report.
         if opts.dis_unverified {
-            print!("{}", cajeta_bytecode::disassemble(&module));
+            let _ = write_stdout(&cajeta_bytecode::disassemble(&module));
         }
         eprintln!("cajeta: internal error: the compiler produced invalid bytecode: {e}");
         return Err(ExitCode::from(70));
     }
     Ok(module)
+}
+
+/// Writes the command's own output: exit 0, or for a closed pipe the status a shell gives
+/// for `SIGPIPE` (quietly, as the program's output does), or 70 with the reason for any other
+/// failure (a full disk).
+fn write_stdout(text: &str) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
+        Err(e) => {
+            eprintln!("cajeta: error: cannot write the output: {e}");
+            ExitCode::from(70)
+        }
+    }
+}
+
+/// The JIT mode: `--jit`, else `CAJETA_JIT` (which is refused when it names no mode, as
+/// `--jit` would be, rather than ignored), else `None` (the default).
+fn jit_mode(opts: &Options) -> Result<Option<cajeta_vm::JitMode>, String> {
+    if let Some(v) = &opts.jit {
+        return Ok(cajeta_vm::JitMode::parse(v));
+    }
+    match std::env::var("CAJETA_JIT") {
+        Ok(v) if !v.trim().is_empty() => {
+            cajeta_vm::JitMode::parse(v.trim())
+                .map(Some)
+                .ok_or_else(|| {
+                    format!("invalid JIT mode '{v}' in CAJETA_JIT (expected off, auto or eager)")
+                })
+        }
+        _ => Ok(None),
+    }
 }
 
 fn no_entry(msg: impl std::fmt::Display) -> ExitCode {
@@ -433,46 +469,77 @@ fn no_entry(msg: impl std::fmt::Display) -> ExitCode {
 
 /// Chooses the entry function (LANGUAGE §5.8).
 fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
+    let host = |f: &&cajeta_bytecode::Function| f.kind == cajeta_bytecode::FnKind::Host;
     let Some(name) = requested else {
         return module.entry.ok_or_else(|| {
             // Name what stood in the way: the methods called main or run.
-            let candidates: Vec<&str> = module
+            let candidates: Vec<&cajeta_bytecode::Function> = module
                 .functions
                 .iter()
-                .filter(|f| f.kind == cajeta_bytecode::FnKind::Host)
-                .map(|f| f.name.as_str())
-                .filter(|n| n.ends_with(".main") || n.ends_with(".run"))
+                .filter(host)
+                .filter(|f| f.name.ends_with(".main") || f.name.ends_with(".run"))
                 .collect();
+            let listed: Vec<String> = candidates.iter().map(|f| signature(f)).collect();
+            // `--entry` picks by name: suggest it only for a name no other candidate has.
+            let unique = candidates
+                .iter()
+                .find(|f| candidates.iter().filter(|g| g.name == f.name).count() == 1);
             match candidates.as_slice() {
                 [] => no_entry("no entry point: declare a static main(), main(String[] args) or run(), or pass --entry"),
-                [one] => no_entry(format!("'{one}' cannot be the entry point (it must be static, take no parameters or String[], and return void, a primitive or String)")),
-                more => no_entry(format!(
-                    "no unique entry point: several methods are called main or run ({}); keep exactly one static main(), main(String[] args) or run(), or choose with --entry {}",
-                    more.join(", "),
-                    more[0]
+                [one] => no_entry(format!("'{}' cannot be the entry point (it must be static, take no parameters or String[], and return void, a primitive or String)", signature(one))),
+                _ => no_entry(format!(
+                    "no unique entry point: several methods are called main or run ({}); keep exactly one static main(), main(String[] args) or run(){}",
+                    listed.join(", "),
+                    unique.map_or(String::new(), |f| format!(", or choose with --entry {}", f.name))
                 )),
             }
         });
     };
-    let Some(f) = module.function_by_name(name) else {
-        return Err(no_entry(format!("entry '{name}' not found")));
+    let named: Vec<u32> = (0..module.functions.len() as u32)
+        .filter(|&i| module.functions[i as usize].name == name)
+        .collect();
+    let f = match named.as_slice() {
+        [] => return Err(no_entry(format!("entry '{name}' not found"))),
+        &[f] => f,
+        more => {
+            let listed: Vec<String> = more
+                .iter()
+                .map(|&i| signature(&module.functions[i as usize]))
+                .collect();
+            return Err(no_entry(format!(
+                "entry '{name}' names {} overloads ({}): an entry point needs a name of its own",
+                more.len(),
+                listed.join(", ")
+            )));
+        }
     };
     let func = &module.functions[f as usize];
-    // `String[] args` arrives with its owns-flag (see `Function::params`).
-    let params_ok = match func.params {
-        0 => true,
-        2 => {
-            func.regs[0] == cajeta_compiler::check::string_array_type()
-                && func.regs[1] == Type::BOOL
-        }
-        _ => false,
-    };
     let ret_ok = matches!(func.ret, None | Some(Type::Scalar(_)) | Some(Type::Str));
-    let is_method = !name.ends_with(">") && func.kind == cajeta_bytecode::FnKind::Host;
-    if !(params_ok && ret_ok && is_method) {
-        return Err(no_entry(format!("'{name}' cannot be an entry point (it must be static, take no parameters or String[], and return void, a primitive or String)")));
+    let is_method = !name.ends_with(">") && host(&func);
+    if !(entry_params(func).is_some() && ret_ok && is_method) {
+        return Err(no_entry(format!("'{}' cannot be an entry point (it must be static, take no parameters or String[], and return void, a primitive or String)", signature(func))));
     }
     Ok(f)
+}
+
+/// The parameter list an entry point may have: `()` or `(String[] args)`, whose array arrives
+/// with its owns-flag (see `Function::params`); `None` for any other.
+fn entry_params(func: &cajeta_bytecode::Function) -> Option<&'static str> {
+    match func.params {
+        0 => Some("()"),
+        2 if func.regs[0] == cajeta_compiler::check::string_array_type()
+            && func.regs[1] == Type::BOOL =>
+        {
+            Some("(String[])")
+        }
+        _ => None,
+    }
+}
+
+/// A host function's name with enough of its parameter list to tell overloads apart in an
+/// entry-point message.
+fn signature(func: &cajeta_bytecode::Function) -> String {
+    format!("{}{}", func.name, entry_params(func).unwrap_or("(…)"))
 }
 
 fn cmd_run(opts: Options) -> ExitCode {
@@ -484,13 +551,10 @@ fn cmd_run(opts: Options) -> ExitCode {
         Ok(f) => f,
         Err(c) => return c,
     };
-    // `--jit` wins over `CAJETA_JIT`; both were validated (an invalid `CAJETA_JIT` is unset).
-    let jit = opts
-        .jit
-        .as_deref()
-        .and_then(cajeta_vm::JitMode::parse)
-        .or_else(cajeta_vm::JitMode::from_env)
-        .unwrap_or_default();
+    let jit = match jit_mode(&opts) {
+        Ok(m) => m.unwrap_or_default(),
+        Err(e) => return usage_error(e),
+    };
     let run = cajeta_vm::RunOptions {
         backend: opts.backend.clone(),
         mem_stats: opts.mem_stats,
@@ -528,10 +592,17 @@ fn cmd_run(opts: Options) -> ExitCode {
 }
 
 fn cmd_build(opts: Options) -> ExitCode {
-    let module = match load(&opts) {
+    let mut module = match load(&opts) {
         Ok(m) => m,
         Err(c) => return c,
     };
+    // `--entry` is recorded as the module's entry (checked as `run` checks it).
+    if opts.entry.is_some() {
+        match entry(&module, opts.entry.as_deref()) {
+            Ok(f) => module.entry = Some(f),
+            Err(c) => return c,
+        }
+    }
     let out = opts.output.clone().unwrap_or_else(|| {
         let stem = opts.paths[0]
             .file_stem()
@@ -568,10 +639,7 @@ fn cmd_check(opts: Options) -> ExitCode {
 fn cmd_dis(mut opts: Options) -> ExitCode {
     opts.dis_unverified = true;
     match load(&opts) {
-        Ok(m) => {
-            print!("{}", cajeta_bytecode::disassemble(&m));
-            ExitCode::SUCCESS
-        }
+        Ok(m) => write_stdout(&cajeta_bytecode::disassemble(&m)),
         Err(c) => c,
     }
 }
@@ -630,7 +698,8 @@ fn cmd_emit(opts: Options) -> ExitCode {
                 }
             }
             Err(e) => {
-                eprintln!("cajeta: error: {e}");
+                // What a launch on that backend would refuse (XPU §7.2).
+                eprintln!("cajeta: error[XPU-E-LAUNCH]: {e}");
                 failed = true;
             }
         }

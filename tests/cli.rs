@@ -231,6 +231,64 @@ fn non_utf8_source_is_a_syntax_error() {
     assert_clean(&o);
 }
 
+/// A closed stdout pipe (`cajeta run prog | head -1`) ends the program, as `SIGPIPE` would
+/// (status 141, no message), instead of letting it run on printing into nothing; a full one
+/// (`> /dev/full`) is the runtime error `E-OUTPUT`; and the commands' own listings behave the
+/// same, never panicking.
+#[test]
+fn output_that_cannot_be_written_stops_the_program() {
+    use std::io::{BufRead, BufReader};
+    let d = tmp_dir("output-failure");
+    let f = write(
+        &d,
+        "Forever.cajeta",
+        b"public class Forever { public static void main() { for (int64 i = 0; i >= 0; i = i + 1) { System.stdout.println(i); } } }\n",
+    );
+    for jit in ["off", "auto"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cajeta"))
+            .args(["run", "--jit", jit, &f])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("cajeta runs");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("a line");
+        assert_eq!(first, "0\n");
+        // The reader is gone: the next flush finds the pipe closed.
+        let o = child.wait_with_output().expect("cajeta ends");
+        assert_eq!(o.status.code(), Some(141), "{jit}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{jit}");
+    }
+    let full = std::path::Path::new("/dev/full");
+    if !full.exists() {
+        eprintln!("SKIP the /dev/full half: this system has no /dev/full");
+        return;
+    }
+    let hello = write(
+        &d,
+        "Hello.cajeta",
+        b"public class Hello { public static void main() { System.stdout.println(\"hi\"); } }\n",
+    );
+    for args in [vec!["run", hello.as_str()], vec!["dis", hello.as_str()]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_cajeta"))
+            .args(&args)
+            .stdout(std::fs::File::create(full).expect("/dev/full opens"))
+            .output()
+            .expect("cajeta runs");
+        assert_eq!(o.status.code(), Some(70), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("cannot write"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    }
+    let o = cajeta(&["run", &hello]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
 /// Without a unique entry (LANGUAGE §5.8), the error names the methods that stood in the way
 /// and the `--entry` that would choose one.
 #[test]
@@ -245,7 +303,7 @@ fn no_entry_names_the_competing_methods() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
-        e.contains("CAJETA_ERROR_NO_ENTRY") && e.contains("(Two.main, Two.run)"),
+        e.contains("CAJETA_ERROR_NO_ENTRY") && e.contains("(Two.main(), Two.run(…))"),
         "{e}"
     );
     assert!(e.contains("--entry Two.main"), "{e}");
@@ -536,4 +594,117 @@ fn arguments_that_are_not_utf8_are_a_usage_error() {
         .expect("cajeta runs");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("not valid UTF-8"), "{}", stderr(&o));
+}
+
+/// Options a command would ignore are usage errors: `-o` outside build and emit, and a
+/// `CAJETA_JIT` that names no mode (as `--jit bogus` is); a `.cjb` or other non-source file
+/// among the source paths is one too, rather than compiled as text.
+#[test]
+fn ignored_options_and_non_source_paths_are_usage_errors() {
+    let d = tmp_dir("ignored-options");
+    let f = write(
+        &d,
+        "A.cajeta",
+        b"public class A { public static void main() { System.stdout.println(1); } }\n",
+    );
+    let notes = write(&d, "notes.txt", b"not a program\n");
+    let cjb = d.join("a.cjb").display().to_string();
+    assert_eq!(cajeta(&["build", &f, "-o", &cjb]).status.code(), Some(0));
+    for cmd in ["run", "check", "dis"] {
+        assert_usage_errors(
+            &[&[cmd, "-o", "x.cjb", &f]],
+            &format!("'cajeta {cmd}' writes no file: -o is for build and emit"),
+        );
+    }
+    assert_usage_errors(
+        &[&["build", &f, &cjb], &["check", &f, &cjb]],
+        "is compiled bytecode, not a source file",
+    );
+    assert_usage_errors(&[&["check", &f, &notes]], "is not a .cajeta source file");
+    for args in [&["run", f.as_str()][..], &["repl"]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_cajeta"))
+            .args(args)
+            .env("CAJETA_JIT", "sometimes")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("cajeta runs");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("invalid JIT mode 'sometimes' in CAJETA_JIT"),
+            "{}",
+            stderr(&o)
+        );
+        assert_clean(&o);
+    }
+}
+
+/// `build --entry` records the entry in the module (checked as `run` checks it), so the
+/// built file runs it; an unknown one is NO_ENTRY and writes nothing.
+#[test]
+fn build_records_the_chosen_entry() {
+    let d = tmp_dir("build-entry");
+    let f = write(
+        &d,
+        "A.cajeta",
+        b"public class A { public static void main() { System.stdout.println(\"main\"); } public static void other() { System.stdout.println(\"other\"); } }\n",
+    );
+    let cjb = d.join("a.cjb").display().to_string();
+    let o = cajeta(&["build", "--entry", "A.nope", &f, "-o", &cjb]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("CAJETA_ERROR_NO_ENTRY"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!Path::new(&cjb).exists());
+    let o = cajeta(&["build", "--entry", "A.other", &f, "-o", &cjb]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = cajeta(&["run", &cjb]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "other\n");
+}
+
+/// Overloads of `main` are several candidates (LANGUAGE §5.8); the message tells them apart
+/// and does not suggest an `--entry` that cannot choose between them.
+#[test]
+fn overloaded_main_is_no_entry_with_signatures() {
+    let d = tmp_dir("entry-overloads");
+    let f = write(
+        &d,
+        "M.cajeta",
+        b"public class M { public static void main() { } public static void main(String[] args) { } }\n",
+    );
+    let o = cajeta(&["run", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("(M.main(), M.main(String[]))"), "{e}");
+    assert!(!e.contains("--entry"), "{e}");
+    let o = cajeta(&["run", "--entry", "M.main", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("entry 'M.main' names 2 overloads"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `--verbose` says which backend the first device touch selected and what chose it.
+#[test]
+fn verbose_names_the_selected_backend() {
+    let o = Command::new(env!("CARGO_BIN_EXE_cajeta"))
+        .args([
+            "run",
+            "--verbose",
+            "--backend",
+            "cpu",
+            "examples/saxpy.cajeta",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cajeta runs");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("xpu: backend cpu (`cpu` in --backend)"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -11,6 +11,11 @@ fn repl(script: &str) -> (String, i32) {
 
 /// [`repl`] on input that need not be UTF-8.
 fn repl_bytes(script: &[u8]) -> (String, i32) {
+    repl_with(script, None)
+}
+
+/// [`repl_bytes`] with `CAJETA_XPU_BACKEND` set to `backend_env`, if given.
+fn repl_with(script: &[u8], backend_env: Option<&str>) -> (String, i32) {
     let dir = std::env::temp_dir().join(format!(
         "cajeta-repl-test-{}-{:?}",
         std::process::id(),
@@ -19,9 +24,14 @@ fn repl_bytes(script: &[u8]) -> (String, i32) {
     std::fs::create_dir_all(&dir).unwrap();
     let out_path = dir.join("out.txt");
     let out = std::fs::File::create(&out_path).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cajeta"))
-        .args(["repl", "--backend", "cpu"])
-        .env_remove("CAJETA_XPU_BACKEND")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cajeta"));
+    match backend_env {
+        Some(b) => cmd.arg("repl").env("CAJETA_XPU_BACKEND", b),
+        None => cmd
+            .args(["repl", "--backend", "cpu"])
+            .env_remove("CAJETA_XPU_BACKEND"),
+    };
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::from(out.try_clone().unwrap()))
         .stderr(Stdio::from(out))
@@ -313,4 +323,65 @@ fn commands_refuse_extra_words() {
          cajeta: error: ':drop' takes one argument (:help lists the commands)\n\
          : int32 = 4\n",
     );
+}
+
+/// A command that needs an argument and has none says what it takes, instead of acting on
+/// an empty name (`:load` reading '', `:time` running nothing).
+#[test]
+fn commands_without_their_argument_say_what_they_take() {
+    check(
+        ":time\n:load\n:show\n:drop\n:dis\n:type\n",
+        "cajeta: error: ':time' needs an argument: :time ENTRY  run an entry and print its wall time\n\
+         cajeta: error: ':load' needs an argument: :load FILE  enter a file's imports, classes, functions and statements\n\
+         cajeta: error: ':show' needs an argument: :show NAME [A..B]  elements of a buffer or array (all, or A..B)\n\
+         cajeta: error: ':drop' needs an argument: :drop NAME  release a variable's object (buffers free their memory) now\n\
+         cajeta: error: ':dis' needs an argument: :dis NAME  bytecode of a function, kernel or class\n\
+         cajeta: error: ':type' needs an argument: :type EXPR  the type of an expression\n",
+    );
+}
+
+/// `<entry N>` is the N-th entry typed, counting those that did not compile; an error that
+/// leaves the session's generated class unclosed is reported once, at the user's text.
+#[test]
+fn entry_numbers_count_failed_entries_and_one_error_is_shown_once() {
+    check(
+        "int32 f() { return x; }\nint32 g(int32 a) { return 10 / a; }\n}\ng(0)\n",
+        "<input>:1:20: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]: unknown name 'x'\n \
+         1 | int32 f() { return x; }\n   |                    ^\n\
+         <input>:1:1: error[CAJETA_ERROR_SYNTAX]: expected an expression, found '}'\n \
+         1 | }\n   | ^\n\
+         cajeta: runtime error: E-DIVZERO: integer division by zero\n  \
+         at Repl.g (<entry 2>:1:27)\n  at <input> (<input>:1:1)\n",
+    );
+}
+
+/// `:load` of a program's file takes its `package` declaration (the session is a package
+/// of its own).
+#[test]
+fn load_accepts_a_package_declaration() {
+    let dir = std::env::temp_dir().join(format!("cajeta-repl-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("Twice.cajeta");
+    std::fs::write(
+        &file,
+        "package demo.util;\nint32 twice(int32 x) { return 2 * x; }\n",
+    )
+    .unwrap();
+    check(
+        &format!(":load {}\ntwice(21)\n", file.display()),
+        ": int32 = 42\n",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `:backend` before the first device touch names the backend `CAJETA_XPU_BACKEND` will
+/// select (XPU §8.1), not `auto`.
+#[test]
+fn backend_names_the_environments_choice() {
+    let (out, status) = repl_with(b":backend\n", Some("cpu"));
+    assert_eq!(
+        out,
+        "backend: not selected yet (cpu, from CAJETA_XPU_BACKEND, at the first device touch)\n"
+    );
+    assert_eq!(status, 0);
 }

@@ -39,7 +39,21 @@ pub fn source_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             }
             out.extend(found);
         } else if p.is_file() {
-            out.push(p.clone());
+            match p.extension().and_then(|e| e.to_str()) {
+                Some("cajeta") => out.push(p.clone()),
+                Some("cjb") => {
+                    return Err(format!(
+                        "'{}' is compiled bytecode, not a source file: run or dis it on its own",
+                        p.display()
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "'{}' is not a .cajeta source file (nor a .cjb module)",
+                        p.display()
+                    ))
+                }
+            }
         } else {
             return Err(format!("no such file or directory: '{}'", p.display()));
         }
@@ -203,17 +217,40 @@ pub fn render(sources: &SourceMap, d: &Diag) -> String {
         file.name, d.code, d.message
     );
     if let Some(text) = file.line_text(line) {
-        // Excerpt: the line, then carets under the span (clipped to the line).
+        // Excerpt: the line, then carets under the span (clipped to the line: a span that
+        // goes on to later lines is underlined to this one's end).
         let num = line.to_string();
         let pad = " ".repeat(num.len());
-        let (_, end_col) = file.line_col(span.end.max(span.start));
-        let line_len = text.chars().count() as u32;
-        let width = if end_col > col { end_col - col } else { 1 };
-        let width = width.min(line_len.saturating_sub(col - 1).max(1));
-        out.push_str(&format!(" {num} | {text}\n"));
+        let (end_line, end_col) = file.line_col(span.end.max(span.start));
+        let chars: Vec<char> = text.chars().collect();
+        let rest = (chars.len() as u32).saturating_sub(col - 1).max(1);
+        let width = if end_line > line {
+            rest
+        } else if end_col > col {
+            (end_col - col).min(rest)
+        } else {
+            1
+        };
+        // Control characters (a binary file's) shown as U+FFFD, one for one; the caret
+        // line repeats the tabs before the span so the carets line up under them.
+        let shown: String = chars
+            .iter()
+            .map(|&c| {
+                if c.is_control() && c != '\t' {
+                    '\u{FFFD}'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let indent: String = chars
+            .iter()
+            .take(col as usize - 1)
+            .map(|&c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        out.push_str(&format!(" {num} | {shown}\n"));
         out.push_str(&format!(
-            " {pad} | {}{}\n",
-            " ".repeat(col as usize - 1),
+            " {pad} | {indent}{}\n",
             "^".repeat(width as usize)
         ));
     }
@@ -270,6 +307,36 @@ mod tests {
             .expect("no overflow");
         assert!(c.errors.is_empty(), "{:?}", c.errors);
         assert!(c.module.is_some());
+    }
+
+    /// Carets line up under tabs, reach the end of the line for a span that goes on, and a
+    /// binary file's control bytes never reach the terminal.
+    #[test]
+    fn carets_follow_tabs_and_multiline_spans_and_control_bytes_are_hidden() {
+        let text = "class A {\n\tint32 x = \"a\" +\n\t\ttrue;\n\u{7}\u{1b}[2J ok\n}".to_string();
+        let mut map = SourceMap::default();
+        let file = map.add("A.cajeta", text.clone());
+        let start = text.find("\"a\"").unwrap() as u32;
+        let end = (text.find("true").unwrap() + 4) as u32;
+        let d = Diag::error(code::TYPE_MISMATCH, Span { file, start, end }, "m");
+        let r = render(&map, &d);
+        assert!(
+            r.ends_with(" 2 | \tint32 x = \"a\" +\n   | \t          ^^^^^\n"),
+            "{r:?}"
+        );
+        let start = text.find("ok").unwrap() as u32;
+        let d = Diag::error(
+            code::SYNTAX,
+            Span {
+                file,
+                start,
+                end: start + 2,
+            },
+            "m",
+        );
+        let r = render(&map, &d);
+        assert!(r.contains(" 4 | \u{FFFD}\u{FFFD}[2J ok\n"), "{r:?}");
+        assert!(!r.contains('\u{1b}'), "{r:?}");
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct Origin {
     pub label: String,
     /// The text.
     pub text: String,
+    /// Which entry typed at the prompt this is (its `<entry N>` once older), counting those
+    /// that failed to compile; 0 for a loaded file.
+    pub entry: usize,
 }
 
 /// A byte range of an origin.
@@ -130,6 +133,8 @@ pub struct Session {
     functions: Vec<Def>,
     /// The session variables, in declaration order.
     pub vars: Vec<Var>,
+    /// Entries typed at the prompt so far, accepted or not.
+    typed: usize,
 }
 
 /// Maps a range of the generated text back to an origin.
@@ -390,6 +395,18 @@ pub fn split(text: &str) -> Split {
     let mut i = 0;
     while !matches!(toks[i].tok, Tok::Eof) {
         let start = i;
+        // A file's `package` declaration (`:load` of a program's file): the session is one
+        // package of its own, so it is read and left out.
+        if i == 0 && is_kw(&toks[i], Kw::Package) {
+            while !is_p(&toks[i], P::Semi) {
+                if matches!(toks[i].tok, Tok::Eof) {
+                    return Split::Incomplete;
+                }
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
         if is_kw(&toks[i], Kw::Import) {
             let mut j = i;
             while !is_p(&toks[j], P::Semi) {
@@ -689,6 +706,12 @@ impl Session {
         self.vars.len() != before
     }
 
+    /// Counts an entry typed at the prompt that did not compile, so that later entries keep
+    /// the numbers the user counts (`<entry N>` is the N-th entry typed).
+    pub fn count_failed_entry(&mut self) {
+        self.typed += 1;
+    }
+
     /// Whether a function or kernel of this name was defined at the prompt.
     pub fn has_function(&self, name: &str) -> bool {
         self.functions.iter().any(|d| d.name == name)
@@ -703,15 +726,22 @@ impl Session {
     /// The rendered diagnostics (LANGUAGE §10.1 format, positions in the text the user typed).
     pub fn compile(&self, text: &str, label: &str, items: &[Item]) -> Result<Compiled, String> {
         let mut next = self.clone();
-        for (i, o) in next.origins.iter_mut().enumerate() {
+        for o in &mut next.origins {
             if o.label == INPUT_LABEL {
-                o.label = format!("<entry {}>", i + 1);
+                o.label = format!("<entry {}>", o.entry);
             }
         }
+        let entry = if label == INPUT_LABEL {
+            next.typed += 1;
+            next.typed
+        } else {
+            0
+        };
         let origin = next.origins.len();
         next.origins.push(Origin {
             label: label.to_string(),
             text: text.to_string(),
+            entry,
         });
         let piece = |start: u32, end: u32| Piece { origin, start, end };
         let mut new_classes = vec![];
@@ -824,6 +854,7 @@ impl Session {
         next.origins.push(Origin {
             label: INPUT_LABEL.to_string(),
             text: text.to_string(),
+            entry: 0,
         });
         let trimmed_start = (text.len() - text.trim_start().len()) as u32;
         let e = Piece {
@@ -1018,10 +1049,17 @@ impl Session {
         Layout { gen: g, expr_at }
     }
 
-    /// Renders diagnostics of the generated unit at their positions in the user's text.
+    /// Renders diagnostics of the generated unit at their positions in the user's text. One
+    /// that falls in the generated glue (a consequence of an error in the entry: the session
+    /// class no longer closes, say) is left out when another one points into the entry.
     fn render(&self, gen: &Generated, diags: &[Diag]) -> String {
         let mut out = String::new();
+        let in_entry = |d: &Diag| d.span.is_some_and(|s| gen.locate(s.start).is_some());
+        let any_in_entry = diags.iter().any(in_entry);
         for d in diags {
+            if any_in_entry && !in_entry(d) {
+                continue;
+            }
             let mapped = d.span.and_then(|s| {
                 let (origin, start) = gen.locate(s.start)?;
                 let end = match gen.locate(s.end.max(s.start)) {

@@ -105,9 +105,38 @@ pub fn error(text: &str) {
 
 /// Writes one line to stdout.
 pub fn say(text: &str) {
+    write_out(&format!("{text}\n"));
+}
+
+/// What writing stdout has met: 0 nothing, else the session's exit status (141 for a closed
+/// pipe, as `SIGPIPE` would give, 70 for any other failure, already reported).
+static OUTPUT_FAILED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Writes `text` to stdout, recording a failure (see [`output_failure`]).
+pub fn write_out(text: &str) {
+    use std::sync::atomic::Ordering;
+    if OUTPUT_FAILED.load(Ordering::Relaxed) != 0 {
+        return;
+    }
     let mut o = std::io::stdout().lock();
-    let _ = writeln!(o, "{text}");
-    let _ = o.flush();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        drop(o);
+        let status = if e.kind() == std::io::ErrorKind::BrokenPipe {
+            141
+        } else {
+            error(&format!("cajeta: error: cannot write the output: {e}"));
+            70
+        };
+        OUTPUT_FAILED.store(status, Ordering::Relaxed);
+    }
+}
+
+/// The exit status the session ends with because stdout cannot be written, if it cannot.
+pub fn output_failure() -> Option<u8> {
+    match OUTPUT_FAILED.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        status => Some(status),
+    }
 }
 
 impl Repl {
@@ -161,6 +190,9 @@ impl Repl {
         let compiled = match self.session.compile(text, label, &items) {
             Ok(c) => c,
             Err(diags) => {
+                if label == INPUT_LABEL {
+                    self.session.count_failed_entry();
+                }
                 error(&diags);
                 return Flow::Continue;
             }
@@ -263,6 +295,17 @@ impl Repl {
             "help" | "h" | "?" | "quit" | "q" | "exit" | "reset" | "mem"
         );
         let takes_one = matches!(name, "backend" | "dis" | "jit" | "drop");
+        let needs_one = matches!(name, "type" | "dis" | "load" | "time" | "show" | "drop");
+        if needs_one && arg.is_empty() {
+            let usage = COMMANDS
+                .iter()
+                .find(|(c, _)| c[1..] == *name)
+                .map_or("", |(_, what)| what);
+            error(&format!(
+                "cajeta: error: ':{name}' needs an argument: :{name} {usage}"
+            ));
+            return Flow::Continue;
+        }
         if (takes_none && !arg.is_empty()) || (takes_one && arg.contains(char::is_whitespace)) {
             let what = if takes_none {
                 "no argument"
@@ -283,8 +326,7 @@ impl Repl {
                 for (c, what) in COMMANDS {
                     out.push_str(&format!("  {c:<9} {what}\n"));
                 }
-                print!("{out}");
-                let _ = std::io::stdout().flush();
+                write_out(&out);
             }
             "quit" | "q" | "exit" => return Flow::Exit(0),
             "reset" => {
@@ -368,10 +410,16 @@ impl Repl {
         if arg.is_empty() {
             match active {
                 Some(b) => say(&format!("backend: {b}")),
-                None => say(&format!(
-                    "backend: not selected yet ({} at the first device touch)",
-                    self.backend.as_deref().unwrap_or("auto")
-                )),
+                None => {
+                    let (name, source) = self.vm.backend_to_select();
+                    let from = match source {
+                        Some(env @ "CAJETA_XPU_BACKEND") => format!(", from {env},"),
+                        _ => String::new(),
+                    };
+                    say(&format!(
+                        "backend: not selected yet ({name}{from} at the first device touch)"
+                    ))
+                }
             }
             return;
         }
@@ -409,7 +457,7 @@ impl Repl {
         let mut found = false;
         for (i, f) in m.functions.iter().enumerate() {
             if !name.is_empty() && wanted(&f.name) {
-                print!("{}", cajeta_bytecode::dis::disassemble_function(&m, i));
+                write_out(&cajeta_bytecode::dis::disassemble_function(&m, i));
                 found = true;
             }
         }

@@ -94,6 +94,10 @@ fn piped(repl: &mut Repl) -> u8 {
         };
         let line = line.strip_suffix('\n').unwrap_or(line);
         let line = line.strip_suffix('\r').unwrap_or(line);
+        if let Some(status) = eval::output_failure() {
+            // Nobody reads the session any more (or nothing can be written): stop.
+            return status;
+        }
         if buf.is_empty() && line.trim_start().starts_with(':') {
             if let Flow::Exit(code) = repl.eval(line) {
                 return code;
@@ -115,7 +119,7 @@ fn piped(repl: &mut Repl) -> u8 {
     if !buf.trim().is_empty() {
         error("cajeta: error: the input ended inside an unfinished entry");
     }
-    0
+    eval::output_failure().unwrap_or(0)
 }
 
 /// The history file: `<data dir>/cajeta/history`.

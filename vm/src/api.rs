@@ -560,7 +560,30 @@ pub fn run_program_with(
         vm.print_mem_stats();
     }
     vm.flush();
-    status
+    vm.output_status(status)
+}
+
+impl Vm {
+    /// The exit status once the output is flushed: `status`, unless stdout could not be
+    /// written and the program did not stop for it already (at a print): then as a print
+    /// would have stopped it (see [`crate::output`]).
+    fn output_status(&mut self, status: i32) -> i32 {
+        let Some(e) = self.out.failure() else {
+            return status;
+        };
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            crate::interp::SIGPIPE_STATUS
+        } else if status == 70 {
+            status
+        } else {
+            let line = format!(
+                "cajeta: runtime error: {}: cannot write the program's output: {e}",
+                crate::error::ErrorCode::Output.code()
+            );
+            self.out.write(true, &line, true);
+            70
+        }
+    }
 }
 
 impl Vm {

@@ -87,6 +87,10 @@ error_codes! {
     /// (Ours) A host allocation (array, string, instance) would take the VM past its memory
     /// limit (host plus device bytes); device allocations over the limit are `XPU-E-OOM`.
     Memory = ("E-MEMORY", "a host allocation exceeds the VM's memory limit"),
+    /// (Ours) The program's output cannot be written (its stdout is full, say; a closed pipe
+    /// ends the program as `SIGPIPE` would, with status 141 and no message); message
+    /// `cannot write the program's output: <reason>`.
+    Output = ("E-OUTPUT", "the program's output cannot be written"),
     /// (VM only) Source given to the embedding API does not compile; the message holds the
     /// rendered diagnostics. Never raised by a program.
     Compile = ("E-COMPILE", "source given to the embedding API does not compile"),
@@ -163,6 +167,18 @@ impl RuntimeError {
     /// The code as an [`ErrorCode`].
     pub fn error_code(&self) -> Option<ErrorCode> {
         ErrorCode::from_code(self.code)
+    }
+
+    /// `E-VERIFY` for a module the verifier refused: the verifier's code and invariant, then
+    /// where (`CJB-E-VERIFY: V-REG: … (in f at pc 3)`).
+    pub(crate) fn unverified(e: &cajeta_bytecode::VerifyError) -> RuntimeError {
+        let at = match (&e.function, e.pc) {
+            (Some(f), Some(pc)) => format!(" (in {f} at pc {pc})"),
+            (Some(f), None) => format!(" (in {f})"),
+            (None, Some(pc)) => format!(" (at pc {pc})"),
+            (None, None) => String::new(),
+        };
+        RuntimeError::new(ErrorCode::Verify, format!("{}: {}{at}", e.code, e.message))
     }
 }
 

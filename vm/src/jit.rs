@@ -751,8 +751,8 @@ hook!(h_str_eq(x: u64, y: u64) |c, vm| {
 });
 
 hook!(h_print(s: u64, flags: u32) |c, vm| {
-    vm.print(s, flags as u16);
-    0
+    let r = vm.print(s, flags as u16).map(|()| 0);
+    done(vm, c, r)
 });
 
 hook!(h_new_array(elem: u64, len: u64) |c, vm| {

@@ -2,8 +2,10 @@
 //! and embedders.
 //!
 //! stdout is buffered; it is flushed before anything is written to stderr and at exit
-//! (LANGUAGE §5.9), so interleaved output keeps its order on a terminal. Write errors (a closed
-//! pipe) are ignored: a program's output is best-effort and never a runtime error.
+//! (LANGUAGE §5.9), so interleaved output keeps its order on a terminal. The first failure to
+//! write stdout is kept ([`Output::failure`]): the VM stops the program at its next print (a
+//! closed pipe as `SIGPIPE` would, anything else as `E-OUTPUT`) instead of running on with its
+//! output lost. stderr's failures are ignored: there is nowhere left to report them.
 
 use std::cell::RefCell;
 use std::io::{self, BufWriter, Write};
@@ -13,6 +15,8 @@ use std::rc::Rc;
 pub(crate) struct Output {
     out: Box<dyn Write>,
     err: Box<dyn Write>,
+    /// The first error writing `out`.
+    failed: Option<io::Error>,
 }
 
 impl Output {
@@ -21,18 +25,23 @@ impl Output {
         Output {
             out: Box::new(BufWriter::with_capacity(1 << 16, io::stdout())),
             err: Box::new(io::stderr()),
+            failed: None,
         }
     }
 
     /// Caller-provided sinks, used as given.
     pub(crate) fn new(out: Box<dyn Write>, err: Box<dyn Write>) -> Output {
-        Output { out, err }
+        Output {
+            out,
+            err,
+            failed: None,
+        }
     }
 
     /// Writes `text` (and a newline if `newline`) to stdout, or to stderr after flushing stdout.
     pub(crate) fn write(&mut self, to_stderr: bool, text: &str, newline: bool) {
         if to_stderr {
-            let _ = self.out.flush();
+            self.flush_out();
             if newline {
                 // One write, so a line is never split between two writers.
                 let mut line = String::with_capacity(text.len() + 1);
@@ -43,18 +52,30 @@ impl Output {
                 let _ = self.err.write_all(text.as_bytes());
             }
             let _ = self.err.flush();
-        } else {
-            let _ = self.out.write_all(text.as_bytes());
-            if newline {
-                let _ = self.out.write_all(b"\n");
+        } else if self.failed.is_none() {
+            let mut r = self.out.write_all(text.as_bytes());
+            if newline && r.is_ok() {
+                r = self.out.write_all(b"\n");
             }
+            self.failed = r.err();
         }
     }
 
     /// Flushes both sinks.
     pub(crate) fn flush(&mut self) {
-        let _ = self.out.flush();
+        self.flush_out();
         let _ = self.err.flush();
+    }
+
+    fn flush_out(&mut self) {
+        if self.failed.is_none() {
+            self.failed = self.out.flush().err();
+        }
+    }
+
+    /// The first error writing stdout, if there was one.
+    pub(crate) fn failure(&self) -> Option<&io::Error> {
+        self.failed.as_ref()
     }
 }
 

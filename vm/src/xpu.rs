@@ -286,33 +286,48 @@ impl Vm {
         if let Some(b) = &self.xpu.backend {
             return Ok(Arc::clone(b));
         }
-        let env = std::env::var("CAJETA_XPU_BACKEND")
-            .ok()
-            .filter(|v| !v.is_empty());
         let warm = self.xpu.warm.take();
-        let (name, source) = if let Some(name) = &self.xpu.forced {
-            (name.clone(), " in Device.force")
-        } else if let Some(name) = &self.xpu.choice {
-            (name.clone(), " in --backend")
-        } else if let Some(name) = env {
-            (name, " in CAJETA_XPU_BACKEND")
-        } else {
-            ("auto".to_string(), "")
-        };
+        let (name, source) = self.backend_to_select();
         let backend = match warm.filter(|_| name == "cpu") {
             Some(warm) => warm,
             None => {
-                let backend = create_backend(&name, source)?;
+                let source = source.map_or(String::new(), |s| format!(" in {s}"));
+                let backend = create_backend(&name, &source)?;
                 backend.prepare(&self.module);
                 backend
             }
         };
+        if std::env::var("CAJETA_XPU_VERBOSE").is_ok_and(|v| v.trim() == "1") {
+            // Which backend the first device touch selected, and why (`--verbose`).
+            let why = source.map_or("by default".to_string(), |s| format!("in {s}"));
+            eprintln!(
+                "xpu: backend {} (`{name}` {why})",
+                backend.capabilities().name
+            );
+        }
         self.xpu.poison = std::env::var("CAJETA_XPU_POISON").is_ok_and(|v| v == "1");
         if let Some(cap) = self.xpu.worker_cap.take() {
             backend.set_worker_cap(cap);
         }
         self.xpu.backend = Some(Arc::clone(&backend));
         Ok(backend)
+    }
+
+    /// The backend name the first device touch selects, and what names it (`Device.force`,
+    /// `--backend` — the run option —, `CAJETA_XPU_BACKEND`), or `auto` by default (XPU §8.1).
+    pub fn backend_to_select(&self) -> (String, Option<&'static str>) {
+        if let Some(name) = &self.xpu.forced {
+            (name.clone(), Some("Device.force"))
+        } else if let Some(name) = &self.xpu.choice {
+            (name.clone(), Some("--backend"))
+        } else if let Some(name) = std::env::var("CAJETA_XPU_BACKEND")
+            .ok()
+            .filter(|v| !v.is_empty())
+        {
+            (name, Some("CAJETA_XPU_BACKEND"))
+        } else {
+            ("auto".to_string(), None)
+        }
     }
 
     /// Sets the backend the run option names (`cpu`, `vulkan`, `cuda`, `auto`; `None`: no

@@ -192,6 +192,8 @@ fn misuse_is_a_clean_error() {
         .starts_with("cajeta: error: E-COMPILE: Bad.cajeta does not compile"));
     let cjb = Module::from_cjb(&engine, &[0xca, 0xfe]).unwrap_err();
     assert_eq!(cjb.code, "E-VERIFY");
+    assert!(cjb.message.starts_with("CJB-E-"), "{}", cjb.message);
+    assert!(!cjb.message.contains("cajeta: error"), "{}", cjb.message);
     let file = Module::from_file(&engine, "/nonexistent/x.cajeta").unwrap_err();
     assert_eq!(file.code, "E-CALL");
     let unknown = Engine::new(Config::new().backend("tpu")).unwrap_err();

@@ -234,10 +234,16 @@ impl Module {
     /// # Errors
     ///
     /// * `E-VERIFY` if the bytes do not decode or the module fails verification (the
-    ///   message says which invariant, function and pc).
+    ///   message starts with the `CJB-E-…` code the CLI shows, and says which invariant,
+    ///   function and pc, or which byte).
     pub fn from_cjb(_engine: &Engine, bytes: &[u8]) -> Result<Module, Error> {
-        let module =
-            bc::decode(bytes).map_err(|e| RuntimeError::new(ErrorCode::Verify, e.to_string()))?;
+        // The message leads with the decoder's own code (`CJB-E-MAGIC`, …), as the CLI shows.
+        let module = bc::decode(bytes).map_err(|e| {
+            RuntimeError::new(
+                ErrorCode::Verify,
+                format!("{}: {} (at byte {})", e.code, e.message, e.offset),
+            )
+        })?;
         Module::from_bytecode(module)
     }
 
@@ -247,7 +253,7 @@ impl Module {
     ///
     /// * `E-VERIFY` if it fails verification.
     pub fn from_bytecode(module: bc::Module) -> Result<Module, Error> {
-        bc::verify(&module).map_err(|e| RuntimeError::new(ErrorCode::Verify, e.to_string()))?;
+        bc::verify(&module).map_err(|e| RuntimeError::unverified(&e))?;
         let name = module
             .files
             .first()

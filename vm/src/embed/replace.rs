@@ -12,7 +12,7 @@ use std::sync::Arc;
 use cajeta_bytecode::{verify, Elem, Module, Type};
 
 use crate::api::{Loaded, Vm};
-use crate::error::{ErrorCode, RuntimeError};
+use crate::error::RuntimeError;
 use crate::jit::JitMode;
 
 /// Decides whether types of the old and the new module denote the same thing: equal, with
@@ -123,14 +123,7 @@ impl Vm {
     /// * `E-VERIFY` if `module` fails bytecode verification (the message names the invariant,
     ///   function and pc); the VM is unchanged.
     pub fn replace_module(&mut self, module: Arc<Module>) -> Result<(), RuntimeError> {
-        verify(&module).map_err(|e| {
-            let at = match (&e.function, e.pc) {
-                (Some(f), Some(pc)) => format!(" (in {f} at pc {pc})"),
-                (Some(f), None) => format!(" (in {f})"),
-                _ => String::new(),
-            };
-            RuntimeError::new(ErrorCode::Verify, format!("{}{at}", e.message))
-        })?;
+        verify(&module).map_err(|e| RuntimeError::unverified(&e))?;
         let old = Arc::clone(&self.module);
         let mut types = TypeMatch {
             old: &old,

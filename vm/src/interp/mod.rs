@@ -37,7 +37,7 @@ mod slow;
 pub(crate) use frame::Frame;
 use frame::Word;
 pub(crate) use lower::{lower, XInstr, XOp};
-pub(crate) use slow::{clock, elem_fault, Access, Fault};
+pub(crate) use slow::{clock, elem_fault, Access, Fault, SIGPIPE_STATUS};
 
 use std::sync::atomic::Ordering;
 
@@ -772,7 +772,11 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                     None => fault!(Fault::NullString),
                 }
             }
-            XOp::Print => vm.print(rd!(ins.a()), ins.b()),
+            XOp::Print => {
+                if let Err(f) = vm.print(rd!(ins.a()), ins.b()) {
+                    fault!(f);
+                }
+            }
 
             // Arrays.
             XOp::NewArr => alloc_op!(vm.new_array(ins.a(), rd!(ins.b()))),

@@ -17,6 +17,9 @@ use crate::heap::{AllocError, ArrData, Array, ElemError, Instance, Obj, NULL};
 /// `str.format`'s format string and (argument text, argument value) pairs.
 type FormatInputs<'a> = (&'a str, Vec<(&'a str, f64)>);
 
+/// The exit status of a program whose stdout was closed under it: a shell's for `SIGPIPE`.
+pub(crate) const SIGPIPE_STATUS: i32 = 128 + 13;
+
 /// What went wrong, with just enough data to write the message later.
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Fault {
@@ -46,6 +49,8 @@ pub(crate) enum Fault {
     Interrupted,
     /// `System.exit(status)`.
     Exit(i32),
+    /// stdout cannot be written ([`crate::output`]).
+    Output,
     /// `count()`/`size()` of a null String.
     NullString,
     /// `Cajeta.parseInt` of the string `handle` (0: null) that is not a decimal int64.
@@ -201,6 +206,19 @@ impl Vm {
             ),
             Fault::Size(n) => (ErrorCode::Size, format!("invalid array length {n}")),
             Fault::Exit(status) => (ErrorCode::Exit, status.to_string()),
+            // A closed pipe ends the program as SIGPIPE would (128 + 13), quietly.
+            Fault::Output => match self.out.failure() {
+                Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    (ErrorCode::Exit, SIGPIPE_STATUS.to_string())
+                }
+                e => (
+                    ErrorCode::Output,
+                    format!(
+                        "cannot write the program's output: {}",
+                        e.map_or_else(|| "unknown error".into(), ToString::to_string)
+                    ),
+                ),
+            },
             Fault::NullString => (
                 ErrorCode::Null,
                 "null reference: method call on a null String".into(),
@@ -539,12 +557,16 @@ impl Vm {
     }
 
     /// `print`: writes string `h` (null: `null`); `flags` bit 0 selects stderr, bit 1 adds a
-    /// newline.
+    /// newline. Fails once stdout cannot be written (see [`crate::output`]).
     #[inline(never)]
-    pub(crate) fn print(&mut self, h: u64, flags: u16) {
+    pub(crate) fn print(&mut self, h: u64, flags: u16) -> Result<(), Fault> {
         let Vm { heap, out, .. } = self;
         let text = heap.str(h).unwrap_or("null");
         out.write(flags & 1 != 0, text, flags & 2 != 0);
+        match out.failure() {
+            None => Ok(()),
+            Some(_) => Err(Fault::Output),
+        }
     }
 
     /// `newarr`: a zero-filled array of `n` elements of the element type of register `dst`.
