@@ -472,24 +472,37 @@ fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
     let host = |f: &&cajeta_bytecode::Function| f.kind == cajeta_bytecode::FnKind::Host;
     let Some(name) = requested else {
         return module.entry.ok_or_else(|| {
-            // Name what stood in the way: the methods called main or run.
-            let candidates: Vec<&cajeta_bytecode::Function> = module
+            // Name what stood in the way: the methods called main or run, and among them the
+            // ones the entry is chosen from (LANGUAGE §5.8; see `could_be_default_entry`).
+            let named: Vec<&cajeta_bytecode::Function> = module
                 .functions
                 .iter()
                 .filter(host)
                 .filter(|f| f.name.ends_with(".main") || f.name.ends_with(".run"))
                 .collect();
-            let listed: Vec<String> = candidates.iter().map(|f| signature(f)).collect();
+            let candidates: Vec<&cajeta_bytecode::Function> = named
+                .iter()
+                .copied()
+                .filter(|f| match entry_params(f) {
+                    Some("()") => true,
+                    Some(_) => f.name.ends_with(".main"),
+                    None => false,
+                })
+                .collect();
+            let list = |fs: &[&cajeta_bytecode::Function]| {
+                fs.iter().map(|f| signature(f)).collect::<Vec<_>>().join(", ")
+            };
             // `--entry` picks by name: suggest it only for a name no other candidate has.
             let unique = candidates
                 .iter()
                 .find(|f| candidates.iter().filter(|g| g.name == f.name).count() == 1);
-            match candidates.as_slice() {
-                [] => no_entry("no entry point: declare a static main(), main(String[] args) or run(), or pass --entry"),
-                [one] => no_entry(format!("'{}' cannot be the entry point (it must be static, take no parameters or String[], and return void, a primitive or String)", signature(one))),
-                _ => no_entry(format!(
-                    "no unique entry point: several methods are called main or run ({}); keep exactly one static main(), main(String[] args) or run(){}",
-                    listed.join(", "),
+            match (candidates.as_slice(), named.as_slice()) {
+                ([], []) => no_entry("no entry point: declare a static main(), main(String[] args) or run(), or pass --entry"),
+                ([], _) => no_entry(format!("no entry point: {} cannot be one (an entry point is static and takes no parameters or, for main, String[] args)", list(&named))),
+                ([one], _) => no_entry(format!("'{}' cannot be the entry point (it must return void, a primitive or String)", signature(one))),
+                (more, _) => no_entry(format!(
+                    "no unique entry point: several methods could be it ({}); keep exactly one static main(), main(String[] args) or run(){}",
+                    list(more),
                     unique.map_or(String::new(), |f| format!(", or choose with --entry {}", f.name))
                 )),
             }

@@ -297,18 +297,31 @@ fn no_entry_names_the_competing_methods() {
     let f = write(
         &d,
         "Two.cajeta",
-        b"public class Two { public static void main() { } public void run(int32 k) { } }\n",
+        b"public class Two { public static void main() { } public static void run() { } public void run(int32 k) { } }\n",
     );
     let o = cajeta(&["run", &f]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
-        e.contains("CAJETA_ERROR_NO_ENTRY") && e.contains("(Two.main(), Two.run(…))"),
+        e.contains("CAJETA_ERROR_NO_ENTRY") && e.contains("(Two.main(), Two.run())"),
         "{e}"
     );
     assert!(e.contains("--entry Two.main"), "{e}");
     let o = cajeta(&["run", "--entry", "Two.main", &f]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Methods of those names that cannot be an entry are named when nothing else is.
+    let f = write(
+        &d,
+        "None.cajeta",
+        b"public class None { public void main() { } static void run(int32 k) { } }\n",
+    );
+    let o = cajeta(&["run", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no entry point: None.main(…), None.run(…) cannot be one"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

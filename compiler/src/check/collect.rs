@@ -1076,11 +1076,13 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         p.classes[ci].ctors = ctors;
     }
     vector_result_statics(&mut p);
-    // The default entry: the unique static main(), main(String[]) or run().
+    // The default entry (LANGUAGE §5.8): the unique static main(), main(String[] args) or
+    // run(). A method of those names with other parameters, or an instance method, is an
+    // ordinary method (upstream programs keep a helper `run(…)` beside `main()`).
     let mut candidates = vec![];
     for c in &p.classes {
         for m in &c.methods {
-            if (m.name == "main" || m.name == "run") && m.kind == FnKind::Host {
+            if could_be_default_entry(m) {
                 candidates.push(m.clone());
             }
         }
@@ -1284,6 +1286,18 @@ fn device_signature_errors(
 }
 
 /// Whether a method may be an entry point (LANGUAGE §5.8).
+/// Whether `m` is one of the methods the default entry is chosen among: a static host
+/// `main()`, `main(String[])` or `run()`, whatever its result type (a wrong one is then
+/// `CAJETA_ERROR_NO_ENTRY`, not a reason to look further).
+fn could_be_default_entry(m: &MethodSig) -> bool {
+    let params_ok = match (m.name.as_str(), m.params.as_slice()) {
+        ("main" | "run", []) => true,
+        ("main", [(_, Ty::Array(e))]) => **e == Ty::Str,
+        _ => false,
+    };
+    m.is_static && params_ok && m.kind == FnKind::Host
+}
+
 pub fn entry_signature_ok(m: &MethodSig) -> bool {
     let params_ok = match m.params.as_slice() {
         [] => true,

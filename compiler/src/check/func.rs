@@ -453,6 +453,7 @@ impl<'a> FnBuilder<'a> {
                     };
                     self.block_stmts(rest);
                     if self.reachable {
+                        self.set_pos(closing_brace(body.span));
                         self.emit_return_drops();
                         self.emit(Op::RetVoid, 0, 0, 0);
                     }
@@ -474,19 +475,13 @@ impl<'a> FnBuilder<'a> {
                         }
                     }
                     self.block_stmts(&body.stmts);
-                    let close = Span {
-                        start: body.span.end.saturating_sub(1),
-                        ..body.span
-                    };
+                    let close = closing_brace(body.span);
                     if self.reachable {
                         self.check_pending_drops(0, close);
                     }
                     if self.reachable {
                         if self.ret == Ty::Void {
-                            self.set_pos(Span {
-                                start: body.span.end.saturating_sub(1),
-                                ..body.span
-                            });
+                            self.set_pos(close);
                             self.emit_return_drops();
                             self.emit(Op::RetVoid, 0, 0, 0);
                         } else {
@@ -535,7 +530,7 @@ impl<'a> FnBuilder<'a> {
                 self.reachable = true;
                 self.push_scope();
                 self.block_stmts(&b.stmts);
-                self.pop_scope();
+                self.pop_scope_at(Some(closing_brace(b.span)));
                 continue;
             }
             if let crate::ast::Member::Field(f) = m {
@@ -976,12 +971,14 @@ impl<'a> FnBuilder<'a> {
         self.pop_scope_at(None);
     }
 
-    /// [`FnBuilder::pop_scope`] where `close` is the block's closing brace (for XPU-K02).
+    /// [`FnBuilder::pop_scope`] where `close` is the block's closing brace (for XPU-K02, and
+    /// the position of the drops: a destructor's trace shows the caller at the brace).
     pub fn pop_scope_at(&mut self, close: Option<Span>) {
         if let Some(at) = close {
             if self.reachable {
                 let depth = self.scopes.len() - 1;
                 self.check_pending_drops(depth, at);
+                self.set_pos(at);
             }
         }
         let scope = self.scopes.pop().expect("scope");
@@ -1195,7 +1192,7 @@ impl<'a> FnBuilder<'a> {
                 self.push_scope();
                 self.block_stmts(&body.stmts);
                 if self.reachable {
-                    self.pop_scope();
+                    self.pop_scope_at(Some(closing_brace(body.span)));
                 } else {
                     self.scopes.pop();
                 }
@@ -1528,5 +1525,13 @@ pub(super) fn chain_args(stmt: &crate::ast::Stmt) -> Option<&[crate::ast::Arg]> 
             ..
         }) if name.name == "this" => Some(args),
         _ => None,
+    }
+}
+
+/// The span of a block's closing brace (its last byte).
+pub(super) fn closing_brace(block: Span) -> Span {
+    Span {
+        start: block.end.saturating_sub(1),
+        ..block
     }
 }

@@ -54,11 +54,7 @@ impl FnBuilder<'_> {
             StmtKind::Block(b) => {
                 self.push_scope();
                 self.block_stmts(&b.stmts);
-                let close = Span {
-                    start: b.span.end.saturating_sub(1),
-                    ..b.span
-                };
-                self.pop_scope_at(Some(close));
+                self.pop_scope_at(Some(super::func::closing_brace(b.span)));
             }
             StmtKind::Empty => {}
             StmtKind::If { cond, then, els } => self.if_stmt(cond, then, els.as_deref()),
@@ -87,6 +83,8 @@ impl FnBuilder<'_> {
                 }
                 self.end_statement();
                 self.while_stmt(label, cond.as_ref(), body, Some(update), false);
+                // The init's locals drop where the statement ends.
+                self.set_pos(super::func::closing_brace(s.span));
                 self.pop_scope();
             }
             StmtKind::Labeled { label, body } => {
@@ -649,6 +647,7 @@ impl FnBuilder<'_> {
         }
         if let Some(update) = update {
             for e in update {
+                self.set_pos(e.span);
                 self.full_expr(|b| {
                     let v = b.expr(e);
                     b.drop_unstored(&v);
@@ -663,6 +662,7 @@ impl FnBuilder<'_> {
         let cond_reachable = self.reachable;
         if do_while {
             if let (Some(c), false) = (cond, always) {
+                self.set_pos(c.span);
                 let (r, _, f) = self.full_expr(|b| b.cond(c));
                 self.emit_bc(Op::JmpIf, r.unwrap_or(0), header);
                 self.da = f;
