@@ -46,6 +46,7 @@ use std::collections::HashSet;
 use crate::LowerError;
 
 mod drain;
+mod fma;
 mod fmod;
 mod pow;
 
@@ -2035,40 +2036,14 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     i.op.mnemonic()
                 ))
             }
-            Op::FmaF32 => {
-                // Drivers may evaluate GLSL Fma as a multiply and an add (lavapipe does);
-                // in float64 the product of two float32 is exact, so one float64 add and the
-                // final rounding give the fused result except in rare double-rounding cases.
-                let f = self.cx.t_f32;
-                let d = self.cx.f64t();
-                let mut w = [0; 3];
-                for (k, r) in [a, b, c].into_iter().enumerate() {
-                    let x = self.load(r)?;
-                    w[k] = self.b().f_convert(d, None, x).map_err(be)?;
-                }
-                let p = self.b().f_mul(d, None, w[0], w[1]).map_err(be)?;
-                self.b().decorate(p, Decoration::NoContraction, []);
-                let q = self.b().f_add(d, None, p, w[2]).map_err(be)?;
-                self.b().decorate(q, Decoration::NoContraction, []);
-                let v = self.b().f_convert(f, None, q).map_err(be)?;
-                self.store(a, v)?;
-            }
-            Op::FmaF64 => {
-                let t = self.cx.f64t();
-                let x = self.load(a)?;
-                let y = self.load(b)?;
-                let z = self.load(c)?;
-                let g = self.cx.glsl;
-                let v = self
-                    .b()
-                    .ext_inst(
-                        t,
-                        None,
-                        g,
-                        GLOp::Fma as u32,
-                        [Operand::IdRef(x), Operand::IdRef(y), Operand::IdRef(z)],
-                    )
-                    .map_err(be)?;
+            Op::FmaF32 | Op::FmaF64 => {
+                // Not GLSL `Fma`: drivers may evaluate it unfused (`spirv/fma.rs`).
+                let (x, y, z) = (self.load(a)?, self.load(b)?, self.load(c)?);
+                let v = if i.op == Op::FmaF32 {
+                    self.fma_f32(x, y, z)?
+                } else {
+                    self.fma_f64(x, y, z)?
+                };
                 self.store(a, v)?;
             }
 
@@ -2700,7 +2675,11 @@ impl<'a, 'm> FnCx<'a, 'm> {
             MathFn::Sqrt => self.cx.glsl1(t, GLOp::Sqrt, x)?,
             MathFn::Floor => self.cx.glsl1(t, GLOp::Floor, x)?,
             MathFn::Ceil => self.cx.glsl1(t, GLOp::Ceil, x)?,
-            MathFn::Trunc => self.cx.glsl1(t, GLOp::Trunc, x)?,
+            MathFn::Trunc => {
+                // lavapipe's float64 Trunc gives +0 for -0.5 (XPU §2.12 keeps the sign).
+                let v = self.cx.glsl1(t, GLOp::Trunc, x)?;
+                self.with_sign_of(s == Scalar::F64, t, x, v)?
+            }
             MathFn::Abs => self.cx.glsl1(t, GLOp::FAbs, x)?,
             MathFn::Round => {
                 // Half away from zero: trunc(x), plus sign(x) when |x - trunc(x)| >= 0.5
@@ -2720,7 +2699,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     .map_err(be)?;
                 let sg = self.cx.glsl1(t, GLOp::FSign, x)?;
                 let r = self.b().f_add(t, None, tr, sg).map_err(be)?;
-                self.b().select(t, None, up, r, tr).map_err(be)?
+                let v = self.b().select(t, None, up, r, tr).map_err(be)?;
+                self.with_sign_of(s == Scalar::F64, t, x, v)?
             }
             MathFn::Rsqrt => {
                 let q = self.cx.glsl1(t, GLOp::Sqrt, x)?;
