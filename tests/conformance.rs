@@ -26,7 +26,8 @@
 //! * `// requires: cap1, cap2`: capabilities the program needs. Only those listed in
 //!   `CAJETA_CONFORMANCE_CAPS` are available, plus `backend-B` while a program runs under backend
 //!   `B` (see below); a program needing anything else is **skipped** with the reason printed,
-//!   never passed.
+//!   never passed. `a|b` asks for either (`backend-cpu|backend-vulkan`: not on cuda, for an
+//!   operation the cuda backend cannot lower yet).
 //!
 //! # Device backends
 //!
@@ -713,7 +714,11 @@ fn run_program(job: &Job, settings: &Settings, scratch: &Path) -> Outcome {
         .header
         .requires
         .iter()
-        .filter(|r| !settings.caps.contains(r) && backend_cap.as_ref() != Some(*r))
+        .filter(|r| {
+            !r.split('|').any(|alt| {
+                settings.caps.iter().any(|c| c == alt) || backend_cap.as_deref() == Some(alt)
+            })
+        })
         .map(String::as_str)
         .collect();
     if !missing.is_empty() {

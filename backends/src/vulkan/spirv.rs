@@ -49,6 +49,7 @@ mod drain;
 mod fma;
 mod fmod;
 mod pow;
+mod signs;
 
 /// Words of one fault record: `[0]` the key `min(g, 2^22-1) << 10 | min(l, 1023)` of the
 /// faulting item (`0xFFFF_FFFF`: none; the smallest key wins, by `OpAtomicUMin`), `[1]` the
@@ -2028,6 +2029,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let y = self.load(c)?;
                 let t = self.cx.t_f32;
                 let v = self.cx.glsl2(t, GLOp::Atan2, x, y)?;
+                let v = self.atan2_signs(x, y, v)?;
                 self.store(a, v)?;
             }
             Op::PowF64 | Op::Atan2F64 => {
@@ -2712,12 +2714,24 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     f.name()
                 ))
             }
-            MathFn::Sin => self.cx.glsl1(t, GLOp::Sin, x)?,
+            MathFn::Sin => {
+                let v = self.cx.glsl1(t, GLOp::Sin, x)?;
+                self.zero_fixed_f32(x, v)?
+            }
             MathFn::Cos => self.cx.glsl1(t, GLOp::Cos, x)?,
-            MathFn::Tan => self.cx.glsl1(t, GLOp::Tan, x)?,
-            MathFn::Asin => self.cx.glsl1(t, GLOp::Asin, x)?,
+            MathFn::Tan => {
+                let v = self.cx.glsl1(t, GLOp::Tan, x)?;
+                self.zero_fixed_f32(x, v)?
+            }
+            MathFn::Asin => {
+                let v = self.cx.glsl1(t, GLOp::Asin, x)?;
+                self.odd_f32(x, v)?
+            }
             MathFn::Acos => self.cx.glsl1(t, GLOp::Acos, x)?,
-            MathFn::Atan => self.cx.glsl1(t, GLOp::Atan, x)?,
+            MathFn::Atan => {
+                let v = self.cx.glsl1(t, GLOp::Atan, x)?;
+                self.odd_f32(x, v)?
+            }
             MathFn::Exp => self.cx.glsl1(t, GLOp::Exp, x)?,
             MathFn::Exp2 => self.cx.glsl1(t, GLOp::Exp2, x)?,
             MathFn::Log => self.cx.glsl1(t, GLOp::Log, x)?,

@@ -1,7 +1,6 @@
-//! `Math.fma` with one rounding (XPU §2.12) from unfused float64 arithmetic, and the IEEE sign
-//! of `trunc`/`round` zeros. Drivers may evaluate GLSL `Fma` as a multiply and an add (lavapipe
-//! does, for float32 and float64) and lavapipe's float64 `Trunc` loses the sign of `-0`, so
-//! these are built from operations every driver rounds correctly, each `NoContraction`.
+//! `Math.fma` with one rounding (XPU §2.12) from unfused float64 arithmetic. Drivers may
+//! evaluate GLSL `Fma` as a multiply and an add (lavapipe does, for float32 and float64), so
+//! it is built from operations every driver rounds correctly, each `NoContraction`.
 //!
 //! The tool is *round to odd* (Boldo and Melquiond, "Emulation of FMA and correctly rounded
 //! sums: proved algorithms using rounding to odd", IEEE TC 2008): a sum rounded to odd in a
@@ -127,23 +126,5 @@ impl FnCx<'_, '_> {
         let ok = b.logical_and(tb, None, x_ok, y_ok).map_err(be)?;
         let ok = b.logical_and(tb, None, ok, th_ok).map_err(be)?;
         b.select(d, None, ok, fused, plain).map_err(be)
-    }
-
-    /// `v`, the `trunc` or `round` of `x` (float type `t`, `f64` when `wide`), with the sign of
-    /// `x`: a zero result keeps it (XPU §2.12: `Math.round(-0.4)` is `-0.0`), and a nonzero
-    /// one already has it.
-    pub(super) fn with_sign_of(&mut self, wide: bool, t: Word, x: Word, v: Word) -> R<Word> {
-        let (it, sign) = if wide {
-            let u = self.cx.u64t();
-            (u, self.cx.konst(u, 1 << 63))
-        } else {
-            (self.cx.t_u32, self.cx.k32(0x8000_0000))
-        };
-        let b = self.b();
-        let xb = b.bitcast(it, None, x).map_err(be)?;
-        let vb = b.bitcast(it, None, v).map_err(be)?;
-        let sb = b.bitwise_and(it, None, xb, sign).map_err(be)?;
-        let r = b.bitwise_or(it, None, vb, sb).map_err(be)?;
-        b.bitcast(t, None, r).map_err(be)
     }
 }
