@@ -1285,7 +1285,6 @@ fn device_signature_errors(
     out
 }
 
-/// Whether a method may be an entry point (LANGUAGE §5.8).
 /// Whether `m` is one of the methods the default entry is chosen among: a static host
 /// `main()`, `main(String[])` or `run()`, whatever its result type (a wrong one is then
 /// `CAJETA_ERROR_NO_ENTRY`, not a reason to look further).
@@ -1298,6 +1297,7 @@ fn could_be_default_entry(m: &MethodSig) -> bool {
     m.is_static && params_ok && m.kind == FnKind::Host
 }
 
+/// Whether a method may be an entry point (LANGUAGE §5.8).
 pub fn entry_signature_ok(m: &MethodSig) -> bool {
     let params_ok = match m.params.as_slice() {
         [] => true,
