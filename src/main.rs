@@ -447,18 +447,9 @@ fn write_stdout(text: &str) -> ExitCode {
 /// The JIT mode: `--jit`, else `CAJETA_JIT` (which is refused when it names no mode, as
 /// `--jit` would be, rather than ignored), else `None` (the default).
 fn jit_mode(opts: &Options) -> Result<Option<cajeta_vm::JitMode>, String> {
-    if let Some(v) = &opts.jit {
-        return Ok(cajeta_vm::JitMode::parse(v));
-    }
-    match std::env::var("CAJETA_JIT") {
-        Ok(v) if !v.trim().is_empty() => {
-            cajeta_vm::JitMode::parse(v.trim())
-                .map(Some)
-                .ok_or_else(|| {
-                    format!("invalid JIT mode '{v}' in CAJETA_JIT (expected off, auto or eager)")
-                })
-        }
-        _ => Ok(None),
+    match &opts.jit {
+        Some(v) => Ok(cajeta_vm::JitMode::parse(v)),
+        None => cajeta_vm::JitMode::from_env(),
     }
 }
 

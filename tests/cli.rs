@@ -271,12 +271,24 @@ fn output_that_cannot_be_written_stops_the_program() {
         "Hello.cajeta",
         b"public class Hello { public static void main() { System.stdout.println(\"hi\"); } }\n",
     );
-    for args in [vec!["run", hello.as_str()], vec!["dis", hello.as_str()]] {
-        let o = Command::new(env!("CARGO_BIN_EXE_cajeta"))
+    for args in [
+        vec!["run", hello.as_str()],
+        vec!["dis", hello.as_str()],
+        vec!["--help"],
+        vec!["repl"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cajeta"))
             .args(&args)
+            .stdin(std::process::Stdio::piped())
             .stdout(std::fs::File::create(full).expect("/dev/full opens"))
-            .output()
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .expect("cajeta runs");
+        // The REPL's input: an echo it cannot write, then more it must not go on to.
+        let mut input = child.stdin.take().expect("stdin");
+        let _ = std::io::Write::write_all(&mut input, b"1 + 2\n3\n");
+        drop(input);
+        let o = child.wait_with_output().expect("cajeta ends");
         assert_eq!(o.status.code(), Some(70), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).contains("cannot write"),
@@ -284,6 +296,8 @@ fn output_that_cannot_be_written_stops_the_program() {
             stderr(&o)
         );
         assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        // Reported once: nothing goes on writing (the REPL stops reading).
+        assert_eq!(stderr(&o).matches("cannot write").count(), 1, "{args:?}");
     }
     let o = cajeta(&["run", &hello]);
     assert_eq!(o.status.code(), Some(0));

@@ -100,12 +100,19 @@ impl JitMode {
         }
     }
 
-    /// The mode named by the environment variable `CAJETA_JIT`, if it is set to a valid
-    /// name (an empty or unknown value counts as unset).
-    pub fn from_env() -> Option<JitMode> {
-        std::env::var("CAJETA_JIT")
-            .ok()
-            .and_then(|v| JitMode::parse(v.trim()))
+    /// The mode named by the environment variable `CAJETA_JIT` (`None` when it is unset or
+    /// empty).
+    ///
+    /// # Errors
+    ///
+    /// A value that names no mode, described for a usage error (as `--jit bogus` is one).
+    pub fn from_env() -> Result<Option<JitMode>, String> {
+        match std::env::var("CAJETA_JIT") {
+            Ok(v) if !v.trim().is_empty() => JitMode::parse(v.trim()).map(Some).ok_or_else(|| {
+                format!("invalid JIT mode '{v}' in CAJETA_JIT (expected off, auto or eager)")
+            }),
+            _ => Ok(None),
+        }
     }
 }
 
