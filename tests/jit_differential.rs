@@ -278,12 +278,13 @@ fn jit_mode_selection_and_verbose_lines() {
     let (out, err) = run(&["--jit-verbose"], None);
     assert_eq!(out, "610\n");
     assert_eq!(compiled(&err), ["Fib.fib"], "{err}");
+    // fib's second self-call, `return fib(n - 1) + fib(n - 2)`, runs as a loop.
     let two_cores = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
     for line in err.lines() {
         let shape = if two_cores {
-            line.ends_with(" bytes; in the background)")
+            line.ends_with(" bytes; self-call at pc 9 as a loop; in the background)")
         } else {
-            line.ends_with(" bytes)")
+            line.ends_with(" bytes; self-call at pc 9 as a loop)")
         };
         assert!(
             shape && line.contains(" ms ("),

@@ -108,6 +108,34 @@ fn function(rng: &mut XorShift, k: usize, types: &[&str]) -> String {
     )
 }
 
+/// Function `P.r{k}` of integer type `t`: `(t a, t b, int32 d) -> t`, recursing `d` levels
+/// with the recursive call as its last act, plain or folded (`return e ⊕ r{k}(…)`), which the
+/// JIT may run as a loop.
+fn recursive(rng: &mut XorShift, k: usize, t: &str) -> String {
+    let fold = rng.pick(&["", "+", "*", "&", "|", "^"]);
+    let last = format!("r{k}({}, {}, d - 1)", expr(rng, t, 2), expr(rng, t, 2));
+    let last = if fold.is_empty() {
+        last
+    } else {
+        format!("{} {fold} {last}", expr(rng, t, 2))
+    };
+    format!(
+        "    static {t} r{k}({t} a, {t} b, int32 d) {{
+        {t} x = a;
+        {t} y = b;
+        {t} z = {};
+        int32 i = d;
+        if (d <= 0) {{
+            return {};
+        }}
+        return {last};
+    }}
+",
+        rng.below(10),
+        expr(rng, t, 2),
+    )
+}
+
 /// A whole program: some functions and a `main` calling each from a loop.
 fn program(rng: &mut XorShift) -> String {
     let n = 1 + rng.below(3);
@@ -115,6 +143,7 @@ fn program(rng: &mut XorShift) -> String {
     let mut src = String::from("public class P {\n");
     for k in 0..n {
         src += &function(rng, k, &types);
+        src += &recursive(rng, k, types[k]);
     }
     let calls = 1 + rng.below(5);
     src += "    public static void main() {\n        int64 acc = 0;\n";
@@ -124,6 +153,12 @@ fn program(rng: &mut XorShift) -> String {
             "            acc = acc + (int64) f{k}(({t}) (i * {}), ({t}) (i - {}), (float64) i * 0.25);\n",
             rng.below(1000),
             rng.below(1000)
+        );
+        src += &format!(
+            "            acc = acc + (int64) r{k}(({t}) (i + {}), ({t}) (i * {}), {});\n",
+            rng.below(1000),
+            rng.below(1000),
+            rng.below(40)
         );
     }
     src += "        }\n        System.stdout.println(\"acc {}\", acc);\n    }\n}\n";

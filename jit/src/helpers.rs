@@ -27,6 +27,27 @@ pub(crate) unsafe extern "C" fn trace_push(ctx: *mut JitContext, func: u32, pc: 
     }));
 }
 
+/// Appends the frame `(func, pc)` `n` times: the frames a tail-call loop stands for
+/// (`crate::tail`).
+///
+/// # Safety
+///
+/// As [`trace_push`].
+pub(crate) unsafe extern "C" fn trace_push_repeated(
+    ctx: *mut JitContext,
+    func: u32,
+    pc: u32,
+    n: u64,
+) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `trace_push`.
+        let ctx = unsafe { &mut *ctx };
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        ctx.trace
+            .extend(std::iter::repeat_n(TraceEntry { func, pc }, n));
+    }));
+}
+
 /// `rem.f64`: `fmod`.
 pub(crate) extern "C" fn rem_f64(x: f64, y: f64) -> f64 {
     x % y

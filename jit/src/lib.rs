@@ -102,6 +102,7 @@ mod helpers;
 mod inline;
 mod liveness;
 mod loops;
+mod tail;
 mod translate;
 
 /// Hand-assembled functions for the crate's unit tests.
@@ -219,6 +220,9 @@ pub struct CompiledFn {
     pub compile_time: Duration,
     /// Machine code size in bytes.
     pub code_size: usize,
+    /// The pc of the call to itself that runs as a loop (`return f(…)`, `return x + f(…)`),
+    /// if any: a tail call's frames are not made, only counted.
+    pub tail_call: Option<u32>,
 }
 
 impl CompiledFn {
@@ -417,6 +421,7 @@ impl Jit {
             .declare_function(&format!("cajeta_entry{func}"), Linkage::Local, &entry_sig)
             .map_err(codegen)?;
         let mut code_size = 0;
+        let mut tail_call = None;
         // Leaf calls are spliced into the body unless that made it untranslatable.
         let mut splice = self.options.inline_objects;
         for (id, sig, is_body) in [(body_id, internal_sig, true), (entry_id, entry_sig, false)] {
@@ -439,11 +444,12 @@ impl Jit {
                 };
                 let builder = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
                 let built = if is_body {
-                    translate::translate(builder, &setup).map(|(check, inlined)| {
+                    translate::translate(builder, &setup).map(|t| {
                         if let Some(slot) = self.inlined.get_mut(func as usize) {
-                            *slot = inlined;
+                            *slot = t.inlined;
                         }
-                        Some(check)
+                        tail_call = t.tail_call;
+                        Some(t.check)
                     })
                 } else {
                     translate::entry_wrapper(builder, &setup).map(|()| None)
@@ -521,6 +527,7 @@ impl Jit {
             entry,
             compile_time: start.elapsed(),
             code_size,
+            tail_call,
         };
         if let Some(slot) = self.compiled.get_mut(func as usize) {
             *slot = Some(c);

@@ -31,7 +31,7 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
     types, AbiParam, AliasRegionData, Block, BlockArg, FuncRef, Inst, InstBuilder, MemFlagsData,
-    SigRef, Signature, StackSlotData, StackSlotKind, Value,
+    SigRef, Signature, StackSlot, StackSlotData, StackSlotKind, Value,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -43,6 +43,7 @@ use crate::context::{
 use crate::helpers;
 use crate::inline;
 use crate::loops::{self, HoistedLoop};
+use crate::tail::{self, FoldOp, FoldOperand, TailCall};
 
 mod device;
 mod lanes_facts;
@@ -180,17 +181,21 @@ fn suffix_scalar(suffix: &str) -> Option<Scalar> {
     Scalar::ALL.iter().copied().find(|s| s.suffix() == suffix)
 }
 
+/// What [`translate`] tells its caller besides the code.
+pub(crate) struct Translated {
+    /// The prologue's native-stack branch ([`Tr::native_stack_check`]): a copy of the body
+    /// inlined into itself makes it a jump (an inlined frame uses no stack of its own worth
+    /// checking, and the repeated check would keep the stack pointer live).
+    pub check: Inst,
+    /// The callees of the calls spliced in ([`crate::inline`]).
+    pub inlined: Vec<u32>,
+    /// The pc (in the function's own code) of the self-call made a loop ([`crate::tail`]).
+    pub tail_call: Option<u32>,
+}
+
 /// Translates `f` into `b`'s function. On error the builder is left unfinished; the caller
 /// discards it (and its builder context).
-///
-/// Returns the prologue's native-stack branch ([`Tr::native_stack_check`]): a copy of the
-/// body inlined into itself makes it a jump (an inlined frame uses no stack of its own
-/// worth checking, and the repeated check would keep the stack pointer live); and the
-/// callees of the calls spliced in ([`crate::inline`]).
-pub(crate) fn translate(
-    b: FunctionBuilder<'_>,
-    s: &Setup<'_>,
-) -> Result<(Inst, Vec<u32>), JitError> {
+pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<Translated, JitError> {
     let f = s
         .module
         .functions
@@ -205,14 +210,22 @@ pub(crate) fn translate(
         None => (f, Vec::new()),
     };
     let (mut tr, check) = Tr::prologue(b, s, f);
-    let callees = sites.iter().map(|site| site.callee).collect();
+    let inlined = sites.iter().map(|site| site.callee).collect();
     tr.sites = sites;
     tr.body()?;
     tr.fill_deferred();
     tr.fault_block();
+    let tail_call = tr
+        .tail
+        .as_ref()
+        .map(|t| inline::origin(&tr.sites, t.call.pc).1);
     tr.b.seal_all_blocks();
     tr.b.finalize(s.frontend);
-    Ok((check, callees))
+    Ok(Translated {
+        check,
+        inlined,
+        tail_call,
+    })
 }
 
 impl Tr<'_, '_> {
@@ -447,7 +460,7 @@ fn reads(i: &Instr, r: u16) -> bool {
 
 /// Which pcs start a block: pc 0, jump targets, and the instruction after a branch or a
 /// terminator.
-fn leaders(f: &Function) -> Vec<bool> {
+pub(crate) fn leaders(f: &Function) -> Vec<bool> {
     let n = f.code.len();
     let mut leader = vec![false; n];
     if n > 0 {
@@ -483,8 +496,11 @@ struct Tr<'a, 'b> {
     /// it), so the window's address is recomputed from `stack_base` at each use.
     regs_off: Value,
     regs_off_cells: Value,
-    /// This frame's depth (the caller's plus one), passed on to callees.
-    depth: Value,
+    /// This frame's depth (the caller's plus one), passed on to callees: a variable, as
+    /// each pass of a tail-call loop is one level deeper ([`crate::tail`]).
+    depth: Variable,
+    /// The self-call turned into a jump back to the start, if any ([`crate::tail`]).
+    tail: Option<TailLoop>,
     /// The ownership bit of the last call's result (`takeown`).
     own_var: Variable,
     statics: Value,
@@ -523,6 +539,15 @@ type Hoist = (
     Vec<Variable>,
     Variable,
 );
+
+/// A tail-call loop ([`crate::tail`]): the call, the accumulator of its fold and the stack
+/// slot holding the depth of the frame's first pass (the passes since are the frames it
+/// stands for; only the error exit needs it, so it is not kept in a register).
+struct TailLoop {
+    call: TailCall,
+    acc: Option<Variable>,
+    first_depth: StackSlot,
+}
 
 /// A cold error exit still to be filled: the hook call that raises the error of the access
 /// at `pc`, then the function's error exit.
@@ -601,7 +626,9 @@ impl<'a, 'b> Tr<'a, 'b> {
         b.ins().return_(&[st, zero]);
 
         b.switch_to_block(body);
-        let depth = b.ins().iadd_imm_s(caller_depth, 1);
+        let first_depth = b.ins().iadd_imm_s(caller_depth, 1);
+        let depth = b.declare_var(I64);
+        b.def_var(depth, first_depth);
         let regs_off_cells = b.ins().ushr_imm_u(regs_off, 3);
         let statics = if uses_statics {
             b.ins().load(I64, MF, ctx, off::STATICS)
@@ -626,6 +653,25 @@ impl<'a, 'b> Tr<'a, 'b> {
             None
         };
         let (fault, blocks) = fault_and_blocks(&mut b, &leader);
+        // (Not with fuel: a call is a unit of it.)
+        let tail = tail::tail_call(f, s.func, |pc| leader.get(pc).copied().unwrap_or(true))
+            .filter(|_| !s.fuel)
+            .map(|call| {
+                let acc = call.fold.map(|fold| {
+                    let acc = b.declare_var(I64);
+                    let identity = b.ins().iconst(I64, fold.op.identity());
+                    b.def_var(acc, identity);
+                    acc
+                });
+                let slot = StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3);
+                let first = b.create_sized_stack_slot(slot);
+                b.ins().stack_store(I64, first_depth, first, 0);
+                TailLoop {
+                    call,
+                    acc,
+                    first_depth: first,
+                }
+            });
 
         let mem = ObjectMem::new(&mut b);
         // Loops with views to hoist or products to keep (views only with inline objects).
@@ -658,6 +704,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             regs_off,
             regs_off_cells,
             depth,
+            tail,
             own_var,
             statics,
             consts,
@@ -752,7 +799,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             let cell = self.b.ins().stack_load(I64, I64, slot, 8 * k as i32);
             self.b.ins().store(MF, cell, regs, 8 * i32::from(p));
         }
-        let caller_depth = self.b.ins().iadd_imm_s(self.depth, -1);
+        let depth = self.depth();
+        let caller_depth = self.b.ins().iadd_imm_s(depth, -1);
         let (st, v) = self.run_interpreted(self.s.func, regs, caller_depth);
         self.b.ins().return_(&[st, v]);
 
@@ -799,6 +847,18 @@ impl<'a, 'b> Tr<'a, 'b> {
             self.b.switch_to_block(next);
             self.b.ins().jump(tail, &[]);
             self.b.switch_to_block(tail);
+        }
+        if let Some((call_pc, first)) = self.tail.as_ref().map(|t| (t.call.pc, t.first_depth)) {
+            // The frames a tail-call loop stands for, each waiting at its call.
+            let depth = self.depth();
+            let first = self.b.ins().stack_load(I64, I64, first, 0);
+            let elided = self.b.ins().isub(depth, first);
+            let word = self.pc_word(call_pc);
+            let pc = self.b.ins().iconst(I32, word);
+            let func = self.b.ins().iconst(I32, i64::from(func));
+            let repeated = helpers::trace_push_repeated as *const () as usize;
+            let ctx = self.ctx;
+            self.call_addr(repeated, &[I64, I32, I32, I64], &[ctx, func, pc, elided]);
         }
         self.epilogue();
         let st = self.b.ins().uextend(I64, st);
@@ -1109,6 +1169,39 @@ impl<'a, 'b> Tr<'a, 'b> {
             cont,
             &[],
         );
+        self.b.switch_to_block(cont);
+    }
+
+    /// This frame's depth (the caller's plus one).
+    fn depth(&mut self) -> Value {
+        self.b.use_var(self.depth)
+    }
+
+    /// Whether a call made now would fail the callee's depth check.
+    fn at_depth_limit(&mut self) -> Value {
+        let ctx = self.ctx;
+        let max = self.b.ins().load(I64, MF, ctx, off::MAX_DEPTH);
+        let depth = self.depth();
+        self.b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, depth, max)
+    }
+
+    /// A call's depth limit, as the callee's prologue checks it: at the limit the call fails
+    /// with `E-STACK` before its frame counts, at trace word `word` (the call site).
+    fn depth_check(&mut self, word: i64) {
+        let full = self.at_depth_limit();
+        // Through a cold block of its own, so that the error exit's arguments are made
+        // there, not on the way (in a tail-call loop this check runs at every pass).
+        let cont = self.b.create_block();
+        let failed = self.b.create_block();
+        self.b.set_cold_block(failed);
+        self.b.ins().brif(full, failed, &[], cont, &[]);
+        self.b.switch_to_block(failed);
+        let st = self.b.ins().iconst(I32, Status::Stack as i64);
+        let pcv = self.b.ins().iconst(I32, word);
+        let args = [BlockArg::Value(st), BlockArg::Value(pcv)];
+        self.b.ins().jump(self.fault, &args);
         self.b.switch_to_block(cont);
     }
 
@@ -1435,14 +1528,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             // The inlined call's own check: at the depth limit the call fails before its
             // frame counts, at the call site.
             let word = i64::from(site.call_pc);
-            let ctx = self.ctx;
-            let max = self.b.ins().load(I64, MF, ctx, off::MAX_DEPTH);
-            let full = self
-                .b
-                .ins()
-                .icmp(IntCC::UnsignedGreaterThanOrEqual, self.depth, max);
-            let st = self.b.ins().iconst(I32, Status::Stack as i64);
-            self.fail_at(full, st, word);
+            self.depth_check(word);
         }
         let hooks = *self.s.hooks;
         match i.op {
@@ -1503,6 +1589,10 @@ impl<'a, 'b> Tr<'a, 'b> {
                 self.fill_edge(pc, t, edge)?;
                 return Ok(true);
             }
+            Op::Call if self.tail.as_ref().is_some_and(|t| t.call.pc == pc) => {
+                self.tail_jump(pc, i)?;
+                return Ok(true);
+            }
             Op::Call => self.call(pc, i)?,
             Op::Ret | Op::RetOwn | Op::RetVoid => {
                 // (status 0 | own << 32, result cell).
@@ -1513,6 +1603,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                     }
                     Op::Ret => {
                         let v = self.get_cell(i.a);
+                        let v = self.fold_result(v);
                         (self.b.ins().iconst(I64, 0), v)
                     }
                     _ => {
@@ -2391,7 +2482,8 @@ impl<'a, 'b> Tr<'a, 'b> {
         let ctx = self.ctx;
 
         let callee_off = self.b.ins().iadd_imm_s(self.regs_off, 8 * i64::from(i.b));
-        let mut args = vec![ctx, callee_off, self.depth];
+        let depth = self.depth();
+        let mut args = vec![ctx, callee_off, depth];
         let mut arg_regs = Vec::new();
         for p in 0..callee.params {
             let r =
@@ -2517,10 +2609,88 @@ impl<'a, 'b> Tr<'a, 'b> {
         }
         let regs = self.regs();
         let callee_regs = self.b.ins().iadd_imm_s(regs, 8 * i64::from(i.b));
-        let (st, v) = self.run_interpreted(u32::from(i.c), callee_regs, self.depth);
+        let depth = self.depth();
+        let (st, v) = self.run_interpreted(u32::from(i.c), callee_regs, depth);
         self.b
             .ins()
             .jump(join, &[BlockArg::Value(st), BlockArg::Value(v)]);
+    }
+
+    /// The self-call of a tail-call loop ([`crate::tail`]): past the check the callee's
+    /// prologue would make, the fold's operand goes into the accumulator, the arguments
+    /// become the parameters and the next pass starts, one level deeper.
+    fn tail_jump(&mut self, pc: u32, i: Instr) -> Result<(), JitError> {
+        let Some(t) = self.tail.as_ref() else {
+            return Err(self.err(pc, "not a tail call".into()));
+        };
+        let (fold, acc) = (t.call.fold, t.acc);
+        let word = self.pc_word(pc);
+        self.depth_check(word);
+        // Everything is read before anything is written (`x` may be a parameter).
+        let mut args = Vec::new();
+        for p in 0..self.f.params {
+            let r =
+                i.b.checked_add(p)
+                    .ok_or_else(|| self.err(pc, "argument register out of range".into()))?;
+            args.push(self.get(r));
+        }
+        let x = match fold.map(|fold| fold.x) {
+            Some(FoldOperand::Reg(r)) => Some(self.get(r)),
+            Some(FoldOperand::Loaded { pc: load, reg }) => {
+                // A constant loaded after the call: loaded here instead.
+                let ins = self.f.code[load as usize];
+                self.instr(load, ins)?;
+                Some(self.get(reg))
+            }
+            Some(FoldOperand::Imm(v)) => Some(self.b.ins().iconst(I64, v)),
+            None => None,
+        };
+        let x = match (x, fold) {
+            (Some(x), Some(fold)) if fold.negate => Some(self.b.ins().ineg(x)),
+            (x, _) => x,
+        };
+        if let (Some(fold), Some(acc), Some(x)) = (fold, acc, x) {
+            let a = self.b.use_var(acc);
+            let v = self.fold(fold.op, a, x);
+            self.b.def_var(acc, v);
+        }
+        for (p, v) in (0..).zip(args) {
+            self.set(p, v);
+        }
+        let depth = self.depth();
+        let next = self.b.ins().iadd_imm_s(depth, 1);
+        self.b.def_var(self.depth, next);
+        let start = self.block(0)?;
+        self.b.ins().jump(start, &[]);
+        Ok(())
+    }
+
+    /// What `ret` returns in a tail-call loop with a fold: the accumulator folded with the
+    /// result, re-canonicalised, as the elided frames would have computed it. (On the first
+    /// pass that is the canonical result cell itself: the accumulator is the identity.)
+    fn fold_result(&mut self, v: Value) -> Value {
+        let Some((fold, acc)) = self
+            .tail
+            .as_ref()
+            .and_then(|t| Some((t.call.fold?, t.acc?)))
+        else {
+            return v;
+        };
+        let a = self.b.use_var(acc);
+        let folded = self.fold(fold.op, a, v);
+        self.canon(fold.scalar, folded)
+    }
+
+    /// `x ⊕ y` on 64-bit cells.
+    fn fold(&mut self, op: FoldOp, x: Value, y: Value) -> Value {
+        let ins = self.b.ins();
+        match op {
+            FoldOp::Add => ins.iadd(x, y),
+            FoldOp::Mul => ins.imul(x, y),
+            FoldOp::And => ins.band(x, y),
+            FoldOp::Or => ins.bor(x, y),
+            FoldOp::Xor => ins.bxor(x, y),
+        }
     }
 
     /// Loop rotation: a backward `jmp` to a loop header `t` whose block is a
@@ -2612,12 +2782,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         for (&v, &a) in vars.iter().zip(args) {
             self.b.def_var(v, a);
         }
-        let ctx = self.ctx;
-        let max = self.b.ins().load(I64, MF, ctx, off::MAX_DEPTH);
-        let full = self
-            .b
-            .ins()
-            .icmp(IntCC::UnsignedGreaterThanOrEqual, self.depth, max);
+        let full = self.at_depth_limit();
         let zero = self.b.ins().iconst(I64, 0);
         let start = self.b.create_block();
         self.b.ins().brif(full, slow, &[], start, &[]);
@@ -2628,7 +2793,9 @@ impl<'a, 'b> Tr<'a, 'b> {
         let vars = std::mem::replace(&mut self.vars, vars);
         let hoisted = std::mem::take(&mut self.hoisted);
         let sites = std::mem::take(&mut self.sites);
+        let tail = self.tail.take();
         let emitted = self.emit_prefix(start, slow, (done, zero));
+        self.tail = tail;
         self.f = f;
         self.kinds = kinds;
         self.vars = vars;

@@ -386,7 +386,8 @@ fn deep_recursion_continues_in_the_interpreter_when_native_stack_runs_short() {
     // f(n) = n == 0 ? 0 : f(n - 1) + 1, entered with n = 100 000 under a native budget that
     // holds far fewer frames: the call that finds the stack short goes to `call_interp`
     // (here a stub returning 1000) with its argument in the window, and the frames above it
-    // finish natively.
+    // finish natively. (The `mov` keeps the calls real: `f(n - 1) + 1` straight after the
+    // call would run as a loop, `jit/src/tail.rs`.)
     let f = func(
         "T.f",
         1,
@@ -399,6 +400,7 @@ fn deep_recursion_continues_in_the_interpreter_when_native_stack_runs_short() {
             i(Op::Ret, 0, 0, 0),
             i(Op::AddImmI64, 3, 0, (-1i16) as u16),
             i(Op::Call, 2, 3, 0),
+            i(Op::Mov, 2, 2, 0),
             i(Op::AddImmI64, 2, 2, 1),
             i(Op::Ret, 2, 0, 0),
         ],

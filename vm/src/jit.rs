@@ -218,6 +218,7 @@ impl JitState {
             code_size: c.code_size,
             disassembly: self.jit.disassembly(func).map(str::to_owned),
             inlined: self.jit.inlined(func).to_vec(),
+            tail_call: c.tail_call,
         });
         (result, false)
     }
@@ -369,6 +370,9 @@ impl Vm {
                 if !c.inlined.is_empty() {
                     let names: Vec<&str> = c.inlined.iter().map(|&g| name(g)).collect();
                     notes.push(format!("inlined {}", names.join(", ")));
+                }
+                if let Some(pc) = c.tail_call {
+                    notes.push(format!("self-call at pc {pc} as a loop"));
                 }
                 if background {
                     notes.push("in the background".into());

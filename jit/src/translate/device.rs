@@ -249,6 +249,8 @@ impl<'a, 'b> Tr<'a, 'b> {
         let (fault, blocks) = fault_and_blocks(&mut b, &leader);
         let mem = ObjectMem::new(&mut b);
         let zero = b.ins().iconst(I64, 0);
+        let depth = b.declare_var(I64);
+        b.def_var(depth, zero);
         let latch = b.create_block();
         let mut tr = Tr {
             s,
@@ -260,7 +262,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             ctx,
             regs_off: zero,
             regs_off_cells: zero,
-            depth: zero,
+            depth,
+            tail: None,
             own_var,
             statics: zero,
             consts: zero,

@@ -28,6 +28,7 @@ pub(crate) struct Compiled {
     pub code_size: usize,
     pub disassembly: Option<String>,
     pub inlined: Vec<u32>,
+    pub tail_call: Option<u32>,
 }
 
 /// Where one function stands with the worker.
@@ -229,6 +230,7 @@ fn run(mut jit: Jit, shared: &Shared) {
                 code_size: c.code_size,
                 disassembly: jit.disassembly(func).map(str::to_owned),
                 inlined: jit.inlined(func).to_vec(),
+                tail_call: c.tail_call,
             })
         }));
         let panicked = compiled.is_err();
