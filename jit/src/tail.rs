@@ -46,8 +46,6 @@ enum Form {
 pub(crate) struct TailCall {
     /// The `call`'s pc.
     pub pc: u32,
-    /// The first argument register (the call's window base).
-    pub args: u16,
     /// For accumulator recursion, the operation, its width and its other operand.
     pub fold: Option<Fold>,
 }
@@ -187,7 +185,6 @@ pub(crate) fn tail_call(
         }
         found = Some(TailCall {
             pc: pc as u32,
-            args: i.b,
             fold,
         });
     }
@@ -248,7 +245,6 @@ mod tests {
         };
         let want = TailCall {
             pc: 7,
-            args: 5,
             fold: Some(fold),
         };
         assert_eq!(found(&REGS, Type::I64, code), Some(want));

@@ -529,7 +529,6 @@ struct Tr<'a, 'b> {
 
 /// A hoisting loop, its preheader block, per hoisted register (in the loop's order) the
 /// variables holding the object's data address and length, and per strength-reduced
-/// multiplication the variable holding its product.
 /// multiplication the variable holding its product; last, the least length of the arrays
 /// its preheader looked up (see [`Tr::versioned`]).
 type Hoist = (
