@@ -1119,8 +1119,13 @@ impl FnBuilder<'_> {
         if !lt.is_int() || !rt.is_int() {
             return self.mismatch(op, &l, &r, span);
         }
-        // The result has the left operand's type; an untyped left constant adopts the right's.
-        let res = if l.untyped { Self::adopt(&l, rt) } else { lt };
+        // The result has the left operand's type; an untyped left constant adopts a typed
+        // right operand's type (§4), but two untyped constants keep their own (§3.3).
+        let res = if l.untyped && !r.untyped {
+            Self::adopt(&l, rt)
+        } else {
+            lt
+        };
         let name = match op {
             BinOp::Shl => "shl",
             BinOp::Shr => "shr",
