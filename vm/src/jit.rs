@@ -519,7 +519,7 @@ impl Vm {
             ),
             None => (Vec::new(), None),
         };
-        let innermost = entries.first().map(|e| e.func);
+        let innermost = entries.first().map(|e| (e.func, e.pc));
         let fault = match Status::from_u32(status) {
             Some(Status::Exit) => Some(Fault::Exit((ret & 0xFF) as i32)),
             Some(Status::DivZero) => Some(Fault::DivZero),

@@ -5,7 +5,7 @@
 //! stays small enough for good code generation. Errors leave through one `#[cold]` function,
 //! [`Vm::fault`], which turns a [`Fault`] into a [`RuntimeError`] with names and positions.
 
-use cajeta_bytecode::{half, Elem, Scalar, Type};
+use cajeta_bytecode::{half, Elem, Op, Operand, Scalar, Type};
 
 use super::lower::XInstr;
 
@@ -120,7 +120,11 @@ impl Vm {
     #[cold]
     #[inline(never)]
     pub(crate) fn fault(&mut self, ip: *const XInstr, fault: Fault) -> RuntimeError {
-        let (code, message) = self.describe(fault, None);
+        let at = self
+            .frames
+            .last()
+            .map(|f| (f.func, self.pc_before(f.func, ip)));
+        let (code, message) = self.describe(fault, at);
         RuntimeError {
             code: code.code(),
             message,
@@ -144,10 +148,15 @@ impl Vm {
     /// The trace lines of function `func` whose next instruction is `resume` (the failing or
     /// calling instruction is the one before it).
     fn trace_frames(&self, func: u32, resume: *const XInstr) -> Vec<TraceFrame> {
+        self.frames_at(func, self.pc_before(func, resume))
+    }
+
+    /// The pc of the instruction before `resume` in function `func`'s lowered code (which
+    /// keeps the bytecode's pcs).
+    fn pc_before(&self, func: u32, resume: *const XInstr) -> u32 {
         let start = self.fns[func as usize].lowered.as_ptr() as usize;
-        let pc = ((resume as usize).wrapping_sub(start) / std::mem::size_of::<XInstr>())
-            .saturating_sub(1);
-        self.frames_at(func, pc as u32)
+        ((resume as usize).wrapping_sub(start) / std::mem::size_of::<XInstr>()).saturating_sub(1)
+            as u32
     }
 
     /// The trace lines of instruction `pc` of function `func` (also the device frames of a
@@ -193,18 +202,30 @@ impl Vm {
         }
     }
 
-    /// The code and message of `fault`, naming classes and fields from the register types of
-    /// function `func` (`None`: the running interpreter frame's function).
-    pub(crate) fn describe(&self, fault: Fault, func: Option<u32>) -> (ErrorCode, String) {
+    /// The code and message of `fault` raised by instruction `at` = (function, pc), naming
+    /// classes and fields from that function's register types (`None`: the running
+    /// interpreter frame's function, pc unknown).
+    pub(crate) fn describe(&self, fault: Fault, at: Option<(u32, u32)>) -> (ErrorCode, String) {
+        let func = at.map(|(f, _)| f);
+        let shown = |n: i64| {
+            if n < 0 && at.is_some_and(|(f, pc)| self.operand_was_u64(f, pc)) {
+                (n as u64).to_string()
+            } else {
+                n.to_string()
+            }
+        };
         match fault {
             Fault::DivZero => (ErrorCode::DivZero, "integer division by zero".into()),
             Fault::Overflow => (ErrorCode::Overflow, "integer overflow in division".into()),
             Fault::Stack => (ErrorCode::Stack, "call depth limit exceeded".into()),
             Fault::Bounds { index, len } => (
                 ErrorCode::Bounds,
-                format!("index {index} out of bounds for length {len}"),
+                format!("index {} out of bounds for length {len}", shown(index)),
             ),
-            Fault::Size(n) => (ErrorCode::Size, format!("invalid array length {n}")),
+            Fault::Size(n) => (
+                ErrorCode::Size,
+                format!("invalid array length {}", shown(n)),
+            ),
             Fault::Exit(status) => (ErrorCode::Exit, status.to_string()),
             // A closed pipe ends the program as SIGPIPE would (128 + 13), quietly.
             Fault::Output => match self.out.failure() {
@@ -314,6 +335,46 @@ impl Vm {
                 }
             }
         }
+    }
+
+    /// Whether the index (`aget`/`aset`) or length (`newarr`) that instruction `pc` of `func`
+    /// failed on came from a uint64 value, so that its bits print unsigned. Those operands
+    /// are int64 registers: the compiler converts the source value with a `wrap.i64` just
+    /// before the access, whose source register's type tells — when no branch lands between
+    /// the two (then the conversion is the value's only definition there).
+    fn operand_was_u64(&self, func: u32, pc: u32) -> bool {
+        let Some(f) = self.module.functions.get(func as usize) else {
+            return false;
+        };
+        let Some(&ins) = f.code.get(pc as usize) else {
+            return false;
+        };
+        let m = ins.op.mnemonic();
+        let reg = if m.starts_with("aget.") {
+            ins.c
+        } else if m.starts_with("aset.") || ins.op == Op::NewArr {
+            ins.b
+        } else {
+            return false;
+        };
+        let writes = |i: &cajeta_bytecode::Instr| {
+            matches!(i.op.operands()[0], Operand::Dst(_)) && i.a == reg
+        };
+        let Some(def) = f.code[..pc as usize].iter().rposition(writes) else {
+            return false;
+        };
+        let d = f.code[def];
+        let entered = f
+            .code
+            .iter()
+            .any(|i| i.op.is_branch() && (def as u32 + 1..=pc).contains(&i.bc()));
+        let between = f.code[def + 1..pc as usize]
+            .iter()
+            .any(|i| i.op.is_branch());
+        d.op == Op::WrapI64
+            && !entered
+            && !between
+            && f.regs.get(d.b as usize) == Some(&Type::Scalar(Scalar::U64))
     }
 
     /// An instance method's name as the user wrote the call (`Counter.add`).
