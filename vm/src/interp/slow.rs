@@ -242,7 +242,10 @@ impl Vm {
             },
             Fault::NullString => (
                 ErrorCode::Null,
-                "null reference: method call on a null String".into(),
+                match at.and_then(|(f, pc)| self.string_method_at(f, pc)) {
+                    Some(m) => format!("null reference: method 'String.{m}' called on null"),
+                    None => "null reference: method call on a null String".into(),
+                },
             ),
             Fault::ParseInt { handle } => match self.heap.str(handle) {
                 Some(text) => (ErrorCode::Format, format!("invalid integer '{text}'")),
@@ -375,6 +378,22 @@ impl Vm {
             && !entered
             && !between
             && f.regs.get(d.b as usize) == Some(&Type::Scalar(Scalar::U64))
+    }
+
+    /// The String method whose receiver instruction `pc` of `func` found null: `count`
+    /// (`str.count`) or `size` (`str.size`), or `equals`, whose receiver the compiler checks
+    /// with a `str.size` right before the `eq.str` of the same receiver.
+    fn string_method_at(&self, func: u32, pc: u32) -> Option<&'static str> {
+        let code = &self.module.functions.get(func as usize)?.code;
+        let ins = code.get(pc as usize)?;
+        match ins.op {
+            Op::StrCount => Some("count"),
+            Op::StrSize => match code.get(pc as usize + 1) {
+                Some(next) if next.op == Op::EqStr && next.b == ins.b => Some("equals"),
+                _ => Some("size"),
+            },
+            _ => None,
+        }
     }
 
     /// An instance method's name as the user wrote the call (`Counter.add`).
