@@ -136,7 +136,7 @@ pub fn format_args(fmt: &str, args: &[(&str, f64)]) -> String {
                         None => out.push_str("null"),
                         Some((text, value)) => match decimals {
                             Some(n) if !value.is_nan() || *text == "nan" => {
-                                out.push_str(&fmt_fixed(*value, n))
+                                out.push_str(&fixed_arg(text, *value, n))
                             }
                             _ => out.push_str(text),
                         },
@@ -153,6 +153,22 @@ pub fn format_args(fmt: &str, args: &[(&str, f64)]) -> String {
     out
 }
 
+/// `{:.N}` of a numeric argument of [`format_args`], given as its string conversion and its
+/// float64 value. An integer's float64 may have rounded (above 2^53) where its text is exact:
+/// when the text is an integer whose float64 is `value`, the text is the exact value. (A
+/// float's text is such an integer only when the float is one below 10^6, so then both agree.)
+fn fixed_arg(text: &str, value: f64, decimals: usize) -> String {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let integer = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && text.parse::<i128>().is_ok_and(|t| t as f64 == value);
+    match (integer, decimals) {
+        (true, 0) => text.to_string(),
+        (true, n) => format!("{text}.{}", "0".repeat(n)),
+        (false, n) => fmt_fixed(value, n),
+    }
+}
+
 /// The text of a `char` cell: the character in UTF-8, or U+FFFD for a value that is not a
 /// Unicode scalar value (a surrogate or above U+10FFFF).
 pub fn char_text(cell: u64) -> char {
@@ -165,6 +181,21 @@ pub fn char_text(cell: u64) -> char {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_integers_are_exact_and_integer_looking_floats_are_not_taken_for_them() {
+        let big = 9007199254740993i64;
+        assert_eq!(
+            format_args("{:.0}", &[("9007199254740993", big as f64)]),
+            "9007199254740993"
+        );
+        assert_eq!(format_args("{:.2}", &[("-5", -5.0)]), "-5.00");
+        // 123456.5 converts to "123456" (%g): its own value is printed.
+        assert_eq!(format_args("{:.1}", &[("123456", 123456.5)]), "123456.5");
+        assert_eq!(format_args("{:.2}", &[("-0", -0.0)]), "-0.00");
+        // A String argument is not numeric (NaN): printed as itself.
+        assert_eq!(format_args("{:.2}", &[("12", f64::NAN)]), "12");
+    }
 
     #[test]
     fn g_matches_the_language_3_6_table() {
