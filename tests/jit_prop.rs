@@ -286,3 +286,63 @@ fn strings_survive_collections_in_compiled_frames() {
         assert_eq!((o, e, s), (out, err, status), "--jit {mode}");
     }
 }
+
+/// A function too large for the backtracking register allocator (`cajeta_jit`'s
+/// `LARGE_FUNCTION`) is compiled with the single-pass one, in a fraction of the time, and
+/// still computes what the interpreter does: calls, hooks (strings, printing), array checks
+/// and branches across a few hundred blocks inside a loop.
+#[test]
+fn large_functions_compile_single_pass_and_agree() {
+    let mut src = String::from(
+        "public class L {\n    static int32 twice(int32 v) {\n        if (v > 100) {\n\
+         \x20           return twice(v - 100);\n        }\n        return v + v;\n    }\n\
+         \x20   public static void main() {\n        int32[] a = heap int32[8];\n\
+         \x20       int64 bad = 0;\n        for (int32 i = 0; i < 8; i = i + 1) {\n",
+    );
+    for n in 0..400 {
+        src.push_str(&format!(
+            "            {{ int32 x = a[i] + twice(i + 150) + {n}; if (x % 7 == {m}) {{ bad = bad + x; \
+             System.stdout.println(\"b\" + x + \" \" + i); }} a[(i + {n}) % 8] = x % 1000; }}\n",
+            m = n % 7
+        ));
+    }
+    src.push_str(
+        "        }\n        System.stdout.println(\"{} {} {}\", bad, a[0], a[7]);\n    }\n}\n",
+    );
+    let worker = std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let c = compile_sources(vec![("L.cajeta".into(), src.into_bytes())]);
+            let module = Arc::new(c.module.expect("the program compiles"));
+            let entry = module
+                .functions
+                .iter()
+                .position(|f| f.name == "L.main")
+                .expect("L.main") as u32;
+            let off = run(&module, entry, JitMode::Off);
+            let (out, err) = (Capture::new(), Capture::new());
+            let mut vm = Vm::with_output(Arc::clone(&module), out.sink(), err.sink());
+            vm.set_jit(JitMode::Eager, true);
+            let status = run_program_in(&mut vm, entry, &[]);
+            vm.flush();
+            (off, out.text(), err.text(), status)
+        })
+        .expect("spawn");
+    let ((off_out, off_err, off_status), out, err, status) = worker.join().expect("worker");
+    assert!(
+        off_out.lines().count() > 100,
+        "the program prints: {off_out}"
+    );
+    assert_eq!((&out, status), (&off_out, off_status), "{off_err}");
+    let main_line = err
+        .lines()
+        .find(|l| l.contains("compiled L.main"))
+        .unwrap_or_else(|| panic!("L.main was not compiled: {err}"));
+    assert!(main_line.contains("single-pass"), "{main_line}");
+    // `twice` is called, not inlined (it is recursive): direct calls from single-pass code.
+    assert!(
+        err.lines()
+            .any(|l| l.contains("compiled L.twice") && !l.contains("single-pass")),
+        "{err}"
+    );
+}

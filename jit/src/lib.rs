@@ -142,10 +142,11 @@ use std::time::{Duration, Instant};
 
 use cajeta_bytecode::{FnKind, Module};
 use cranelift_codegen::ir::{types, AbiParam, UserFuncName};
+use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{ArenaMemoryProvider, JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module as _};
+use cranelift_module::{default_libcall_names, FuncId, Linkage, Module as _, ModuleReloc};
 
 pub use context::{
     decode_elem, encode_elem, guard, JitContext, JitFn, ObjectView, ObjectViews, RuntimeHooks,
@@ -223,6 +224,9 @@ pub struct CompiledFn {
     /// The pc of the call to itself that runs as a loop (`return f(…)`, `return x + f(…)`),
     /// if any: a tail call's frames are not made, only counted.
     pub tail_call: Option<u32>,
+    /// Whether the function was large enough to take the single-pass register allocator
+    /// (see [`LARGE_FUNCTION`]).
+    pub single_pass: bool,
 }
 
 impl CompiledFn {
@@ -264,6 +268,8 @@ pub struct Jit {
     disasm: Vec<Option<String>>,
     /// Per compiled function, the functions whose calls it inlined ([`inline`]).
     inlined: Vec<Vec<u32>>,
+    /// The target for functions of more than [`LARGE_FUNCTION`] IR instructions.
+    large: OwnedTargetIsa,
     cctx: cranelift_codegen::Context,
     fctx: FunctionBuilderContext,
 }
@@ -283,9 +289,10 @@ impl Jit {
     ) -> Result<Jit, JitError> {
         cajeta_bytecode::verify(&module)
             .map_err(|e| JitError::new(None, None, format!("module not verified: {e}")))?;
-        let jm = new_jit_module()?;
+        let (jm, large) = (new_jit_module()?, host_isa("single_pass")?);
         let n = module.functions.len();
         Ok(Jit {
+            large,
             hooks,
             options,
             cctx: jm.make_context(),
@@ -308,9 +315,10 @@ impl Jit {
     ///
     /// As [`Jit::new`] (the host is not supported).
     pub fn companion(&self) -> Result<Jit, JitError> {
-        let jm = new_jit_module()?;
+        let (jm, large) = (new_jit_module()?, host_isa("single_pass")?);
         let n = self.module.functions.len();
         Ok(Jit {
+            large,
             hooks: self.hooks,
             options: self.options,
             cctx: jm.make_context(),
@@ -422,6 +430,7 @@ impl Jit {
             .map_err(codegen)?;
         let mut code_size = 0;
         let mut tail_call = None;
+        let mut single_pass = false;
         // Leaf calls are spliced into the body unless that made it untranslatable.
         let mut splice = self.options.inline_objects;
         for (id, sig, is_body) in [(body_id, internal_sig, true), (entry_id, entry_sig, false)] {
@@ -498,7 +507,12 @@ impl Jit {
                 }
             }
             self.cctx.set_disasm(self.options.disasm && is_body);
-            let defined = jm.define_function(id, &mut self.cctx);
+            let defined = if self.cctx.func.dfg.num_insts() > LARGE_FUNCTION {
+                single_pass |= is_body;
+                define_with(jm, &*self.large, id, &mut self.cctx)
+            } else {
+                jm.define_function(id, &mut self.cctx)
+            };
             code_size += self
                 .cctx
                 .compiled_code()
@@ -528,6 +542,7 @@ impl Jit {
             compile_time: start.elapsed(),
             code_size,
             tail_call,
+            single_pass,
         };
         if let Some(slot) = self.compiled.get_mut(func as usize) {
             *slot = Some(c);
@@ -587,9 +602,56 @@ impl cranelift_codegen::inline::Inline for SelfInline<'_> {
     }
 }
 
+/// The most Cranelift instructions a function may have to get the backtracking register
+/// allocator. Its cost grows about with the square of a function's size (generated `main`s:
+/// 17 600 instructions 70 ms, 87 000 0.7 s, 174 000 2.5 s, 1.3 million 99 s); larger
+/// functions take the single-pass allocator (those four: 19 ms, 0.12 s, 0.37 s, 2.4 s),
+/// whose code has more spills and moves. Every benchmark function is far below this
+/// (nbody's `main`, with `advance` inlined: 1 325).
+const LARGE_FUNCTION: usize = 20_000;
+
+/// Compiles `ctx` with `isa` (rather than the module's own target, whose flags it shares
+/// but for the register allocator) and defines function `id` with the code, as
+/// `JITModule::define_function` does (and with its result type, hence the allowance).
+#[allow(clippy::result_large_err)]
+fn define_with(
+    jm: &mut JITModule,
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    id: FuncId,
+    ctx: &mut cranelift_codegen::Context,
+) -> cranelift_module::ModuleResult<()> {
+    let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+    let alignment = ctx
+        .compile(isa, &mut ctrl)
+        .map_err(|e| cranelift_module::ModuleError::Compilation(e.inner))?
+        .buffer
+        .alignment;
+    let code = ctx.compiled_code().expect("compiled just now");
+    let bytes = code.code_buffer();
+    let relocs: Vec<ModuleReloc> = code
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .collect();
+    jm.define_function_bytes(id, u64::from(alignment), bytes, &relocs)
+}
+
 /// A Cranelift JIT module for the host: optimising, position-dependent code in one
 /// contiguous reservation.
 pub(crate) fn new_jit_module() -> Result<JITModule, JitError> {
+    let mut builder = JITBuilder::with_isa(host_isa("backtracking")?, default_libcall_names());
+    // One contiguous reservation, so that direct calls between compiled functions (which
+    // Cranelift emits as 32-bit pc-relative calls) always reach.
+    let arena = ArenaMemoryProvider::new_with_size(CODE_RESERVATION)
+        .map_err(|e| JitError::new(None, None, format!("cannot reserve code memory: {e}")))?;
+    builder.memory_provider(Box::new(arena));
+    Ok(JITModule::new(builder))
+}
+
+/// The host target with our flags and register allocator `regalloc` (`backtracking`, or
+/// `single_pass` for large functions: [`LARGE_FUNCTION`]).
+fn host_isa(regalloc: &str) -> Result<OwnedTargetIsa, JitError> {
     let fail = |what: String| JitError::new(None, None, what);
     let mut flags = settings::builder();
     let verifier = if cfg!(debug_assertions) {
@@ -599,6 +661,7 @@ pub(crate) fn new_jit_module() -> Result<JITModule, JitError> {
     };
     for (k, v) in [
         ("opt_level", "speed"),
+        ("regalloc_algorithm", regalloc),
         ("is_pic", "false"),
         ("use_colocated_libcalls", "false"),
         ("enable_verifier", verifier),
@@ -614,13 +677,7 @@ pub(crate) fn new_jit_module() -> Result<JITModule, JitError> {
     if isa.pointer_type() != types::I64 {
         return Err(fail("the JIT needs a 64-bit host".into()));
     }
-    let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-    // One contiguous reservation, so that direct calls between compiled functions (which
-    // Cranelift emits as 32-bit pc-relative calls) always reach.
-    let arena = ArenaMemoryProvider::new_with_size(CODE_RESERVATION)
-        .map_err(|e| fail(format!("cannot reserve code memory: {e}")))?;
-    builder.memory_provider(Box::new(arena));
-    Ok(JITModule::new(builder))
+    Ok(isa)
 }
 
 impl Drop for Jit {

@@ -212,14 +212,7 @@ impl JitState {
         if let Some(Claim::Done(result)) = self.worker.as_ref().map(|w| w.claim(func)) {
             return (result, true);
         }
-        let result = self.jit.compile(func).map(|c| Compiled {
-            entry: c.entry(),
-            compile_time: c.compile_time,
-            code_size: c.code_size,
-            disassembly: self.jit.disassembly(func).map(str::to_owned),
-            inlined: self.jit.inlined(func).to_vec(),
-            tail_call: c.tail_call,
-        });
+        let result = self.jit.compile(func).map(|c| Compiled::new(&self.jit, c));
         (result, false)
     }
 }
@@ -373,6 +366,9 @@ impl Vm {
                 }
                 if let Some(pc) = c.tail_call {
                     notes.push(format!("self-call at pc {pc} as a loop"));
+                }
+                if c.single_pass {
+                    notes.push("large: single-pass register allocation".into());
                 }
                 if background {
                     notes.push("in the background".into());

@@ -29,6 +29,22 @@ pub(crate) struct Compiled {
     pub disassembly: Option<String>,
     pub inlined: Vec<u32>,
     pub tail_call: Option<u32>,
+    pub single_pass: bool,
+}
+
+impl Compiled {
+    /// What `jit` made of a function it compiled as `c`.
+    pub fn new(jit: &Jit, c: cajeta_jit::CompiledFn) -> Compiled {
+        Compiled {
+            entry: c.entry(),
+            compile_time: c.compile_time,
+            code_size: c.code_size,
+            disassembly: jit.disassembly(c.func).map(str::to_owned),
+            inlined: jit.inlined(c.func).to_vec(),
+            tail_call: c.tail_call,
+            single_pass: c.single_pass,
+        }
+    }
 }
 
 /// Where one function stands with the worker.
@@ -224,14 +240,7 @@ fn run(mut jit: Jit, shared: &Shared) {
         // A panic in the compiler (a bug) must not leave the VM waiting for this job: it
         // fails, and so does every queued job, since the JIT may be left half-way.
         let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            jit.compile(func).map(|c| Compiled {
-                entry: c.entry(),
-                compile_time: c.compile_time,
-                code_size: c.code_size,
-                disassembly: jit.disassembly(func).map(str::to_owned),
-                inlined: jit.inlined(func).to_vec(),
-                tail_call: c.tail_call,
-            })
+            jit.compile(func).map(|c| Compiled::new(&jit, c))
         }));
         let panicked = compiled.is_err();
         let failed = |g: u32| {
