@@ -1067,8 +1067,7 @@ fn define(
     // `CAJETA_JIT_DISASM` prints the machine code (a debugging aid, as for host code).
     let disasm = std::env::var_os("CAJETA_JIT_DISASM").is_some();
     cctx.set_disasm(disasm);
-    jm.define_function(id, &mut cctx)
-        .map_err(|e| codegen_error(kernel, e))?;
+    crate::define(jm, id, &mut cctx).map_err(|e| codegen_error(kernel, e))?;
     *code_size += cctx.compiled_code().map_or(0, |c| c.code_buffer().len());
     if let Some(code) = cctx
         .compiled_code()

@@ -7,7 +7,7 @@
 //! # Using it
 //!
 //! ```no_run
-//! # use std::sync::Arc;
+//! # use std::sync::{Arc, OnceLock};
 //! # use cajeta_jit::*;
 //! # fn demo(module: Arc<cajeta_bytecode::Module>, hooks: RuntimeHooks, vm: *mut std::ffi::c_void) {
 //! let mut jit = Jit::new(module, hooks, JitOptions::default()).expect("host not supported");
@@ -137,7 +137,7 @@ pub(crate) mod test_function {
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use cajeta_bytecode::{FnKind, Module};
@@ -268,8 +268,6 @@ pub struct Jit {
     disasm: Vec<Option<String>>,
     /// Per compiled function, the functions whose calls it inlined ([`inline`]).
     inlined: Vec<Vec<u32>>,
-    /// The target for functions of more than [`LARGE_FUNCTION`] IR instructions.
-    large: OwnedTargetIsa,
     cctx: cranelift_codegen::Context,
     fctx: FunctionBuilderContext,
 }
@@ -289,10 +287,9 @@ impl Jit {
     ) -> Result<Jit, JitError> {
         cajeta_bytecode::verify(&module)
             .map_err(|e| JitError::new(None, None, format!("module not verified: {e}")))?;
-        let (jm, large) = (new_jit_module()?, host_isa("single_pass")?);
+        let jm = new_jit_module()?;
         let n = module.functions.len();
         Ok(Jit {
-            large,
             hooks,
             options,
             cctx: jm.make_context(),
@@ -315,10 +312,9 @@ impl Jit {
     ///
     /// As [`Jit::new`] (the host is not supported).
     pub fn companion(&self) -> Result<Jit, JitError> {
-        let (jm, large) = (new_jit_module()?, host_isa("single_pass")?);
+        let jm = new_jit_module()?;
         let n = self.module.functions.len();
         Ok(Jit {
-            large,
             hooks: self.hooks,
             options: self.options,
             cctx: jm.make_context(),
@@ -507,12 +503,9 @@ impl Jit {
                 }
             }
             self.cctx.set_disasm(self.options.disasm && is_body);
-            let defined = if self.cctx.func.dfg.num_insts() > LARGE_FUNCTION {
-                single_pass |= is_body;
-                define_with(jm, &*self.large, id, &mut self.cctx)
-            } else {
-                jm.define_function(id, &mut self.cctx)
-            };
+            let defined = define(jm, id, &mut self.cctx).map(|large| {
+                single_pass |= large && is_body;
+            });
             code_size += self
                 .cctx
                 .compiled_code()
@@ -610,16 +603,24 @@ impl cranelift_codegen::inline::Inline for SelfInline<'_> {
 /// (nbody's `main`, with `advance` inlined: 1 325).
 const LARGE_FUNCTION: usize = 20_000;
 
-/// Compiles `ctx` with `isa` (rather than the module's own target, whose flags it shares
-/// but for the register allocator) and defines function `id` with the code, as
-/// `JITModule::define_function` does (and with its result type, hence the allowance).
+/// Defines function `id` of `jm` from `ctx`, as `JITModule::define_function` does (and
+/// with its result type, hence the allowance), but compiling a function of more than
+/// [`LARGE_FUNCTION`] instructions with the single-pass register allocator: its own target,
+/// which differs from the module's only in that. `Ok(true)` when it did.
 #[allow(clippy::result_large_err)]
-fn define_with(
+pub(crate) fn define(
     jm: &mut JITModule,
-    isa: &dyn cranelift_codegen::isa::TargetIsa,
     id: FuncId,
     ctx: &mut cranelift_codegen::Context,
-) -> cranelift_module::ModuleResult<()> {
+) -> cranelift_module::ModuleResult<bool> {
+    static SINGLE_PASS: OnceLock<Option<OwnedTargetIsa>> = OnceLock::new();
+    let isa = SINGLE_PASS.get_or_init(|| host_isa("single_pass").ok());
+    let Some(isa) = isa
+        .as_deref()
+        .filter(|_| ctx.func.dfg.num_insts() > LARGE_FUNCTION)
+    else {
+        return jm.define_function(id, ctx).map(|()| false);
+    };
     let mut ctrl = cranelift_codegen::control::ControlPlane::default();
     let alignment = ctx
         .compile(isa, &mut ctrl)
@@ -627,14 +628,14 @@ fn define_with(
         .buffer
         .alignment;
     let code = ctx.compiled_code().expect("compiled just now");
-    let bytes = code.code_buffer();
     let relocs: Vec<ModuleReloc> = code
         .buffer
         .relocs()
         .iter()
         .map(|r| ModuleReloc::from_mach_reloc(r, &ctx.func, id))
         .collect();
-    jm.define_function_bytes(id, u64::from(alignment), bytes, &relocs)
+    jm.define_function_bytes(id, u64::from(alignment), code.code_buffer(), &relocs)
+        .map(|()| true)
 }
 
 /// A Cranelift JIT module for the host: optimising, position-dependent code in one
