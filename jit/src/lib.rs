@@ -7,7 +7,7 @@
 //! # Using it
 //!
 //! ```no_run
-//! # use std::sync::{Arc, OnceLock};
+//! # use std::sync::Arc;
 //! # use cajeta_jit::*;
 //! # fn demo(module: Arc<cajeta_bytecode::Module>, hooks: RuntimeHooks, vm: *mut std::ffi::c_void) {
 //! let mut jit = Jit::new(module, hooks, JitOptions::default()).expect("host not supported");
