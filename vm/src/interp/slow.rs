@@ -344,7 +344,9 @@ impl Vm {
     /// failed on came from a uint64 value, so that its bits print unsigned. Those operands
     /// are int64 registers: the compiler converts the source value with a `wrap.i64` just
     /// before the access, whose source register's type tells — when no branch lands between
-    /// the two (then the conversion is the value's only definition there).
+    /// the two (then the conversion is the value's only definition there). An explicit
+    /// `(int64)` cast of a uint64 index is the same instruction, so it reads unsigned too
+    /// (docs/notes/conformance-gaps.md).
     fn operand_was_u64(&self, func: u32, pc: u32) -> bool {
         let Some(f) = self.module.functions.get(func as usize) else {
             return false;
