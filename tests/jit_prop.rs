@@ -165,6 +165,12 @@ fn program(rng: &mut XorShift) -> String {
     src
 }
 
+/// The index of the function named `name` (which the test's program defines).
+fn function_index(module: &cajeta_bytecode::Module, name: &str) -> u32 {
+    let k = module.functions.iter().position(|f| f.name == name);
+    k.unwrap_or_else(|| panic!("no function {name}")) as u32
+}
+
 /// Runs `module` under `mode`: (stdout, stderr, status).
 fn run(module: &Arc<cajeta_bytecode::Module>, entry: u32, mode: JitMode) -> (String, String, i32) {
     let (out, err) = (Capture::new(), Capture::new());
@@ -200,11 +206,7 @@ fn random_programs_agree_under_every_jit_mode() {
                         c.errors.first().map(|d| d.message.clone())
                     );
                 };
-                let entry = module
-                    .functions
-                    .iter()
-                    .position(|f| f.name == "P.main")
-                    .expect("P.main") as u32;
+                let entry = function_index(&module, "P.main");
                 let module = Arc::new(module);
                 let off = run(&module, entry, JitMode::Off);
                 if off.2 != 0 {
@@ -252,11 +254,7 @@ fn strings_survive_collections_in_compiled_frames() {
         .spawn(move || {
             let c = compile_sources(vec![("G.cajeta".into(), src.as_bytes().to_vec())]);
             let module = Arc::new(c.module.expect("the program compiles"));
-            let entry = module
-                .functions
-                .iter()
-                .position(|f| f.name == "G.main")
-                .expect("G.main") as u32;
+            let entry = function_index(&module, "G.main");
             let mut results = Vec::new();
             for mode in [JitMode::Off, JitMode::Eager, JitMode::Auto] {
                 let (out, err) = (Capture::new(), Capture::new());
@@ -314,11 +312,7 @@ fn large_functions_compile_single_pass_and_agree() {
         .spawn(move || {
             let c = compile_sources(vec![("L.cajeta".into(), src.into_bytes())]);
             let module = Arc::new(c.module.expect("the program compiles"));
-            let entry = module
-                .functions
-                .iter()
-                .position(|f| f.name == "L.main")
-                .expect("L.main") as u32;
+            let entry = function_index(&module, "L.main");
             let off = run(&module, entry, JitMode::Off);
             let (out, err) = (Capture::new(), Capture::new());
             let mut vm = Vm::with_output(Arc::clone(&module), out.sink(), err.sink());
