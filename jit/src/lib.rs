@@ -613,12 +613,11 @@ pub(crate) fn define(
     id: FuncId,
     ctx: &mut cranelift_codegen::Context,
 ) -> cranelift_module::ModuleResult<bool> {
+    // The second target is made when the first large function needs it, not at start-up.
     static SINGLE_PASS: OnceLock<Option<OwnedTargetIsa>> = OnceLock::new();
-    let isa = SINGLE_PASS.get_or_init(|| host_isa("single_pass").ok());
-    let Some(isa) = isa
-        .as_deref()
-        .filter(|_| ctx.func.dfg.num_insts() > LARGE_FUNCTION)
-    else {
+    let large = ctx.func.dfg.num_insts() > LARGE_FUNCTION;
+    let isa = large.then(|| SINGLE_PASS.get_or_init(|| host_isa("single_pass").ok()));
+    let Some(isa) = isa.and_then(Option::as_deref) else {
         return jm.define_function(id, ctx).map(|()| false);
     };
     let mut ctrl = cranelift_codegen::control::ControlPlane::default();
