@@ -502,6 +502,10 @@ impl Jit {
                     }
                 }
             }
+            // A debugging aid, like `CAJETA_JIT_DISASM`: the IR as translated, on stderr.
+            if is_body && std::env::var_os("CAJETA_JIT_CLIF").is_some() {
+                eprintln!("{}", self.cctx.func.display());
+            }
             self.cctx.set_disasm(self.options.disasm && is_body);
             let defined = define(jm, id, &mut self.cctx).map(|large| {
                 single_pass |= large && is_body;

@@ -183,29 +183,14 @@ impl JitState {
     }
 
     /// Compiles `func` now: on this thread, unless the worker is already at it (then waits
-    /// for it). First queues its callees with loops on the worker. Returns whether the
-    /// worker compiled it.
+    /// for it). First queues on the worker the functions with loops that `func` will call
+    /// ([`JitState::loop_callees`]). Returns whether the worker compiled it.
     fn compile_now(&mut self, module: &Module, func: u32) -> (Result<Compiled, JitError>, bool) {
-        if let Some(f) = module.functions.get(func as usize) {
-            // Not those spliced in: they run in `func`'s code.
-            let spliced = self.jit.spliced_calls(func);
-            let callees: Vec<u32> = (0..f.code.len() as u32)
-                .filter(|p| !spliced.contains(p))
-                .map(|p| f.code[p as usize])
-                .filter(|i| i.op == Op::Call)
-                .map(|i| u32::from(i.c))
-                .filter(|&g| {
-                    matches!(
-                        self.slots.get(g as usize),
-                        Some(Slot::Counting { threshold: 0, .. })
-                    ) && g != func
-                })
-                .collect();
-            if !callees.is_empty() {
-                if let Some(w) = self.worker() {
-                    for g in callees {
-                        w.request(g);
-                    }
+        let callees = self.loop_callees(module, func);
+        if !callees.is_empty() {
+            if let Some(w) = self.worker() {
+                for g in callees {
+                    w.request(g);
                 }
             }
         }
@@ -215,7 +200,55 @@ impl JitState {
         let result = self.jit.compile(func).map(|c| Compiled::new(&self.jit, c));
         (result, false)
     }
+
+    /// The not yet compiled functions with loops that `func` calls, directly or through
+    /// loop-free callees (which stay interpreted until they are hot, so their own callees
+    /// with loops would otherwise be compiled on this thread at their first call), in
+    /// breadth-first order and at most [`QUEUED_CALLEES`] of them: the worker compiles them
+    /// while `func` compiles here, so that they are ready, or nearly, when first called.
+    fn loop_callees(&self, module: &Module, func: u32) -> Vec<u32> {
+        let mut seen = vec![false; module.functions.len()];
+        let mut walk = std::collections::VecDeque::from([func]);
+        let mut found = Vec::new();
+        while let Some(g) = walk.pop_front() {
+            let Some(f) = module.functions.get(g as usize) else {
+                continue;
+            };
+            // Not those spliced into `func`: they run in its code.
+            let spliced = if g == func {
+                self.jit.spliced_calls(func)
+            } else {
+                Vec::new()
+            };
+            for (pc, i) in f.code.iter().enumerate() {
+                let h = u32::from(i.c);
+                if i.op != Op::Call || spliced.contains(&(pc as u32)) || h == func {
+                    continue;
+                }
+                match seen.get_mut(h as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => continue,
+                }
+                match self.slots.get(h as usize) {
+                    Some(Slot::Counting { threshold: 0, .. }) => {
+                        found.push(h);
+                        if found.len() == QUEUED_CALLEES {
+                            return found;
+                        }
+                    }
+                    Some(Slot::Counting { .. }) => walk.push_back(h),
+                    _ => {}
+                }
+            }
+        }
+        found
+    }
 }
+
+/// At most this many callees are queued on the worker for one function compiled on the
+/// VM's thread: the ones found first are called soonest, and a large program's whole call
+/// graph would keep the worker (and a core) busy with functions that may never run.
+const QUEUED_CALLEES: usize = 8;
 
 impl Drop for JitState {
     fn drop(&mut self) {
@@ -970,5 +1003,58 @@ fn hooks() -> RuntimeHooks {
         set_field: h_set_field,
         release: h_release,
         xpu: h_xpu,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A function compiled on the VM's thread queues the functions with loops it will call:
+    /// directly, and through loop-free callees (interpreted until hot), breadth first; not
+    /// itself, not twice, and not loop-free ones (they wait for their call count).
+    #[test]
+    fn loop_callees_reach_through_loop_free_functions() {
+        let src = "public class Q {
+            static int64 sum(int64 n) { int64 s = 0; for (int64 i = 0; i < n; i++) { s += i; } return s; }
+            static int64 deep(int64 n) { while (n > 9) { n = n / 2; } return n; }
+            static int64 twice(int64 n) { return sum(n) + deep(n) + sum(n); }
+            static int64 plain(int64 n) { return n + 1; }
+            static int64 outer(int64 n) { int64 t = 0; for (int64 k = 0; k < n; k++) { t += twice(k) + deep(k); } return t; }
+            public static void main(String[] args) {
+                for (int64 i = 0; i < 3; i++) {
+                    System.stdout.println(\"{} {} {}\", twice(i), plain(i), outer(i));
+                }
+            }
+        }";
+        let c = cajeta_compiler::driver::compile_sources(vec![("q.cajeta".into(), src.into())]);
+        let module = Arc::new(c.module.expect("compiles"));
+        let index = |name: &str| {
+            let full = format!("Q.{name}");
+            module
+                .functions
+                .iter()
+                .position(|f| f.name == full)
+                .expect(name) as u32
+        };
+        let mut vm = Vm::new(Arc::clone(&module));
+        vm.set_jit(JitMode::Auto, false);
+        let st = vm.jit.as_ref().expect("a JIT on this host");
+        let names = |fs: Vec<u32>| {
+            fs.iter()
+                .map(|&f| module.functions[f as usize].name.clone())
+                .collect::<Vec<_>>()
+        };
+        // main calls twice, plain, outer; twice (loop-free) calls sum and deep.
+        assert_eq!(
+            names(st.loop_callees(&module, index("main"))),
+            ["Q.outer", "Q.sum", "Q.deep"]
+        );
+        // A leaf spliced into a loop is no call: deep in outer.
+        assert_eq!(
+            names(st.loop_callees(&module, index("outer"))),
+            ["Q.sum", "Q.deep"]
+        );
+        assert!(st.loop_callees(&module, index("sum")).is_empty());
     }
 }

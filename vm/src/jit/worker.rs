@@ -2,10 +2,11 @@
 //! table) compiles functions while the program goes on.
 //!
 //! The VM asks for two kinds of work ([`super`]'s policy): a loop-free function that reached
-//! its call count (its calls stay interpreted until the code is ready), and the callees with
-//! loops of a function the VM is compiling itself (so that they are ready, or nearly, when
-//! they are first called). Each function is compiled once, by one of the two JITs: a job the
-//! VM needs at once and the worker has not started is taken back ([`Worker::claim`]).
+//! its call count (its calls stay interpreted until the code is ready), and the functions
+//! with loops that a function the VM is compiling itself will call (so that they are ready,
+//! or nearly, when they are first called). Each function is compiled once, by one of the two
+//! JITs: a job the VM needs at once and the worker has not started is taken back
+//! ([`Worker::claim`]).
 //!
 //! Results wait in the job table until the VM takes them (on the function's next call, or
 //! when it drains the queue); the worker publishes the code in the function table as soon as
