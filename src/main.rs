@@ -488,7 +488,26 @@ fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
                 .iter()
                 .find(|f| candidates.iter().filter(|g| g.name == f.name).count() == 1);
             match (candidates.as_slice(), named.as_slice()) {
-                ([], []) => no_entry("no entry point: declare a static main(), main(String[] args) or run(), or pass --entry"),
+                ([], []) => {
+                    // A kernel or device function called main or run is launched or called
+                    // from device code, never the entry: say that is why it was passed over.
+                    let device: Vec<String> = module
+                        .functions
+                        .iter()
+                        .filter(|f| f.name.ends_with(".main") || f.name.ends_with(".run"))
+                        .filter_map(|f| match f.kind {
+                            cajeta_bytecode::FnKind::Kernel => Some(format!("{} is a @Kernel", f.name)),
+                            cajeta_bytecode::FnKind::Device => Some(format!("{} is a @Device function", f.name)),
+                            _ => None,
+                        })
+                        .collect();
+                    let why = if device.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({}: device code is never the entry)", device.join(", "))
+                    };
+                    no_entry(format!("no entry point{why}: declare a static main(), main(String[] args) or run(), or pass --entry"))
+                }
                 ([], _) => no_entry(format!("no entry point: {} cannot be one (an entry point is static and takes no parameters or, for main, String[] args)", list(&named))),
                 ([one], _) => no_entry(format!("'{}' cannot be the entry point (it must return void, a primitive or String)", signature(one))),
                 (more, _) => no_entry(format!(

@@ -336,6 +336,20 @@ fn no_entry_names_the_competing_methods() {
         "{}",
         stderr(&o)
     );
+    // A kernel called run is passed over, and the message says why.
+    let f = write(
+        &d,
+        "Kern.cajeta",
+        b"public class Kern { @Kernel public static void run() { } }\n",
+    );
+    let o = cajeta(&["run", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("no entry point (Kern.run is a @Kernel: device code is never the entry)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

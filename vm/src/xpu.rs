@@ -58,7 +58,9 @@ pub(crate) struct XpuState {
     poison: bool,
     /// The handle of the default-stream object (0 until `KernelStream.current()` first runs).
     default_stream: u64,
-    /// `Device.setCpuWorkerCap(n)` seen before the first device touch (applied at it).
+    /// The last `Device.setCpuWorkerCap(n)`: given to the backend at the first device touch
+    /// (or at once after it), and what `Device.cpuWorkerCap()` reads on a backend without
+    /// workers, where the cap waits for a `cpu` backend that never comes.
     worker_cap: Option<usize>,
 }
 
@@ -230,10 +232,10 @@ fn exec_instr(vm: &mut Vm, base: usize, x: XInstr) -> Result<(), XErr> {
         XOp::DeviceSetWorkers => {
             // Not a device touch: before one, the cap waits for the backend's selection.
             let cap = usize::try_from(vm.reg(base, usize::from(a)) as i64).unwrap_or(0);
-            match vm.xpu.backend.as_ref() {
-                Some(backend) => backend.set_worker_cap(cap),
-                None => vm.xpu.worker_cap = Some(cap),
+            if let Some(backend) = vm.xpu.backend.as_ref() {
+                backend.set_worker_cap(cap);
             }
+            vm.xpu.worker_cap = Some(cap);
             Ok(())
         }
         XOp::Launch => vm.launch(base, a, b),
@@ -306,7 +308,7 @@ impl Vm {
             );
         }
         self.xpu.poison = std::env::var("CAJETA_XPU_POISON").is_ok_and(|v| v == "1");
-        if let Some(cap) = self.xpu.worker_cap.take() {
+        if let Some(cap) = self.xpu.worker_cap {
             backend.set_worker_cap(cap);
         }
         self.xpu.backend = Some(Arc::clone(&backend));
@@ -899,7 +901,12 @@ impl Vm {
             // A refused launch ends the program until exceptions exist (T3), so a program
             // that is still running has seen none.
             4 => 0,
-            5 => backend.worker_cap() as u64,
+            // The backend's own (cpu: its workers' cap, set or configured), else the cap
+            // the program set: a getter reads back what its setter was given.
+            5 => match (backend.worker_cap(), self.xpu.worker_cap) {
+                (0, Some(set)) => set as u64,
+                (cap, _) => cap as u64,
+            },
             _ => {
                 return Err(err(
                     ErrorCode::Call,

@@ -539,13 +539,23 @@ impl FnBuilder<'_> {
             LibClass::System => self.system_call(name, args, span),
             _ => {
                 let _ = self.eval_args(args);
-                self.error(
-                    code::NOT_IMPLEMENTED,
-                    span,
-                    format!("{}.{} is not implemented yet", lib.name(), name.name),
-                );
+                self.unknown_lib_member(lib.name(), name, span);
                 Val::error()
             }
+        }
+    }
+
+    /// Reports `class.name`, a static member the library class does not have:
+    /// `CAJETA_ERROR_NOT_IMPLEMENTED` at the construct for a later-tier one
+    /// ([`later_tier_member`]), else `CAJETA_ERROR_UNRESOLVED_METHOD` at the name.
+    pub(super) fn unknown_lib_member(&mut self, class: &str, name: &Ident, span: Span) {
+        let n = &name.name;
+        if later_tier_member(class, n) {
+            let what = format!("'{class}.{n}'");
+            self.error(code::NOT_IMPLEMENTED, span, later_tier(&what));
+        } else {
+            let what = format!("{class} has no member '{n}'");
+            self.error(code::UNRESOLVED_METHOD, name.span, what);
         }
     }
 

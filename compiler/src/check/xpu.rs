@@ -313,15 +313,8 @@ impl FnBuilder<'_> {
                     (LibClass::Workgroup, "dimY") => geom::BLOCK_DIM + 1,
                     (LibClass::Workgroup, "dimZ") => geom::BLOCK_DIM + 2,
                     _ => {
-                        // A later-tier member is reported at the construct's first token.
-                        let (code, at, message) = if builtins::later_tier_member(lib.name(), n) {
-                            let what = format!("'{}.{n}'", lib.name());
-                            (code::NOT_IMPLEMENTED, span, builtins::later_tier(&what))
-                        } else {
-                            let what = format!("{}.{n} is not a known member", lib.name());
-                            (code::UNRESOLVED_METHOD, name.span, what)
-                        };
-                        self.error(code, at, message);
+                        let _ = self.eval_args(args);
+                        self.unknown_lib_member(lib.name(), name, span);
                         return Some(Val::error());
                     }
                 };
@@ -378,28 +371,20 @@ impl FnBuilder<'_> {
                     _ => match self.wave_t2_call(n, args, span) {
                         Some(v) => v,
                         None => {
+                            // (Segmented wave reductions are T3: XPU §2.14.)
                             let _ = self.eval_args(args);
-                            if builtins::later_tier_member("Wave", n) {
-                                // Segmented wave reductions are T3 (XPU §2.14).
-                                let what = format!("'Wave.{n}'");
-                                self.error(
-                                    code::NOT_IMPLEMENTED,
-                                    span,
-                                    builtins::later_tier(&what),
-                                );
-                            } else {
-                                self.error(
-                                    code::UNRESOLVED_METHOD,
-                                    name.span,
-                                    format!("Wave has no member '{n}'"),
-                                );
-                            }
+                            self.unknown_lib_member("Wave", name, span);
                             Val::error()
                         }
                     },
                 }
             }
             LibClass::Barrier => {
+                if !matches!(n, "workgroup" | "wave" | "workgroupMemory" | "deviceMemory") {
+                    let _ = self.eval_args(args);
+                    self.unknown_lib_member("Barrier", name, span);
+                    return Some(Val::error());
+                }
                 if !self.device_only(&format!("Barrier.{n}()"), span) {
                     return Some(Val::error());
                 }
@@ -435,11 +420,8 @@ impl FnBuilder<'_> {
                         self.emit(Op::Fence, 0, u16::from(n == "deviceMemory"), 0);
                     }
                     _ => {
-                        self.error(
-                            code::NOT_IMPLEMENTED,
-                            name.span,
-                            format!("Barrier.{n} is not implemented yet"),
-                        );
+                        // (Not reached: unknown members are reported above.)
+                        self.unknown_lib_member("Barrier", name, span);
                         return Some(Val::error());
                     }
                 }
@@ -506,18 +488,12 @@ impl FnBuilder<'_> {
                 Some(self.stream_wait_for(s, args, span))
             }
             Ty::Stream => {
-                if !self.expect_args(args, 0, &format!("KernelStream.{n}"), span)
-                    || !self.host_only("KernelStream", span)
-                {
-                    return Some(Val::error());
-                }
+                // An unknown name first: its arity would only mislead.
                 let op = match n {
-                    "sync" => {
-                        self.synced = true;
-                        Op::StreamSync
-                    }
+                    "sync" => Op::StreamSync,
                     "destroy" => Op::StreamDestroy,
                     _ => {
+                        let _ = self.eval_args(args);
                         self.error(
                             code::UNRESOLVED_METHOD,
                             name.span,
@@ -526,6 +502,14 @@ impl FnBuilder<'_> {
                         return Some(Val::error());
                     }
                 };
+                if !self.expect_args(args, 0, &format!("KernelStream.{n}"), span)
+                    || !self.host_only("KernelStream", span)
+                {
+                    return Some(Val::error());
+                }
+                if op == Op::StreamSync {
+                    self.synced = true;
+                }
                 let r = self.materialize(recv)?;
                 self.set_pos(span);
                 self.emit(op, r, 0, 0);

@@ -440,18 +440,20 @@ impl FnBuilder<'_> {
         span: Span,
     ) -> bool {
         let n = name.name.as_str();
-        if !self.expect_args(args, arity, &format!("{class}.{n}"), span)
-            || !self.host_only(class, span)
-        {
-            let _ = self.eval_args(args);
-            return false;
-        }
+        // An unknown name first: its arity would only mislead.
         if !known.contains(&n) {
+            let _ = self.eval_args(args);
             self.error(
                 code::UNRESOLVED_METHOD,
                 name.span,
                 format!("{class} has no method '{n}'"),
             );
+            return false;
+        }
+        if !self.expect_args(args, arity, &format!("{class}.{n}"), span)
+            || !self.host_only(class, span)
+        {
+            let _ = self.eval_args(args);
             return false;
         }
         true

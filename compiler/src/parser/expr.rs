@@ -479,7 +479,19 @@ impl Parser {
             Tok::P(P::LParen) => Parser::paren,
             Tok::P(P::LBracket) => Parser::array_literal,
             _ => {
-                self.error_here(format!("expected an expression, found {}", self.describe()));
+                // `m<float64>(x)`: `<` was less-than (LANGUAGE §9), but say what was meant.
+                let after_lt = self.pos > 0 && self.toks[self.pos - 1].tok == Tok::P(P::Lt);
+                let type_list = self.nth_is_p(1, P::Gt) || self.nth_is_p(1, P::Comma);
+                let hint = if after_lt && self.at_type_start(0) && type_list {
+                    " (type arguments follow only library generic names and 'vload'; \
+                     user-declared generic methods are not implemented)"
+                } else {
+                    ""
+                };
+                self.error_here(format!(
+                    "expected an expression, found {}{hint}",
+                    self.describe()
+                ));
                 return Err(Failed);
             }
         };
@@ -551,8 +563,7 @@ impl Parser {
         let Tok::Ident(name) = self.tok().clone() else {
             return Err(Failed);
         };
-        if name == "new" && matches!(self.nth(1).tok, Tok::Ident(_)) {
-            self.error_here("there is no 'new' in Cajeta: create objects with 'heap' or 'stack'");
+        if self.java_new() {
             return Err(Failed);
         }
         if name == "shared" && self.at_type_start(1) {
@@ -627,6 +638,18 @@ impl Parser {
     }
 
     /// Whether the token `n` ahead starts a type (a primitive keyword or a name).
+    /// At Java's `new T…`: reports that Cajeta allocates with `heap` or `stack` instead.
+    pub(super) fn java_new(&mut self) -> bool {
+        let at = self.is_ident_named("new") && self.at_type_start(1);
+        if at {
+            self.error_here(
+                "there is no 'new' in Cajeta: create objects and arrays with 'heap' or 'stack' \
+                 ('heap T(…)', 'heap T[n]')",
+            );
+        }
+        at
+    }
+
     fn at_type_start(&self, n: usize) -> bool {
         match &self.nth(n).tok {
             Tok::Kw(k) => k.prim().is_some(),

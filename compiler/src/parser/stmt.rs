@@ -210,8 +210,7 @@ impl Parser {
 
     /// An expression that must be a statement expression.
     fn expr_stmt(&mut self) -> PResult<Expr> {
-        if self.is_ident_named("new") && matches!(self.nth(1).tok, Tok::Ident(_)) {
-            self.error_here("there is no 'new' in Cajeta: create objects with 'heap' or 'stack'");
+        if self.java_new() {
             return Err(Failed);
         }
         let e = self.expr()?;
