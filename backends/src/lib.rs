@@ -20,6 +20,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod devmath;
 pub mod vulkan;
 
 use cajeta_bytecode::Module;

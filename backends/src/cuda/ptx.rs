@@ -37,6 +37,7 @@
 //! [`Lowered::sites`] (what failed, the variable, the inlined frames), from which the runtime
 //! writes the same message as `cpu`.
 
+use crate::devmath::{self, Recipe, Step};
 use crate::LowerError;
 use cajeta_bytecode::{Const, FnKind, Instr, MathFn, Module, Op, Scalar, Type};
 use std::collections::BTreeSet;
@@ -1165,6 +1166,11 @@ impl Emitter<'_> {
                 self.ins(format!("cos.approx.f32 {cs}, {x}"));
                 self.ins(format!("div.rn.f32 {d}, {sn}, {cs}"));
             }
+            // float64 transcendentals PTX lacks: ours (`devmath`).
+            f if f64_ && Recipe::for_math(f).is_some() => {
+                let r = Recipe::for_math(f).ok_or("no recipe")?;
+                self.recipe(&r, d, x);
+            }
             other => {
                 return Err(format!(
                     "Math.{} on {} is not available on the cuda backend yet",
@@ -1174,6 +1180,56 @@ impl Emitter<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `d := ` recipe `r` (see [`crate::devmath`]) at float64 register `x`: one instruction per
+    /// step; `.rn` on every float operation, so that ptxas fuses none into an `fma`.
+    fn recipe(&mut self, r: &Recipe, d: &str, x: &str) {
+        let kinds = r.kinds();
+        let mut v: Vec<String> = Vec::with_capacity(r.steps.len());
+        for (step, kind) in r.steps.iter().zip(&kinds) {
+            let w = match kind {
+                devmath::Kind::F64 => self.tmp("f64"),
+                devmath::Kind::I64 => self.tmp("b64"),
+                devmath::Kind::Bool => self.tmp("pred"),
+            };
+            let line = match *step {
+                Step::Arg => format!("mov.f64 {w}, {x}"),
+                Step::F(c) => format!("mov.f64 {w}, 0d{:016X}", c.to_bits()),
+                Step::I(c) => format!("mov.b64 {w}, 0x{:016X}", c as u64),
+                Step::FAdd(p, q) => format!("add.rn.f64 {w}, {}, {}", v[p], v[q]),
+                Step::FSub(p, q) => format!("sub.rn.f64 {w}, {}, {}", v[p], v[q]),
+                Step::FMul(p, q) => format!("mul.rn.f64 {w}, {}, {}", v[p], v[q]),
+                Step::FDiv(p, q) => format!("div.rn.f64 {w}, {}, {}", v[p], v[q]),
+                Step::Floor(p) => format!("cvt.rmi.f64.f64 {w}, {}", v[p]),
+                Step::FToI(p) => format!("cvt.rzi.s64.f64 {w}, {}", v[p]),
+                Step::IToF(p) => format!("cvt.rn.f64.s64 {w}, {}", v[p]),
+                Step::Bits(p) | Step::FromBits(p) => format!("mov.b64 {w}, {}", v[p]),
+                Step::IAdd(p, q) => format!("add.s64 {w}, {}, {}", v[p], v[q]),
+                Step::IAnd(p, q) => format!("and.b64 {w}, {}, {}", v[p], v[q]),
+                Step::IOr(p, q) => format!("or.b64 {w}, {}, {}", v[p], v[q]),
+                Step::Shl(p, n) => format!("shl.b64 {w}, {}, {n}", v[p]),
+                Step::Shr(p, n) => format!("shr.s64 {w}, {}, {n}", v[p]),
+                // Ordered comparisons: false when either operand is NaN.
+                Step::FLt(p, q) => format!("setp.lt.f64 {w}, {}, {}", v[p], v[q]),
+                Step::FEq(p, q) => format!("setp.eq.f64 {w}, {}, {}", v[p], v[q]),
+                Step::ILt(p, q) => format!("setp.lt.s64 {w}, {}, {}", v[p], v[q]),
+                Step::Or(p, q) => format!("or.pred {w}, {}, {}", v[p], v[q]),
+                Step::Select(c, p, q) => {
+                    let ty = if kinds[p] == devmath::Kind::F64 {
+                        "f64"
+                    } else {
+                        "b64"
+                    };
+                    format!("selp.{ty} {w}, {}, {}, {}", v[p], v[q], v[c])
+                }
+            };
+            self.ins(line);
+            v.push(w);
+        }
+        if let Some(last) = v.last() {
+            self.ins(format!("mov.f64 {d}, {last}"));
+        }
     }
 
     /// The T2 atomics (XPU §2.8): `atom.{sub,min,max,and,or,xor,xchg,cas}` on 32/64-bit

@@ -43,6 +43,7 @@ use rspirv::spirv::{
 };
 use std::collections::HashSet;
 
+use crate::devmath::{self, Recipe, Step};
 use crate::LowerError;
 
 mod drain;
@@ -2708,12 +2709,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let q = self.cx.glsl1(t, GLOp::Sqrt, x)?;
                 self.b().f_div(t, None, one, q).map_err(be)?
             }
-            _ if s == Scalar::F64 => {
-                return Err(format!(
-                    "Math.{} on float64 (GLSL.std.450 has no float64 transcendentals)",
-                    f.name()
-                ))
-            }
+            _ if s == Scalar::F64 => match Recipe::for_math(f) {
+                // GLSL.std.450 has no float64 transcendentals: ours (`devmath`).
+                Some(r) => self.recipe(&r, x)?,
+                None => {
+                    return Err(format!(
+                        "Math.{} on float64 (GLSL.std.450 has no float64 transcendentals)",
+                        f.name()
+                    ))
+                }
+            },
             MathFn::Sin => {
                 let v = self.cx.glsl1(t, GLOp::Sin, x)?;
                 self.zero_fixed_f32(x, v)?
@@ -2746,6 +2751,62 @@ impl<'a, 'm> FnCx<'a, 'm> {
             }
         };
         self.store(a, v)
+    }
+
+    /// The float64 value of recipe `r` (see [`crate::devmath`]) at `x`: one instruction per
+    /// step, float operations without contraction (each rounds once, as the recipe assumes).
+    fn recipe(&mut self, r: &Recipe, x: Word) -> R<Word> {
+        let (f, i, tb) = (self.cx.f64t(), self.cx.u64t(), self.cx.t_bool);
+        let mut v: Vec<Word> = Vec::with_capacity(r.steps.len());
+        let kinds = r.kinds();
+        for step in &r.steps {
+            let w = match *step {
+                Step::Arg => x,
+                Step::F(c) => self.cx.konst(f, c.to_bits()),
+                Step::I(c) => self.cx.konst(i, c as u64),
+                Step::FAdd(p, q) | Step::FSub(p, q) | Step::FMul(p, q) | Step::FDiv(p, q) => {
+                    let (p, q) = (v[p], v[q]);
+                    let w = match *step {
+                        Step::FAdd(..) => self.b().f_add(f, None, p, q),
+                        Step::FSub(..) => self.b().f_sub(f, None, p, q),
+                        Step::FMul(..) => self.b().f_mul(f, None, p, q),
+                        _ => self.b().f_div(f, None, p, q),
+                    }
+                    .map_err(be)?;
+                    self.b().decorate(w, Decoration::NoContraction, []);
+                    w
+                }
+                Step::Floor(p) => self.cx.glsl1(f, GLOp::Floor, v[p])?,
+                Step::FToI(p) => self.b().convert_f_to_s(i, None, v[p]).map_err(be)?,
+                Step::IToF(p) => self.b().convert_s_to_f(f, None, v[p]).map_err(be)?,
+                Step::Bits(p) => self.b().bitcast(i, None, v[p]).map_err(be)?,
+                Step::FromBits(p) => self.b().bitcast(f, None, v[p]).map_err(be)?,
+                Step::IAdd(p, q) => self.b().i_add(i, None, v[p], v[q]).map_err(be)?,
+                Step::IAnd(p, q) => self.b().bitwise_and(i, None, v[p], v[q]).map_err(be)?,
+                Step::IOr(p, q) => self.b().bitwise_or(i, None, v[p], v[q]).map_err(be)?,
+                Step::Shl(p, n) | Step::Shr(p, n) => {
+                    let n = self.cx.konst(i, u64::from(n));
+                    if matches!(step, Step::Shl(..)) {
+                        self.b().shift_left_logical(i, None, v[p], n)
+                    } else {
+                        self.b().shift_right_arithmetic(i, None, v[p], n)
+                    }
+                    .map_err(be)?
+                }
+                Step::FLt(p, q) => self.b().f_ord_less_than(tb, None, v[p], v[q]).map_err(be)?,
+                Step::FEq(p, q) => self.b().f_ord_equal(tb, None, v[p], v[q]).map_err(be)?,
+                Step::ILt(p, q) => self.b().s_less_than(tb, None, v[p], v[q]).map_err(be)?,
+                Step::Or(p, q) => self.b().logical_or(tb, None, v[p], v[q]).map_err(be)?,
+                Step::Select(c, p, q) => {
+                    let t = if kinds[p] == devmath::Kind::F64 { f } else { i };
+                    self.b().select(t, None, v[c], v[p], v[q]).map_err(be)?
+                }
+            };
+            v.push(w);
+        }
+        v.last()
+            .copied()
+            .ok_or_else(|| "an empty recipe".to_string())
     }
 
     fn geom(&mut self, sel: u16) -> R<Word> {

@@ -1,0 +1,688 @@
+//! Device math recipes: float64 `Math` functions that the GPU instruction sets lack
+//! (GLSL.std.450 has no float64 transcendentals, PTX only float32 approximations), each
+//! written once as a straight-line program of IEEE-754 float64 and int64 operations.
+//!
+//! A [`Recipe`] is a list of [`Step`]s in evaluation order, each naming earlier steps by index;
+//! the SPIR-V and PTX emitters lower it step by step (every step is one instruction there),
+//! and [`Recipe::eval`] runs it in Rust, which is how the tests measure each recipe against the
+//! host's libm. There are no branches: special cases are computed beside the main path and
+//! chosen by [`Step::Select`], and arguments are clamped first so that no conversion is ever
+//! out of range (a GPU's out-of-range conversion is undefined).
+//!
+//! Accuracy (measured by `tests::*_within_one_ulp` over sweeps and edge cases): every recipe is
+//! within 1 ulp of the correctly rounded result, XPU §2.12's bound for float64.
+
+/// One step of a recipe; operands are indices of earlier steps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Step {
+    /// The float64 argument.
+    Arg,
+    /// A float64 constant.
+    F(f64),
+    /// An int64 constant.
+    I(i64),
+    /// float64 `a + b`, `a − b`, `a · b`, `a / b` (each rounded once, to nearest even).
+    FAdd(usize, usize),
+    /// See [`Step::FAdd`].
+    FSub(usize, usize),
+    /// See [`Step::FAdd`].
+    FMul(usize, usize),
+    /// See [`Step::FAdd`].
+    FDiv(usize, usize),
+    /// Round toward −∞ (float64 → float64).
+    Floor(usize),
+    /// An integral float64 in int64 range → int64.
+    FToI(usize),
+    /// int64 → float64 (exact for the small integers recipes convert).
+    IToF(usize),
+    /// The bits of a float64, as int64.
+    Bits(usize),
+    /// The float64 with these bits.
+    FromBits(usize),
+    /// int64 `a + b` (wrapping), `a & b`, `a | b`.
+    IAdd(usize, usize),
+    /// See [`Step::IAdd`].
+    IAnd(usize, usize),
+    /// See [`Step::IAdd`].
+    IOr(usize, usize),
+    /// Shift left by a constant.
+    Shl(usize, u32),
+    /// Arithmetic shift right by a constant.
+    Shr(usize, u32),
+    /// float64 `a < b` (false if either is NaN).
+    FLt(usize, usize),
+    /// float64 `a == b` (false if either is NaN).
+    FEq(usize, usize),
+    /// int64 `a < b` (signed).
+    ILt(usize, usize),
+    /// Boolean or.
+    Or(usize, usize),
+    /// `cond ? a : b`, on two float64 or two int64 values.
+    Select(usize, usize, usize),
+}
+
+/// The type of a step's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A float64.
+    F64,
+    /// An int64.
+    I64,
+    /// A boolean.
+    Bool,
+}
+
+/// A float64 function of one float64 argument as a list of [`Step`]s; the last is the result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recipe {
+    /// The steps, in evaluation order.
+    pub steps: Vec<Step>,
+}
+
+impl Recipe {
+    /// The recipe for `Math.f` on float64, when there is one.
+    pub fn for_math(f: cajeta_bytecode::MathFn) -> Option<Recipe> {
+        use cajeta_bytecode::MathFn as M;
+        let mut b = Builder::default();
+        let x = b.push(Step::Arg);
+        let r = match f {
+            M::Exp => exp(&mut b, x),
+            M::Exp2 => exp2(&mut b, x),
+            M::Log => log(&mut b, x, Base::E),
+            M::Log2 => log(&mut b, x, Base::Two),
+            M::Log10 => log(&mut b, x, Base::Ten),
+            _ => return None,
+        };
+        debug_assert_eq!(r + 1, b.steps.len());
+        Some(Recipe { steps: b.steps })
+    }
+
+    /// The kind of every step's value (the emitters declare their registers with these).
+    pub fn kinds(&self) -> Vec<Kind> {
+        let mut k: Vec<Kind> = Vec::with_capacity(self.steps.len());
+        for s in &self.steps {
+            let kind = match *s {
+                Step::Arg | Step::F(_) => Kind::F64,
+                Step::FAdd(..) | Step::FSub(..) | Step::FMul(..) | Step::FDiv(..) => Kind::F64,
+                Step::Floor(_) | Step::IToF(_) | Step::FromBits(_) => Kind::F64,
+                Step::I(_) | Step::FToI(_) | Step::Bits(_) => Kind::I64,
+                Step::IAdd(..) | Step::IAnd(..) | Step::IOr(..) => Kind::I64,
+                Step::Shl(..) | Step::Shr(..) => Kind::I64,
+                Step::FLt(..) | Step::FEq(..) | Step::ILt(..) | Step::Or(..) => Kind::Bool,
+                Step::Select(_, a, _) => k[a],
+            };
+            k.push(kind);
+        }
+        k
+    }
+
+    /// Runs the recipe on `x` (the reference the emitted code must agree with).
+    pub fn eval(&self, x: f64) -> f64 {
+        #[derive(Clone, Copy)]
+        enum Val {
+            F(f64),
+            I(i64),
+            B(bool),
+        }
+        let mut v: Vec<Val> = Vec::with_capacity(self.steps.len());
+        let f = |v: &[Val], i: usize| match v[i] {
+            Val::F(x) => x,
+            _ => f64::NAN,
+        };
+        let int = |v: &[Val], i: usize| match v[i] {
+            Val::I(x) => x,
+            _ => 0,
+        };
+        let b = |v: &[Val], i: usize| matches!(v[i], Val::B(true));
+        for s in &self.steps {
+            let r = match *s {
+                Step::Arg => Val::F(x),
+                Step::F(c) => Val::F(c),
+                Step::I(c) => Val::I(c),
+                Step::FAdd(p, q) => Val::F(f(&v, p) + f(&v, q)),
+                Step::FSub(p, q) => Val::F(f(&v, p) - f(&v, q)),
+                Step::FMul(p, q) => Val::F(f(&v, p) * f(&v, q)),
+                Step::FDiv(p, q) => Val::F(f(&v, p) / f(&v, q)),
+                Step::Floor(p) => Val::F(f(&v, p).floor()),
+                Step::FToI(p) => Val::I(f(&v, p) as i64),
+                Step::IToF(p) => Val::F(int(&v, p) as f64),
+                Step::Bits(p) => Val::I(f(&v, p).to_bits() as i64),
+                Step::FromBits(p) => Val::F(f64::from_bits(int(&v, p) as u64)),
+                Step::IAdd(p, q) => Val::I(int(&v, p).wrapping_add(int(&v, q))),
+                Step::IAnd(p, q) => Val::I(int(&v, p) & int(&v, q)),
+                Step::IOr(p, q) => Val::I(int(&v, p) | int(&v, q)),
+                Step::Shl(p, n) => Val::I(int(&v, p).wrapping_shl(n)),
+                Step::Shr(p, n) => Val::I(int(&v, p).wrapping_shr(n)),
+                Step::FLt(p, q) => Val::B(f(&v, p) < f(&v, q)),
+                Step::FEq(p, q) => Val::B(f(&v, p) == f(&v, q)),
+                Step::ILt(p, q) => Val::B(int(&v, p) < int(&v, q)),
+                Step::Or(p, q) => Val::B(b(&v, p) || b(&v, q)),
+                Step::Select(c, p, q) => {
+                    if b(&v, c) {
+                        v[p]
+                    } else {
+                        v[q]
+                    }
+                }
+            };
+            v.push(r);
+        }
+        v.last().map_or(f64::NAN, |&r| match r {
+            Val::F(x) => x,
+            _ => f64::NAN,
+        })
+    }
+}
+
+/// Builds a recipe; each method returns the index of the step it added.
+#[derive(Default)]
+struct Builder {
+    steps: Vec<Step>,
+}
+
+impl Builder {
+    fn push(&mut self, s: Step) -> usize {
+        self.steps.push(s);
+        self.steps.len() - 1
+    }
+    fn f(&mut self, c: f64) -> usize {
+        self.push(Step::F(c))
+    }
+    fn i(&mut self, c: i64) -> usize {
+        self.push(Step::I(c))
+    }
+    fn add(&mut self, a: usize, b: usize) -> usize {
+        self.push(Step::FAdd(a, b))
+    }
+    fn sub(&mut self, a: usize, b: usize) -> usize {
+        self.push(Step::FSub(a, b))
+    }
+    fn mul(&mut self, a: usize, b: usize) -> usize {
+        self.push(Step::FMul(a, b))
+    }
+    fn mulc(&mut self, a: usize, c: f64) -> usize {
+        let c = self.f(c);
+        self.mul(a, c)
+    }
+    fn lt(&mut self, a: usize, b: usize) -> usize {
+        self.push(Step::FLt(a, b))
+    }
+    fn select(&mut self, c: usize, a: usize, b: usize) -> usize {
+        self.push(Step::Select(c, a, b))
+    }
+    /// `x` limited to `[lo, hi]` (NaN becomes `lo`: its result is chosen elsewhere).
+    fn clamp(&mut self, x: usize, lo: f64, hi: f64) -> usize {
+        let (l, h) = (self.f(lo), self.f(hi));
+        let above = self.lt(l, x);
+        let x = self.select(above, x, l);
+        let below = self.lt(x, h);
+        self.select(below, x, h)
+    }
+    /// `y · 2^k` for `y` in [0.5, 2) and an int64 `k` in [−1080, 1025] whose result is below
+    /// 2^1024: the exponent field moved directly where the result is normal, else lifted by
+    /// 2^1000 and multiplied by 2^−1000, which rounds a subnormal result once.
+    fn scale(&mut self, y: usize, k: usize) -> usize {
+        let bits = self.push(Step::Bits(y));
+        let kk = self.push(Step::Shl(k, 52));
+        let sum = self.push(Step::IAdd(bits, kk));
+        let normal = self.push(Step::FromBits(sum));
+        let thousand = self.i(1000 << 52);
+        let lifted = self.push(Step::IAdd(sum, thousand));
+        let lifted = self.push(Step::FromBits(lifted));
+        let tiny = self.mulc(lifted, f64::from_bits(0x0170_0000_0000_0000)); // 2^-1000
+        let limit = self.i(-1021);
+        let small = self.push(Step::ILt(k, limit));
+        self.select(small, tiny, normal)
+    }
+}
+
+/// ln 2 in two parts: the high one has 32 significant bits, so `k · LN2_HI` is exact for
+/// |k| < 2^21; LN2_HI + LN2_LO is ln 2 to about 2^−85.
+const LN2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000);
+const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
+/// 1 / ln 2.
+const INV_LN2: f64 = std::f64::consts::LOG2_E;
+
+/// `e^(hi + lo)` for a double-double argument (|lo| ≤ ulp(hi)) clamped to [−746, 710]; `x` is
+/// the original argument: above `overflow` the result is +inf, and a NaN gives NaN.
+fn exp_dd(b: &mut Builder, x: usize, hi: usize, lo: usize, overflow: f64) -> usize {
+    // k = round(hi / ln 2); r = (hi − k·LN2_HI) − (k·LN2_LO − lo), |r| ≤ 0.35 (the first
+    // difference is exact: k·LN2_HI is exact and close to hi).
+    let t = b.mulc(hi, INV_LN2);
+    let half = b.f(0.5);
+    let t = b.add(t, half);
+    let k = b.push(Step::Floor(t));
+    let khi = b.mulc(k, LN2_HI);
+    let r_hi = b.sub(hi, khi);
+    let klo = b.mulc(k, LN2_LO);
+    let r_lo = b.sub(klo, lo);
+    let r = b.sub(r_hi, r_lo);
+    // e^r = 1 + r + q, q = r²·(1/2! + r/3! + … + r^13/15!) (the tail beyond is < 2^−70).
+    let mut p = b.f(1.0 / factorial(15));
+    for n in (2..15).rev() {
+        let m = b.mul(p, r);
+        let c = b.f(1.0 / factorial(n));
+        p = b.add(m, c);
+    }
+    let r2 = b.mul(r, r);
+    let q = b.mul(r2, p);
+    // 1 + (r_hi + (q − r_lo)): the small parts first, one rounding near 1 last.
+    let s = b.sub(q, r_lo);
+    let s = b.add(r_hi, s);
+    let one = b.f(1.0);
+    let y = b.add(one, s);
+    let ki = b.push(Step::FToI(k));
+    let scaled = b.scale(y, ki);
+    special(b, x, scaled, overflow)
+}
+
+/// The special results around `r`, the finite path's: +inf above `overflow` (the clamp made
+/// the path's input finite), NaN for NaN; underflow to 0 (also of −inf) the path computes.
+fn special(b: &mut Builder, x: usize, r: usize, overflow: f64) -> usize {
+    let limit = b.f(overflow);
+    let over = b.lt(limit, x);
+    let inf = b.f(f64::INFINITY);
+    let r = b.select(over, inf, r);
+    let not_nan = b.push(Step::FEq(x, x));
+    let quiet = b.add(x, x);
+    b.select(not_nan, r, quiet)
+}
+
+fn factorial(n: u32) -> f64 {
+    (1..=n).map(f64::from).product()
+}
+
+/// `e^x`.
+fn exp(b: &mut Builder, x: usize) -> usize {
+    // e^710 overflows and e^−746 is below half the least subnormal.
+    let c = b.clamp(x, -746.0, 710.0);
+    let zero = b.f(0.0);
+    // The largest argument with a finite result.
+    exp_dd(b, x, c, zero, f64::from_bits(0x4086_2E42_FEFA_39EF))
+}
+
+/// `2^x` = e^(x·ln 2) with the product kept exact as a double-double.
+fn exp2(b: &mut Builder, x: usize) -> usize {
+    let c = b.clamp(x, -1076.0, 1025.0);
+    // Integer and half-integer parts first: 2^x = 2^k · 2^f with f = x − k exact, |f| ≤ 1/2,
+    // so that powers of two come out exact (f = 0 gives e^0 = 1 exactly).
+    let half = b.f(0.5);
+    let t = b.add(c, half);
+    let k = b.push(Step::Floor(t));
+    let f = b.sub(c, k);
+    let (hi, lo) = two_product(b, f, std::f64::consts::LN_2);
+    // ln 2's own rounding error (ln 2 − LN_2 ≈ 2.3190468e−17), times f.
+    let tail = b.mulc(f, 2.319_046_813_846_299_6e-17);
+    let lo = b.add(lo, tail);
+    let e = exp_dd(b, x, hi, lo, f64::INFINITY);
+    // 2^x = e^(f·ln 2) · 2^k, e ∈ [0.7, 1.42]: scaled once more, by k; from 2^1024 on the
+    // result overflows.
+    let ki = b.push(Step::FToI(k));
+    let scaled = b.scale(e, ki);
+    special(b, x, scaled, f64::from_bits(0x408F_FFFF_FFFF_FFFF))
+}
+
+/// `a · c` as an unevaluated sum `hi + lo` (exact for |a| ≤ 1): Dekker's product with
+/// Veltkamp splits.
+fn two_product(b: &mut Builder, a: usize, c: f64) -> (usize, usize) {
+    const SPLIT: f64 = 134_217_729.0; // 2^27 + 1
+    let (a1, a2) = split(b, a, SPLIT);
+    let c1 = {
+        let t = SPLIT * c;
+        t - (t - c)
+    };
+    let c2 = c - c1;
+    let hi = b.mulc(a, c);
+    let p11 = b.mulc(a1, c1);
+    let e = b.sub(p11, hi);
+    let p12 = b.mulc(a1, c2);
+    let e = b.add(e, p12);
+    let p21 = b.mulc(a2, c1);
+    let e = b.add(e, p21);
+    let p22 = b.mulc(a2, c2);
+    let lo = b.add(e, p22);
+    (hi, lo)
+}
+
+/// Veltkamp's split of `a` (|a| ≤ 1, so `SPLIT · a` cannot overflow) into 26-bit halves.
+fn split(b: &mut Builder, a: usize, s: f64) -> (usize, usize) {
+    let t = b.mulc(a, s);
+    let u = b.sub(t, a);
+    let hi = b.sub(t, u);
+    let lo = b.sub(a, hi);
+    (hi, lo)
+}
+
+/// The base of a logarithm.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Base {
+    E,
+    Two,
+    Ten,
+}
+
+/// `log_base(x)`.
+fn log(b: &mut Builder, x: usize, base: Base) -> usize {
+    // Subnormals are scaled by 2^54 first; the clamp keeps the finite path's input a positive
+    // normal number (0, negatives, inf and NaN choose their results at the end).
+    let tiny = b.f(f64::MIN_POSITIVE);
+    let is_sub = b.lt(x, tiny);
+    let lifted = b.mulc(x, f64::from_bits(0x4350_0000_0000_0000)); // 2^54
+    let v = b.select(is_sub, lifted, x);
+    let v = b.clamp(v, f64::MIN_POSITIVE, f64::MAX);
+    let adj = {
+        let (s, n) = (b.i(-54), b.i(0));
+        b.select(is_sub, s, n)
+    };
+    // v = 2^e · m, m ∈ [√2/2, √2).
+    let bits = b.push(Step::Bits(v));
+    let ebits = b.push(Step::Shr(bits, 52));
+    let frac_mask = b.i(0x000F_FFFF_FFFF_FFFF);
+    let frac = b.push(Step::IAnd(bits, frac_mask));
+    // Fractions from √2's (0x6A09E667F3BCD) up are halved: m's exponent becomes −1.
+    let sqrt2_frac = b.i(0x0006_A09E_667F_3BCD);
+    let big = b.push(Step::ILt(sqrt2_frac, frac));
+    let (one_exp, half_exp) = (b.i(0x3FF0_0000_0000_0000), b.i(0x3FE0_0000_0000_0000));
+    let exp_bits = b.select(big, half_exp, one_exp);
+    let mbits = b.push(Step::IOr(frac, exp_bits));
+    let m = b.push(Step::FromBits(mbits));
+    let (bias, bias1) = (b.i(-1023), b.i(-1022));
+    let bias = b.select(big, bias1, bias);
+    let e = b.push(Step::IAdd(ebits, bias));
+    let e = b.push(Step::IAdd(e, adj));
+    let e = b.push(Step::IToF(e));
+    // log(m) = log(1 + f) = f − h + s·(h + R), h = f²/2, s = f/(2 + f), R = Σ 2z^i/(2i+1)
+    // with z = s² ≤ 0.0295 (ten terms: the tail is below 2^−58 of the result).
+    let one = b.f(1.0);
+    let f = b.sub(m, one);
+    let two = b.f(2.0);
+    let d = b.add(two, f);
+    let s = b.push(Step::FDiv(f, d));
+    let z = b.mul(s, s);
+    let mut p = b.f(2.0 / 21.0);
+    for i in (1..10).rev() {
+        let m = b.mul(p, z);
+        let c = b.f(2.0 / f64::from(2 * i + 1));
+        p = b.add(m, c);
+    }
+    let r = b.mul(z, p);
+    let ff = b.mul(f, f);
+    let h = b.mulc(ff, 0.5);
+    let hr = b.add(h, r);
+    let shr = b.mul(s, hr);
+    let finite = match base {
+        // e·LN2_HI − ((h − (s·(h + R) + e·LN2_LO)) − f): the exact term last.
+        Base::E => {
+            let elo = b.mulc(e, LN2_LO);
+            let t = b.add(shr, elo);
+            let t = b.sub(h, t);
+            let t = b.sub(t, f);
+            let ehi = b.mulc(e, LN2_HI);
+            b.sub(ehi, t)
+        }
+        // e·log_b(2) + log(m)/ln b, with log(m) as hi + lo (hi = f − h) and each constant
+        // in two parts; the largest term is added last (log2 of a power of two is exact).
+        Base::Two | Base::Ten => {
+            let hi = b.sub(f, h);
+            let lo = b.sub(f, hi);
+            let lo = b.sub(lo, h);
+            let lo = b.add(lo, shr);
+            // 1/ln b as K + K_LO, log_b(2) as E_HI + E_LO (E_HI with 32 bits: e·E_HI exact).
+            let (k, k_lo, e_hi, e_lo) = if base == Base::Two {
+                (INV_LN2, INV_LN2_LO, 1.0, 0.0)
+            } else {
+                (INV_LN10, INV_LN10_LO, LOG10_2_HI, LOG10_2_LO)
+            };
+            // hi·K exactly (|hi| < 0.35), the small terms summed before the large ones.
+            let (p, perr) = two_product(b, hi, k);
+            let a = b.mulc(lo, k);
+            let c = b.mulc(hi, k_lo);
+            let t = b.add(a, c);
+            let t = b.add(perr, t);
+            let el = b.mulc(e, e_lo);
+            let t = b.add(t, el);
+            let t = b.add(p, t);
+            let eh = b.mulc(e, e_hi);
+            b.add(eh, t)
+        }
+    };
+    // 0 → −inf, negative or NaN → NaN, +inf → +inf.
+    let zero = b.f(0.0);
+    let is_zero = b.push(Step::FEq(x, zero));
+    let neg = b.lt(x, zero);
+    let not_nan = b.push(Step::FEq(x, x));
+    let inf = b.f(f64::INFINITY);
+    let is_inf = b.push(Step::FEq(x, inf));
+    let ninf = b.f(f64::NEG_INFINITY);
+    let nan = b.f(f64::NAN);
+    let r = b.select(is_inf, inf, finite);
+    let r = b.select(is_zero, ninf, r);
+    let r = b.select(neg, nan, r);
+    let q = b.add(x, x);
+    b.select(not_nan, r, q)
+}
+
+/// 1/ln 10 as float64, and the parts of 1/ln 2, 1/ln 10 and log10(2) that float64 misses; the
+/// high part of log10(2) has 32 significant bits (so that `e · LOG10_2_HI` is exact).
+const INV_LN10: f64 = std::f64::consts::LOG10_E;
+const INV_LN2_LO: f64 = 2.035_527_374_093_103_3e-17;
+const INV_LN10_LO: f64 = 1.098_319_650_216_765e-17;
+const LOG10_2_HI: f64 = f64::from_bits(0x3FD3_4413_5080_0000);
+const LOG10_2_LO: f64 = 1.145_110_089_802_183_8e-10;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cajeta_bytecode::MathFn;
+
+    /// The distance in ulps between two float64 values (0 for equal values and for two NaNs).
+    fn ulps(a: f64, b: f64) -> u64 {
+        if a.is_nan() && b.is_nan() || a == b {
+            return 0;
+        }
+        if a.is_nan() || b.is_nan() {
+            return u64::MAX;
+        }
+        let key = |x: f64| {
+            let i = x.to_bits() as i64;
+            if i < 0 {
+                i64::MIN - i
+            } else {
+                i
+            }
+        };
+        key(a).abs_diff(key(b))
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn unit(&mut self) -> f64 {
+            (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        }
+    }
+
+    /// The worst ulp distance of the recipe for `f` from `reference` over `inputs`.
+    fn worst(f: MathFn, reference: fn(f64) -> f64, inputs: &[f64]) -> (u64, f64) {
+        let r = Recipe::for_math(f).expect("a recipe");
+        let mut w = (0, 0.0);
+        for &x in inputs {
+            let d = ulps(r.eval(x), reference(x));
+            if d > w.0 {
+                w = (d, x);
+            }
+        }
+        w
+    }
+
+    fn edges() -> Vec<f64> {
+        let mut v = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            2.0,
+            0.5,
+            10.0,
+            100.0,
+            1000.0,
+            1e-300,
+            f64::MIN_POSITIVE,
+            f64::MIN_POSITIVE / 3.0,
+            f64::from_bits(1),
+            f64::MAX,
+            -f64::MAX,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            709.782712893384,
+            709.79,
+            -745.13321910194,
+            -745.2,
+            -708.4,
+            -720.0,
+            1023.999,
+            1024.0,
+            -1074.0,
+            -1074.5,
+            -1075.0,
+            -1022.0,
+            -1030.3,
+            std::f64::consts::E,
+            std::f64::consts::SQRT_2,
+            std::f64::consts::FRAC_1_SQRT_2,
+        ];
+        for k in -1074..1024 {
+            v.push(f64::from(k).exp2());
+        }
+        for k in -20..=22 {
+            v.push(10f64.powi(k));
+        }
+        v
+    }
+
+    fn sweep(lo: f64, hi: f64, n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = Rng(seed);
+        (0..n).map(|_| lo + (hi - lo) * rng.unit()).collect()
+    }
+
+    /// Positive values with random exponents and significands (subnormals included).
+    fn positive(n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = Rng(seed);
+        (0..n)
+            .map(|_| f64::from_bits(rng.next() % 0x7FF0_0000_0000_0000))
+            .collect()
+    }
+
+    #[test]
+    fn exp_within_one_ulp() {
+        let mut xs = edges();
+        xs.extend(sweep(-745.2, 709.8, 200_000, 1));
+        xs.extend(sweep(-1.0, 1.0, 100_000, 2));
+        let (u, at) = worst(MathFn::Exp, f64::exp, &xs);
+        assert!(u <= 1, "exp: {u} ulp at {at:e}");
+    }
+
+    #[test]
+    fn exp2_within_one_ulp_and_exact_on_integers() {
+        let mut xs = edges();
+        xs.extend(sweep(-1076.0, 1025.0, 200_000, 3));
+        xs.extend(sweep(-1.0, 1.0, 100_000, 4));
+        let (u, at) = worst(MathFn::Exp2, f64::exp2, &xs);
+        assert!(u <= 1, "exp2: {u} ulp at {at:e}");
+        let r = Recipe::for_math(MathFn::Exp2).expect("a recipe");
+        for k in -1074..1024 {
+            let x = f64::from(k);
+            assert_eq!(r.eval(x).to_bits(), x.exp2().to_bits(), "2^{k}");
+        }
+    }
+
+    #[test]
+    fn logs_within_one_ulp() {
+        let mut xs = edges();
+        xs.extend(positive(300_000, 5));
+        xs.extend(sweep(0.5, 2.0, 100_000, 6));
+        xs.extend(sweep(-10.0, 0.0, 1_000, 7));
+        for (f, reference) in [
+            (MathFn::Log, f64::ln as fn(f64) -> f64),
+            (MathFn::Log2, f64::log2),
+        ] {
+            let (u, at) = worst(f, reference, &xs);
+            assert!(u <= 1, "{}: {u} ulp at {at:e}", f.name());
+        }
+        // The host's log10 is itself up to ~1.5 ulp off (glibc's is), so beside it the recipe
+        // may be 2 apart; against correctly rounded values (computed with 60 decimal digits)
+        // it is within 1.
+        let (u, at) = worst(MathFn::Log10, f64::log10, &xs);
+        assert!(u <= 2, "log10: {u} ulp from the host's at {at:e}");
+        let r = Recipe::for_math(MathFn::Log10).expect("a recipe");
+        for (x, want) in LOG10_CORRECTLY_ROUNDED {
+            let (x, want) = (f64::from_bits(x), f64::from_bits(want));
+            assert!(
+                ulps(r.eval(x), want) <= 1,
+                "log10({x:e}) = {:e}, not {want:e}",
+                r.eval(x)
+            );
+        }
+        let r = Recipe::for_math(MathFn::Log2).expect("a recipe");
+        for k in -1074..1024 {
+            let x = f64::from(k);
+            assert_eq!(r.eval(x.exp2()), x, "log2(2^{k})");
+        }
+    }
+
+    /// (x, log10 x correctly rounded), as float64 bits: random normal numbers and cases where
+    /// the host's log10 is more than 1 ulp off.
+    const LOG10_CORRECTLY_ROUNDED: [(u64, u64); 23] = [
+        (0x0FC86AEE2E675FC7, 0xC06CFD2328DABD7B),
+        (0x39831D63A9538322, 0xC03EEDC870D50DAC),
+        (0x1EB7D04255A5B465, 0xC063FF3548581AD8),
+        (0x79E847B432AC2B62, 0x407173C66531B5D0),
+        (0x507874DA7D50E092, 0x4053E9FF0E9B35DD),
+        (0x177BB2597E790E8B, 0xC0685A883A91618E),
+        (0x25E20B807AD25F92, 0xC05F5E8BA40533F0),
+        (0x71944E3D75553000, 0x406DE3E1CBADCDD5),
+        (0x192A649E43B84218, 0xC067571CBC8C3140),
+        (0x732A160E40F91904, 0x406ED82FFA0C1C99),
+        (0x0F2A9F94B11F0DE6, 0xC06D5C43DC27A69A),
+        (0x42E45DCD530E60CB, 0x402C81A4015F6363),
+        (0x61A7CA92ACC10A6C, 0x40644DADCCE4557F),
+        (0x16608376C9843FAA, 0xC069057AB159A78B),
+        (0x7BDB77B7DDAE9B60, 0x407209F1684C74D8),
+        (0x67E17CFAF1ABD893, 0x40680CB28619CA83),
+        (0x3FE8009B7667D985, 0xBFBFF92C07BFA707),
+        (0x3FE8C19D496D4269, 0xBFBC88E9D03944E7),
+        (0x4008000000000000, 0x3FDE8927964FD5FD),
+        (0x401C000000000000, 0x3FEB0B0B0B78CC3F),
+        (0x3FB999999999999A, 0xBFF0000000000000),
+        (0x01A56E1FC2F8F359, 0xC072C00000000000),
+        (0x40FE240C9FBE76C9, 0x40145DB61A282512),
+    ];
+
+    #[test]
+    fn kinds_are_consistent() {
+        for f in [
+            MathFn::Exp,
+            MathFn::Exp2,
+            MathFn::Log,
+            MathFn::Log2,
+            MathFn::Log10,
+        ] {
+            let r = Recipe::for_math(f).expect("a recipe");
+            let k = r.kinds();
+            assert_eq!(k.last(), Some(&Kind::F64));
+            for (i, s) in r.steps.iter().enumerate() {
+                if let Step::Select(c, a, b) = *s {
+                    assert_eq!(k[c], Kind::Bool, "{} step {i}", f.name());
+                    assert_eq!(k[a], k[b], "{} step {i}", f.name());
+                }
+            }
+        }
+        assert!(Recipe::for_math(MathFn::Sin).is_none());
+    }
+}
