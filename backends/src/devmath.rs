@@ -15,8 +15,8 @@
 /// One step of a recipe; operands are indices of earlier steps.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Step {
-    /// The float64 argument.
-    Arg,
+    /// Float64 argument 0 or 1 (`atan2(y, x)`: y, x).
+    Arg(u8),
     /// A float64 constant.
     F(f64),
     /// An int64 constant.
@@ -31,6 +31,8 @@ pub enum Step {
     FDiv(usize, usize),
     /// Round toward −∞ (float64 → float64).
     Floor(usize),
+    /// Correctly rounded square root.
+    Sqrt(usize),
     /// An integral float64 in int64 range → int64.
     FToI(usize),
     /// int64 → float64 (exact for the small integers recipes convert).
@@ -84,17 +86,41 @@ impl Recipe {
     pub fn for_math(f: cajeta_bytecode::MathFn) -> Option<Recipe> {
         use cajeta_bytecode::MathFn as M;
         let mut b = Builder::default();
-        let x = b.push(Step::Arg);
+        let x = b.push(Step::Arg(0));
         let r = match f {
             M::Exp => exp(&mut b, x),
             M::Exp2 => exp2(&mut b, x),
             M::Log => log(&mut b, x, Base::E),
             M::Log2 => log(&mut b, x, Base::Two),
             M::Log10 => log(&mut b, x, Base::Ten),
+            M::Atan => atan(&mut b, x),
+            M::Asin => asin(&mut b, x),
+            M::Acos => acos(&mut b, x),
             _ => return None,
         };
         debug_assert_eq!(r + 1, b.steps.len());
         Some(Recipe { steps: b.steps })
+    }
+
+    /// The recipe for float64 `Math.atan2(y, x)` (arguments 0 and 1).
+    pub fn atan2() -> Recipe {
+        let mut b = Builder::default();
+        let y = b.push(Step::Arg(0));
+        let x = b.push(Step::Arg(1));
+        atan2(&mut b, y, x);
+        Recipe { steps: b.steps }
+    }
+
+    /// How many arguments the recipe reads.
+    pub fn arity(&self) -> usize {
+        self.steps
+            .iter()
+            .filter_map(|s| match *s {
+                Step::Arg(n) => Some(usize::from(n) + 1),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// The kind of every step's value (the emitters declare their registers with these).
@@ -102,7 +128,7 @@ impl Recipe {
         let mut k: Vec<Kind> = Vec::with_capacity(self.steps.len());
         for s in &self.steps {
             let kind = match *s {
-                Step::Arg | Step::F(_) => Kind::F64,
+                Step::Arg(_) | Step::F(_) | Step::Sqrt(_) => Kind::F64,
                 Step::FAdd(..) | Step::FSub(..) | Step::FMul(..) | Step::FDiv(..) => Kind::F64,
                 Step::Floor(_) | Step::IToF(_) | Step::FromBits(_) => Kind::F64,
                 Step::I(_) | Step::FToI(_) | Step::Bits(_) => Kind::I64,
@@ -116,8 +142,13 @@ impl Recipe {
         k
     }
 
-    /// Runs the recipe on `x` (the reference the emitted code must agree with).
+    /// Runs a one-argument recipe on `x` (the reference the emitted code must agree with).
     pub fn eval(&self, x: f64) -> f64 {
+        self.eval2(x, f64::NAN)
+    }
+
+    /// Runs the recipe on arguments `x` and `y`.
+    pub fn eval2(&self, x: f64, y: f64) -> f64 {
         #[derive(Clone, Copy)]
         enum Val {
             F(f64),
@@ -136,7 +167,7 @@ impl Recipe {
         let b = |v: &[Val], i: usize| matches!(v[i], Val::B(true));
         for s in &self.steps {
             let r = match *s {
-                Step::Arg => Val::F(x),
+                Step::Arg(n) => Val::F(if n == 0 { x } else { y }),
                 Step::F(c) => Val::F(c),
                 Step::I(c) => Val::I(c),
                 Step::FAdd(p, q) => Val::F(f(&v, p) + f(&v, q)),
@@ -144,6 +175,7 @@ impl Recipe {
                 Step::FMul(p, q) => Val::F(f(&v, p) * f(&v, q)),
                 Step::FDiv(p, q) => Val::F(f(&v, p) / f(&v, q)),
                 Step::Floor(p) => Val::F(f(&v, p).floor()),
+                Step::Sqrt(p) => Val::F(f(&v, p).sqrt()),
                 Step::FToI(p) => Val::I(f(&v, p) as i64),
                 Step::IToF(p) => Val::F(int(&v, p) as f64),
                 Step::Bits(p) => Val::I(f(&v, p).to_bits() as i64),
@@ -462,6 +494,260 @@ fn log(b: &mut Builder, x: usize, base: Base) -> usize {
     b.select(not_nan, r, q)
 }
 
+/// atan at 0.5, 1 and 1.5, and π/2 and π, each as a float64 and the part it misses.
+const ATAN_HALF: (f64, f64) = (
+    f64::from_bits(0x3FDD_AC67_0561_BB4F),
+    2.269_877_745_296_168_7e-17,
+);
+const ATAN_ONE: (f64, f64) = (
+    f64::from_bits(0x3FE9_21FB_5444_2D18),
+    3.061_616_997_868_383e-17,
+);
+const ATAN_1_5: (f64, f64) = (
+    f64::from_bits(0x3FEF_730B_D281_F69B),
+    1.390_331_103_123_099_8e-17,
+);
+const PI_2: (f64, f64) = (
+    f64::from_bits(0x3FF9_21FB_5444_2D18),
+    6.123_233_995_736_766e-17,
+);
+const PI: (f64, f64) = (
+    f64::from_bits(0x4009_21FB_5444_2D18),
+    1.224_646_799_147_353_2e-16,
+);
+
+/// `atan(a)` for `a ≥ 0` (or NaN): a = c + t with c ∈ {0, 0.5, 1, 1.5, ∞} the nearest of the
+/// breakpoints 7/16, 11/16, 19/16, 39/16, t = (a − c)/(1 + a·c) (one rounding, on a
+/// numerator and denominator computed almost exactly), so atan(a) = atan(c) + atan(t) with
+/// |t| ≤ 7/16; atan(t) = t − t·z·Q(z), z = t², Q the Taylor series to t^45.
+fn atan_pos(b: &mut Builder, a: usize) -> usize {
+    let one = b.f(1.0);
+    let two = b.f(2.0);
+    // The numerator and denominator of each range (c = 0, 0.5, 1, 1.5, ∞).
+    let a2 = b.add(a, a);
+    let n0 = b.sub(a2, one);
+    let d0 = b.add(two, a);
+    let n1 = b.sub(a, one);
+    let d1 = b.add(a, one);
+    let c15 = b.f(1.5);
+    let n2 = b.sub(a, c15);
+    let a15 = b.mul(a, c15);
+    let d2 = b.add(one, a15);
+    let m1 = b.f(-1.0);
+    // Selected from the top range down: NaN compares false everywhere and lands in the last.
+    let cuts = [39.0 / 16.0, 19.0 / 16.0, 11.0 / 16.0, 7.0 / 16.0];
+    let ranges = [
+        (n2, d2, ATAN_1_5),
+        (n1, d1, ATAN_ONE),
+        (n0, d0, ATAN_HALF),
+        (a, one, (0.0, 0.0)),
+    ];
+    let (mut num, mut den) = (m1, a);
+    let (mut hi, mut lo) = (b.f(PI_2.0), b.f(PI_2.1));
+    for (cut, (n, d, (h, l))) in cuts.iter().zip(ranges) {
+        let c = b.f(*cut);
+        let below = b.lt(a, c);
+        num = b.select(below, n, num);
+        den = b.select(below, d, den);
+        let (h, l) = (b.f(h), b.f(l));
+        hi = b.select(below, h, hi);
+        lo = b.select(below, l, lo);
+    }
+    let t = b.push(Step::FDiv(num, den));
+    let z = b.mul(t, t);
+    // Q(z) = Σ_{n=1}^{22} (−1)^(n+1) z^(n−1)/(2n+1) = 1/3 − z/5 + … − z^21/45.
+    let sign = |n: u32| if n % 2 == 1 { 1.0 } else { -1.0 };
+    let mut q = b.f(sign(22) / 45.0);
+    for n in (1..22).rev() {
+        let m = b.mul(q, z);
+        let c = b.f(sign(n) / f64::from(2 * n + 1));
+        q = b.add(m, c);
+    }
+    // atan(t) = t − t·z·Q(z).
+    let zq = b.mul(z, q);
+    let tzq = b.mul(t, zq);
+    // atan(c) + atan(t) = hi − ((t·z·Q − lo) − t): the small terms first.
+    let u = b.sub(tzq, lo);
+    let u = b.sub(u, t);
+    b.sub(hi, u)
+}
+
+/// `x` with the sign of `s` (both float64).
+fn copysign(b: &mut Builder, x: usize, s: usize) -> usize {
+    let xb = b.push(Step::Bits(x));
+    let sb = b.push(Step::Bits(s));
+    let mag = b.i(i64::MAX);
+    let sign = b.i(i64::MIN);
+    let xm = b.push(Step::IAnd(xb, mag));
+    let ss = b.push(Step::IAnd(sb, sign));
+    let r = b.push(Step::IOr(xm, ss));
+    b.push(Step::FromBits(r))
+}
+
+/// `|x|`.
+fn fabs(b: &mut Builder, x: usize) -> usize {
+    let xb = b.push(Step::Bits(x));
+    let mag = b.i(i64::MAX);
+    let m = b.push(Step::IAnd(xb, mag));
+    b.push(Step::FromBits(m))
+}
+
+/// `atan(x)`: odd, so computed at |x| and given x's sign (−0 stays −0, NaN stays NaN).
+fn atan(b: &mut Builder, x: usize) -> usize {
+    let a = fabs(b, x);
+    let r = atan_pos(b, a);
+    let r = copysign(b, r, x);
+    let not_nan = b.push(Step::FEq(x, x));
+    let q = b.add(x, x);
+    b.select(not_nan, r, q)
+}
+
+/// `atan2(y, x)` (C99 Annex F's special cases): atan(|y/x|) placed in y's half-plane and x's
+/// side, π − a for x < 0 with π in two parts.
+fn atan2(b: &mut Builder, y: usize, x: usize) -> usize {
+    let ay = fabs(b, y);
+    let ax = fabs(b, x);
+    let ratio = b.push(Step::FDiv(ay, ax));
+    let a = atan_pos(b, ratio);
+    // Infinite over infinite: π/4 (|y/x| would be NaN).
+    let inf = b.f(f64::INFINITY);
+    let yinf = b.push(Step::FEq(ay, inf));
+    let xinf = b.push(Step::FEq(ax, inf));
+    let quarter = b.f(ATAN_ONE.0);
+    let yi = b.select(yinf, quarter, a);
+    let a = b.select(xinf, yi, a);
+    // x < 0, or x = −0: π − a (π in two parts).
+    let xb = b.push(Step::Bits(x));
+    let zero_i = b.i(0);
+    let x_neg = b.push(Step::ILt(xb, zero_i));
+    let (ph, pl) = (b.f(PI.0), b.f(PI.1));
+    let u = b.sub(a, pl);
+    let back = b.sub(ph, u);
+    let r = b.select(x_neg, back, a);
+    // y = ±0: 0 or π by x's sign, also for x = ±0 (where |y/x| is NaN).
+    let zero = b.f(0.0);
+    let y0 = b.push(Step::FEq(ay, zero));
+    let pi = b.f(PI.0);
+    let z = b.select(x_neg, pi, zero);
+    let r = b.select(y0, z, r);
+    let r = copysign(b, r, y);
+    // NaN in either: NaN.
+    let ny = b.push(Step::FEq(y, y));
+    let nx = b.push(Step::FEq(x, x));
+    let q = b.add(x, y);
+    let r = b.select(ny, r, q);
+    b.select(nx, r, q)
+}
+
+/// `r = z·P(z)` with asin(x) = x + x·r for z = x² ≤ 1/4: P is asin's Taylor series,
+/// Σ_{n≥1} c_n z^(n−1)/(2n+1), c_n = C(2n, n)/4^n, to z^24 (the tail is below 2^−58).
+fn asin_series(b: &mut Builder, z: usize) -> usize {
+    let coef = |n: u32| {
+        let c: f64 = (1..=n)
+            .map(|k| f64::from(2 * k - 1) / f64::from(2 * k))
+            .product();
+        c / f64::from(2 * n + 1)
+    };
+    let mut p = b.f(coef(25));
+    for n in (1..25).rev() {
+        let m = b.mul(p, z);
+        let c = b.f(coef(n));
+        p = b.add(m, c);
+    }
+    b.mul(z, p)
+}
+
+/// √w as `s_hi + c` (s_hi: √w with its low 32 bits cleared, exact squared; c the rest), and
+/// `s` = √w rounded: the large-argument paths of asin and acos need √w to ~2^−80.
+fn sqrt_split(b: &mut Builder, w: usize) -> (usize, usize, usize) {
+    let s = b.push(Step::Sqrt(w));
+    let bits = b.push(Step::Bits(s));
+    let mask = b.i(!0xFFFF_FFFF);
+    let hi = b.push(Step::IAnd(bits, mask));
+    let df = b.push(Step::FromBits(hi));
+    let d2 = b.mul(df, df);
+    let num = b.sub(w, d2);
+    let den = b.add(s, df);
+    let c = b.push(Step::FDiv(num, den));
+    // √0: 0 + 0 (not 0/0).
+    let zero = b.f(0.0);
+    let w0 = b.push(Step::FEq(w, zero));
+    let c = b.select(w0, zero, c);
+    (s, df, c)
+}
+
+/// `asin(x)`: the series for |x| ≤ 1/2; above, π/2 − 2·asin(√w), w = (1 − |x|)/2 (exact),
+/// with √w in two parts; x's sign restored (|x| > 1 and NaN give NaN through √).
+fn asin(b: &mut Builder, x: usize) -> usize {
+    let a = fabs(b, x);
+    // |x| ≤ 1/2: x + x·r.
+    let z = b.mul(a, a);
+    let r = asin_series(b, z);
+    let ar = b.mul(a, r);
+    let small = b.add(a, ar);
+    // |x| > 1/2: π/4 − ((2s·r' − (π/2_lo − 2c)) − (π/4 − 2s_hi)), as π/2 − 2(s_hi + c + s·r').
+    let one = b.f(1.0);
+    let l = b.sub(one, a);
+    let w = b.mulc(l, 0.5);
+    let (s, df, c) = sqrt_split(b, w);
+    let rw = asin_series(b, w);
+    let s2 = b.add(s, s);
+    let p = b.mul(s2, rw);
+    let c2 = b.add(c, c);
+    let plo = b.f(PI_2.1);
+    let t = b.sub(plo, c2);
+    let p = b.sub(p, t);
+    let pio4 = b.f(PI_2.0 / 2.0);
+    let df2 = b.add(df, df);
+    let q = b.sub(pio4, df2);
+    let u = b.sub(p, q);
+    let big = b.sub(pio4, u);
+    let half = b.f(0.5);
+    let is_small = b.push(Step::FLt(a, half));
+    let is_half = b.push(Step::FEq(a, half));
+    let is_small = b.push(Step::Or(is_small, is_half));
+    let r = b.select(is_small, small, big);
+    copysign(b, r, x)
+}
+
+/// `acos(x)`: π/2 − (x + x·r) for |x| ≤ 1/2; 2(s_hi + (c + s·r')) for x > 1/2 and
+/// π − 2(s + s·r' − π/2_lo) for x < −1/2, w = (1 − |x|)/2.
+fn acos(b: &mut Builder, x: usize) -> usize {
+    let a = fabs(b, x);
+    let z = b.mul(x, x);
+    let r = asin_series(b, z);
+    let plo = b.f(PI_2.1);
+    let xr = b.mul(x, r);
+    let t = b.sub(plo, xr);
+    let t = b.sub(x, t);
+    let phi = b.f(PI_2.0);
+    let small = b.sub(phi, t);
+    let one = b.f(1.0);
+    let l = b.sub(one, a);
+    let w = b.mulc(l, 0.5);
+    let (s, df, c) = sqrt_split(b, w);
+    let rw = asin_series(b, w);
+    let sr = b.mul(rw, s);
+    // x > 1/2.
+    let u = b.add(sr, c);
+    let v = b.add(df, u);
+    let pos = b.add(v, v);
+    // x < −1/2.
+    let u = b.sub(sr, plo);
+    let v = b.add(s, u);
+    let v2 = b.add(v, v);
+    let pi = b.f(PI.0);
+    let neg = b.sub(pi, v2);
+    let zero = b.f(0.0);
+    let is_neg = b.lt(x, zero);
+    let big = b.select(is_neg, neg, pos);
+    let half = b.f(0.5);
+    let is_small = b.push(Step::FLt(a, half));
+    let is_half = b.push(Step::FEq(a, half));
+    let is_small = b.push(Step::Or(is_small, is_half));
+    b.select(is_small, small, big)
+}
+
 /// 1/ln 10 as float64, and the parts of 1/ln 2, 1/ln 10 and log10(2) that float64 misses; the
 /// high part of log10(2) has 32 significant bits (so that `e · LOG10_2_HI` is exact).
 const INV_LN10: f64 = std::f64::consts::LOG10_E;
@@ -636,6 +922,67 @@ mod tests {
         }
     }
 
+    #[test]
+    fn inverse_trigonometric_within_one_ulp() {
+        let mut xs = edges();
+        xs.extend(xs.clone().iter().map(|x| -x).collect::<Vec<_>>());
+        xs.extend(sweep(-1.0, 1.0, 200_000, 8));
+        xs.extend(sweep(-40.0, 40.0, 100_000, 9));
+        xs.extend(positive(100_000, 10));
+        for (f, reference) in [
+            (MathFn::Atan, f64::atan as fn(f64) -> f64),
+            (MathFn::Asin, f64::asin),
+            (MathFn::Acos, f64::acos),
+        ] {
+            let (u, at) = worst(f, reference, &xs);
+            assert!(u <= 1, "{}: {u} ulp at {at:e}", f.name());
+        }
+    }
+
+    #[test]
+    fn atan2_within_one_ulp_and_its_special_cases() {
+        let r = Recipe::atan2();
+        let mut rng = Rng(11);
+        let mut pairs: Vec<(f64, f64)> = Vec::new();
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            3.5,
+            -2.25,
+            1e-310,
+            1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        for &y in &specials {
+            for &x in &specials {
+                pairs.push((y, x));
+            }
+        }
+        for _ in 0..200_000 {
+            let y = (rng.unit() - 0.5) * 20.0;
+            let x = (rng.unit() - 0.5) * 20.0;
+            pairs.push((y, x));
+            let (p, q) = (
+                f64::from_bits(rng.next() >> 2),
+                f64::from_bits(rng.next() >> 2),
+            );
+            pairs.push((p, -q));
+        }
+        let mut w = (0, 0.0, 0.0);
+        for (y, x) in pairs {
+            let d = ulps(r.eval2(y, x), y.atan2(x));
+            if d > w.0 {
+                w = (d, y, x);
+            }
+        }
+        assert!(w.0 <= 1, "atan2: {} ulp at ({:e}, {:e})", w.0, w.1, w.2);
+        assert_eq!(r.arity(), 2);
+    }
+
     /// (x, log10 x correctly rounded), as float64 bits: random normal numbers and cases where
     /// the host's log10 is more than 1 ulp off.
     const LOG10_CORRECTLY_ROUNDED: [(u64, u64); 23] = [
@@ -666,23 +1013,31 @@ mod tests {
 
     #[test]
     fn kinds_are_consistent() {
-        for f in [
+        let all = [
             MathFn::Exp,
             MathFn::Exp2,
             MathFn::Log,
             MathFn::Log2,
             MathFn::Log10,
-        ] {
-            let r = Recipe::for_math(f).expect("a recipe");
+            MathFn::Atan,
+            MathFn::Asin,
+            MathFn::Acos,
+        ];
+        for (f, r) in all
+            .iter()
+            .map(|&f| (f.name(), Recipe::for_math(f).expect("a recipe")))
+            .chain([("atan2", Recipe::atan2())])
+        {
             let k = r.kinds();
             assert_eq!(k.last(), Some(&Kind::F64));
             for (i, s) in r.steps.iter().enumerate() {
                 if let Step::Select(c, a, b) = *s {
-                    assert_eq!(k[c], Kind::Bool, "{} step {i}", f.name());
-                    assert_eq!(k[a], k[b], "{} step {i}", f.name());
+                    assert_eq!(k[c], Kind::Bool, "{f} step {i}");
+                    assert_eq!(k[a], k[b], "{f} step {i}");
                 }
             }
         }
         assert!(Recipe::for_math(MathFn::Sin).is_none());
+        assert_eq!(Recipe::for_math(MathFn::Atan).map(|r| r.arity()), Some(1));
     }
 }

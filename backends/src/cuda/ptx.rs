@@ -1169,7 +1169,16 @@ impl Emitter<'_> {
             // float64 transcendentals PTX lacks: ours (`devmath`).
             f if f64_ && Recipe::for_math(f).is_some() => {
                 let r = Recipe::for_math(f).ok_or("no recipe")?;
-                self.recipe(&r, d, x);
+                self.recipe(&r, d, &[x]);
+            }
+            // float32 atan, asin, acos: computed in float64 and rounded once (XPU §2.12's
+            // reference), by the same recipes.
+            MathFn::Atan | MathFn::Asin | MathFn::Acos => {
+                let r = Recipe::for_math(f).ok_or("no recipe")?;
+                let (w, v) = (self.tmp("f64"), self.tmp("f64"));
+                self.ins(format!("cvt.f64.f32 {w}, {x}"));
+                self.recipe(&r, &v, &[&w]);
+                self.ins(format!("cvt.rn.f32.f64 {d}, {v}"));
             }
             other => {
                 return Err(format!(
@@ -1184,7 +1193,7 @@ impl Emitter<'_> {
 
     /// `d := ` recipe `r` (see [`crate::devmath`]) at float64 register `x`: one instruction per
     /// step; `.rn` on every float operation, so that ptxas fuses none into an `fma`.
-    fn recipe(&mut self, r: &Recipe, d: &str, x: &str) {
+    fn recipe(&mut self, r: &Recipe, d: &str, args: &[&str]) {
         let kinds = r.kinds();
         let mut v: Vec<String> = Vec::with_capacity(r.steps.len());
         for (step, kind) in r.steps.iter().zip(&kinds) {
@@ -1194,7 +1203,7 @@ impl Emitter<'_> {
                 devmath::Kind::Bool => self.tmp("pred"),
             };
             let line = match *step {
-                Step::Arg => format!("mov.f64 {w}, {x}"),
+                Step::Arg(n) => format!("mov.f64 {w}, {}", args[usize::from(n)]),
                 Step::F(c) => format!("mov.f64 {w}, 0d{:016X}", c.to_bits()),
                 Step::I(c) => format!("mov.b64 {w}, 0x{:016X}", c as u64),
                 Step::FAdd(p, q) => format!("add.rn.f64 {w}, {}, {}", v[p], v[q]),
@@ -1202,6 +1211,7 @@ impl Emitter<'_> {
                 Step::FMul(p, q) => format!("mul.rn.f64 {w}, {}, {}", v[p], v[q]),
                 Step::FDiv(p, q) => format!("div.rn.f64 {w}, {}, {}", v[p], v[q]),
                 Step::Floor(p) => format!("cvt.rmi.f64.f64 {w}, {}", v[p]),
+                Step::Sqrt(p) => format!("sqrt.rn.f64 {w}, {}", v[p]),
                 Step::FToI(p) => format!("cvt.rzi.s64.f64 {w}, {}", v[p]),
                 Step::IToF(p) => format!("cvt.rn.f64.s64 {w}, {}", v[p]),
                 Step::Bits(p) | Step::FromBits(p) => format!("mov.b64 {w}, {}", v[p]),
@@ -1472,7 +1482,16 @@ impl Emitter<'_> {
                     self.ins(format!("selp.u32 {a}, 1, 0, {p}"));
                 }
                 "pow" if s == Scalar::F32 => self.pow_f32(&a, &b, &c),
-                "pow" | "atan2" => {
+                // atan2(y, x): ours (`devmath`); float32 computed in float64, rounded once.
+                "atan2" if s == Scalar::F64 => self.recipe(&Recipe::atan2(), &a, &[&b, &c]),
+                "atan2" => {
+                    let (y, x, v) = (self.tmp("f64"), self.tmp("f64"), self.tmp("f64"));
+                    self.ins(format!("cvt.f64.f32 {y}, {b}"));
+                    self.ins(format!("cvt.f64.f32 {x}, {c}"));
+                    self.recipe(&Recipe::atan2(), &v, &[&y, &x]);
+                    self.ins(format!("cvt.rn.f32.f64 {a}, {v}"));
+                }
+                "pow" => {
                     return Err(format!(
                         "Math.{name} on {} is not available on the cuda backend yet",
                         s.name()

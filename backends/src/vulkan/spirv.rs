@@ -2033,7 +2033,14 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let v = self.atan2_signs(x, y, v)?;
                 self.store(a, v)?;
             }
-            Op::PowF64 | Op::Atan2F64 => {
+            Op::Atan2F64 => {
+                // GLSL.std.450 has no float64 atan2: ours (`devmath`).
+                let y = self.load(b)?;
+                let x = self.load(c)?;
+                let v = self.recipe(&Recipe::atan2(), &[y, x])?;
+                self.store(a, v)?;
+            }
+            Op::PowF64 => {
                 return Err(format!(
                     "{} on float64 (GLSL.std.450 has no float64 transcendentals)",
                     i.op.mnemonic()
@@ -2711,7 +2718,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             }
             _ if s == Scalar::F64 => match Recipe::for_math(f) {
                 // GLSL.std.450 has no float64 transcendentals: ours (`devmath`).
-                Some(r) => self.recipe(&r, x)?,
+                Some(r) => self.recipe(&r, &[x])?,
                 None => {
                     return Err(format!(
                         "Math.{} on float64 (GLSL.std.450 has no float64 transcendentals)",
@@ -2755,13 +2762,13 @@ impl<'a, 'm> FnCx<'a, 'm> {
 
     /// The float64 value of recipe `r` (see [`crate::devmath`]) at `x`: one instruction per
     /// step, float operations without contraction (each rounds once, as the recipe assumes).
-    fn recipe(&mut self, r: &Recipe, x: Word) -> R<Word> {
+    fn recipe(&mut self, r: &Recipe, args: &[Word]) -> R<Word> {
         let (f, i, tb) = (self.cx.f64t(), self.cx.u64t(), self.cx.t_bool);
         let mut v: Vec<Word> = Vec::with_capacity(r.steps.len());
         let kinds = r.kinds();
         for step in &r.steps {
             let w = match *step {
-                Step::Arg => x,
+                Step::Arg(n) => *args.get(usize::from(n)).ok_or("a recipe argument")?,
                 Step::F(c) => self.cx.konst(f, c.to_bits()),
                 Step::I(c) => self.cx.konst(i, c as u64),
                 Step::FAdd(p, q) | Step::FSub(p, q) | Step::FMul(p, q) | Step::FDiv(p, q) => {
@@ -2777,6 +2784,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     w
                 }
                 Step::Floor(p) => self.cx.glsl1(f, GLOp::Floor, v[p])?,
+                Step::Sqrt(p) => self.cx.glsl1(f, GLOp::Sqrt, v[p])?,
                 Step::FToI(p) => self.b().convert_f_to_s(i, None, v[p]).map_err(be)?,
                 Step::IToF(p) => self.b().convert_s_to_f(f, None, v[p]).map_err(be)?,
                 Step::Bits(p) => self.b().bitcast(i, None, v[p]).map_err(be)?,
