@@ -199,6 +199,11 @@ pub struct Target {
     /// constant +0.0 (`x + 0 → x`, `x * 0 → 0`, `0 / x → 0`, `x / 0 → undef`), wrong for
     /// -0.0, infinities and NaN; and NIR folds constant expressions into such operands.
     pub opaque_float_constants: bool,
+    /// Compute float32 `atan`, `asin`, `acos` and `atan2` as XPU §2.12's reference does — in
+    /// float64, rounded once — with the float64 recipes of [`crate::devmath`], not the
+    /// driver's GLSL functions (lavapipe's are thousands of ulps off: `asin` up to ~3 800).
+    /// Needs float64 on the device.
+    pub float32_inverse_trig_in_float64: bool,
 }
 
 impl Target {
@@ -207,6 +212,7 @@ impl Target {
         relaxed_atomics: true,
         drain_returns: true,
         opaque_float_constants: true,
+        float32_inverse_trig_in_float64: true,
     };
 }
 
@@ -2029,8 +2035,12 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let x = self.load(b)?;
                 let y = self.load(c)?;
                 let t = self.cx.t_f32;
-                let v = self.cx.glsl2(t, GLOp::Atan2, x, y)?;
-                let v = self.atan2_signs(x, y, v)?;
+                let v = if self.cx.target.float32_inverse_trig_in_float64 {
+                    self.f32_by_recipe(&Recipe::atan2(), &[x, y])?
+                } else {
+                    let v = self.cx.glsl2(t, GLOp::Atan2, x, y)?;
+                    self.atan2_signs(x, y, v)?
+                };
                 self.store(a, v)?;
             }
             Op::Atan2F64 => {
@@ -2735,6 +2745,12 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let v = self.cx.glsl1(t, GLOp::Tan, x)?;
                 self.zero_fixed_f32(x, v)?
             }
+            MathFn::Asin | MathFn::Acos | MathFn::Atan
+                if self.cx.target.float32_inverse_trig_in_float64 =>
+            {
+                let r = Recipe::for_math(f).ok_or("no recipe")?;
+                self.f32_by_recipe(&r, &[x])?
+            }
             MathFn::Asin => {
                 let v = self.cx.glsl1(t, GLOp::Asin, x)?;
                 self.odd_f32(x, v)?
@@ -2815,6 +2831,17 @@ impl<'a, 'm> FnCx<'a, 'm> {
         v.last()
             .copied()
             .ok_or_else(|| "an empty recipe".to_string())
+    }
+
+    /// A float32 function computed by float64 recipe `r` on float32 `args`, rounded once.
+    fn f32_by_recipe(&mut self, r: &Recipe, args: &[Word]) -> R<Word> {
+        let (f, d) = (self.cx.t_f32, self.cx.f64t());
+        let mut wide = Vec::with_capacity(args.len());
+        for &a in args {
+            wide.push(self.b().f_convert(d, None, a).map_err(be)?);
+        }
+        let v = self.recipe(r, &wide)?;
+        self.b().f_convert(f, None, v).map_err(be)
     }
 
     fn geom(&mut self, sel: u16) -> R<Word> {
