@@ -199,11 +199,12 @@ pub struct Target {
     /// constant +0.0 (`x + 0 → x`, `x * 0 → 0`, `0 / x → 0`, `x / 0 → undef`), wrong for
     /// -0.0, infinities and NaN; and NIR folds constant expressions into such operands.
     pub opaque_float_constants: bool,
-    /// Compute float32 `atan`, `asin`, `acos` and `atan2` as XPU §2.12's reference does — in
-    /// float64, rounded once — with the float64 recipes of [`crate::devmath`], not the
-    /// driver's GLSL functions (lavapipe's are thousands of ulps off: `asin` up to ~3 800).
-    /// Needs float64 on the device.
-    pub float32_inverse_trig_in_float64: bool,
+    /// Compute the float32 `Math` functions that have a float64 recipe in [`crate::devmath`]
+    /// (`exp`, `exp2`, `log`, `log2`, `log10`, `atan`, `asin`, `acos`, `atan2`) as XPU
+    /// §2.12's reference does — in float64, rounded once — rather than with the driver's GLSL
+    /// functions (lavapipe's `asin` is up to ~3 800 ulps off, its `log` of a subnormal that of
+    /// 2^−127). Needs float64 on the device.
+    pub float32_math_in_float64: bool,
 }
 
 impl Target {
@@ -212,7 +213,7 @@ impl Target {
         relaxed_atomics: true,
         drain_returns: true,
         opaque_float_constants: true,
-        float32_inverse_trig_in_float64: true,
+        float32_math_in_float64: true,
     };
 }
 
@@ -2035,7 +2036,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let x = self.load(b)?;
                 let y = self.load(c)?;
                 let t = self.cx.t_f32;
-                let v = if self.cx.target.float32_inverse_trig_in_float64 {
+                let v = if self.cx.target.float32_math_in_float64 {
                     self.f32_by_recipe(&Recipe::atan2(), &[x, y])?
                 } else {
                     let v = self.cx.glsl2(t, GLOp::Atan2, x, y)?;
@@ -2745,9 +2746,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let v = self.cx.glsl1(t, GLOp::Tan, x)?;
                 self.zero_fixed_f32(x, v)?
             }
-            MathFn::Asin | MathFn::Acos | MathFn::Atan
-                if self.cx.target.float32_inverse_trig_in_float64 =>
-            {
+            _ if self.cx.target.float32_math_in_float64 && Recipe::for_math(f).is_some() => {
                 let r = Recipe::for_math(f).ok_or("no recipe")?;
                 self.f32_by_recipe(&r, &[x])?
             }
