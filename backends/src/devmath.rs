@@ -59,7 +59,12 @@ pub enum Step {
     ILt(usize, usize),
     /// Boolean or.
     Or(usize, usize),
-    /// `cond ? a : b`, on two float64 or two int64 values.
+    /// Boolean and.
+    And(usize, usize),
+    /// Boolean not.
+    Not(usize),
+    /// `cond ? a : b`, on two float64 or two int64 values (never on booleans: use
+    /// [`Step::And`], [`Step::Or`], [`Step::Not`]).
     Select(usize, usize, usize),
 }
 
@@ -111,6 +116,15 @@ impl Recipe {
         Recipe { steps: b.steps }
     }
 
+    /// The recipe for float64 `Math.pow(x, y)` (arguments 0 and 1).
+    pub fn pow() -> Recipe {
+        let mut b = Builder::default();
+        let x = b.push(Step::Arg(0));
+        let y = b.push(Step::Arg(1));
+        pow(&mut b, x, y);
+        Recipe { steps: b.steps }
+    }
+
     /// How many arguments the recipe reads.
     pub fn arity(&self) -> usize {
         self.steps
@@ -134,7 +148,8 @@ impl Recipe {
                 Step::I(_) | Step::FToI(_) | Step::Bits(_) => Kind::I64,
                 Step::IAdd(..) | Step::IAnd(..) | Step::IOr(..) => Kind::I64,
                 Step::Shl(..) | Step::Shr(..) => Kind::I64,
-                Step::FLt(..) | Step::FEq(..) | Step::ILt(..) | Step::Or(..) => Kind::Bool,
+                Step::FLt(..) | Step::FEq(..) | Step::ILt(..) => Kind::Bool,
+                Step::Or(..) | Step::And(..) | Step::Not(_) => Kind::Bool,
                 Step::Select(_, a, _) => k[a],
             };
             k.push(kind);
@@ -189,6 +204,8 @@ impl Recipe {
                 Step::FEq(p, q) => Val::B(f(&v, p) == f(&v, q)),
                 Step::ILt(p, q) => Val::B(int(&v, p) < int(&v, q)),
                 Step::Or(p, q) => Val::B(b(&v, p) || b(&v, q)),
+                Step::And(p, q) => Val::B(b(&v, p) && b(&v, q)),
+                Step::Not(p) => Val::B(!b(&v, p)),
                 Step::Select(c, p, q) => {
                     if b(&v, c) {
                         v[p]
@@ -393,10 +410,10 @@ enum Base {
     Ten,
 }
 
-/// `log_base(x)`.
-fn log(b: &mut Builder, x: usize, base: Base) -> usize {
-    // Subnormals are scaled by 2^54 first; the clamp keeps the finite path's input a positive
-    // normal number (0, negatives, inf and NaN choose their results at the end).
+/// `x = 2^e · m` with `m ∈ [√2/2, √2)` and `e` an integral float64, for the finite path of a
+/// logarithm: subnormals are scaled by 2^54 first, and the clamp makes anything else (0,
+/// negatives, inf, NaN: their results are chosen by the caller) a positive normal number.
+fn exponent_split(b: &mut Builder, x: usize) -> (usize, usize) {
     let tiny = b.f(f64::MIN_POSITIVE);
     let is_sub = b.lt(x, tiny);
     let lifted = b.mulc(x, f64::from_bits(0x4350_0000_0000_0000)); // 2^54
@@ -423,6 +440,12 @@ fn log(b: &mut Builder, x: usize, base: Base) -> usize {
     let e = b.push(Step::IAdd(ebits, bias));
     let e = b.push(Step::IAdd(e, adj));
     let e = b.push(Step::IToF(e));
+    (e, m)
+}
+
+/// `log_base(x)`.
+fn log(b: &mut Builder, x: usize, base: Base) -> usize {
+    let (e, m) = exponent_split(b, x);
     // log(m) = log(1 + f) = f − h + s·(h + R), h = f²/2, s = f/(2 + f), R = Σ 2z^i/(2i+1)
     // with z = s² ≤ 0.0295 (ten terms: the tail is below 2^−58 of the result).
     let one = b.f(1.0);
@@ -748,6 +771,183 @@ fn acos(b: &mut Builder, x: usize) -> usize {
     b.select(is_small, small, big)
 }
 
+/// `a + b` as an unevaluated sum `(s, err)`, exactly (Knuth's TwoSum).
+fn two_sum(b: &mut Builder, x: usize, y: usize) -> (usize, usize) {
+    let s = b.add(x, y);
+    let bb = b.sub(s, x);
+    let t = b.sub(s, bb);
+    let da = b.sub(x, t);
+    let db = b.sub(y, bb);
+    let e = b.add(da, db);
+    (s, e)
+}
+
+/// `x · y` as `(p, err)`, exactly (Dekker, both operands split; |x|, |y| < 2^996).
+fn two_product_var(b: &mut Builder, x: usize, y: usize) -> (usize, usize) {
+    const SPLIT: f64 = 134_217_729.0;
+    let (x1, x2) = split(b, x, SPLIT);
+    let (y1, y2) = split(b, y, SPLIT);
+    let p = b.mul(x, y);
+    let p11 = b.mul(x1, y1);
+    let e = b.sub(p11, p);
+    let p12 = b.mul(x1, y2);
+    let e = b.add(e, p12);
+    let p21 = b.mul(x2, y1);
+    let e = b.add(e, p21);
+    let p22 = b.mul(x2, y2);
+    let e = b.add(e, p22);
+    (p, e)
+}
+
+/// `ln(x)` as a double-double `(hi, lo)`, to about 2^−64 relative, for a positive normal
+/// finite `x` (what `pow` needs: its result's relative error is `|y|` times this one's
+/// absolute error). 2·atanh(s), s = f/(2 + f), with s, s³ and the 2s³/3 term in double-double.
+fn log_dd(b: &mut Builder, x: usize) -> (usize, usize) {
+    let (e, m) = exponent_split(b, x);
+    let one = b.f(1.0);
+    let f = b.sub(m, one);
+    let two = b.f(2.0);
+    // d = 2 + f exactly as d + d_lo.
+    let d = b.add(two, f);
+    let t = b.sub(two, d);
+    let d_lo = b.add(t, f);
+    // s = s_hi + s_lo: s_lo = (f − s_hi·d − s_hi·d_lo) / d.
+    let s_hi = b.push(Step::FDiv(f, d));
+    let (p, perr) = two_product_var(b, s_hi, d);
+    let r = b.sub(f, p);
+    let r = b.sub(r, perr);
+    let sd = b.mul(s_hi, d_lo);
+    let r = b.sub(r, sd);
+    let s_lo = b.push(Step::FDiv(r, d));
+    // z = s² and s³ = c_hi + c_lo.
+    let (z_hi, z_lo) = two_product_var(b, s_hi, s_hi);
+    let (c_hi, c_err) = two_product_var(b, s_hi, z_hi);
+    let u = b.mul(s_hi, z_lo);
+    let zs = b.mul(z_hi, s_lo);
+    let zs3 = b.mulc(zs, 3.0);
+    let c_lo = b.add(u, zs3);
+    let c_lo = b.add(c_err, c_lo);
+    // (2/3)·s³ in double-double, 2/3 = T_HI + T_LO.
+    const T_HI: f64 = 2.0 / 3.0;
+    const T_LO: f64 = 3.700_743_415_417_188e-17;
+    let (t3, t3_err) = two_product(b, c_hi, T_HI);
+    let a1 = b.mulc(c_lo, T_HI);
+    let a2 = b.mulc(c_hi, T_LO);
+    let t3_lo = b.add(a1, a2);
+    let t3_lo = b.add(t3_err, t3_lo);
+    // The rest, s⁵·(2/5 + 2z/7 + …) to z^10, in plain float64 (at most ~2^−12 of the result).
+    let mut q = b.f(2.0 / 25.0);
+    for i in (2..12).rev() {
+        let mm = b.mul(q, z_hi);
+        let c = b.f(2.0 / f64::from(2 * i + 1));
+        q = b.add(mm, c);
+    }
+    let s5 = b.mul(c_hi, z_hi);
+    let rest = b.mul(s5, q);
+    // log(m) = 2s_hi + (2s_lo + t3 + t3_lo + rest).
+    let s2 = b.add(s_hi, s_hi);
+    let (a_hi, a_err) = two_sum(b, s2, t3);
+    let sl2 = b.add(s_lo, s_lo);
+    let lo = b.add(t3_lo, rest);
+    let lo = b.add(sl2, lo);
+    let lo = b.add(a_err, lo);
+    // + e·ln 2 (e·LN2_HI exact).
+    let ehi = b.mulc(e, LN2_HI);
+    let elo = b.mulc(e, LN2_LO);
+    let (l_hi, l_err) = two_sum(b, ehi, a_hi);
+    let lo = b.add(lo, elo);
+    let lo = b.add(l_err, lo);
+    let h = b.add(l_hi, lo);
+    let t = b.sub(h, l_hi);
+    let l = b.sub(lo, t);
+    (h, l)
+}
+
+/// `pow(x, y)` with C99 Annex F's special cases: |x|^y = e^(y·ln|x|) with the logarithm and
+/// the product in double-double, the sign of x for an odd integer y, NaN for a negative finite
+/// x and a non-integer y.
+fn pow(b: &mut Builder, x: usize, y: usize) -> usize {
+    let ax = fabs(b, x);
+    let (l_hi, l_lo) = log_dd(b, ax);
+    // Beyond 2^900 every |y|·|ln x| (x ≠ 1) over- or underflows: clamped, the split is safe.
+    let yc = b.clamp(
+        y,
+        -f64::from_bits(0x7830_0000_0000_0000),
+        f64::from_bits(0x7830_0000_0000_0000),
+    );
+    let (p_hi, p_err) = two_product_var(b, yc, l_hi);
+    let yl = b.mul(yc, l_lo);
+    let p_lo = b.add(p_err, yl);
+    let hi = b.add(p_hi, p_lo);
+    let t = b.sub(hi, p_hi);
+    let lo = b.sub(p_lo, t);
+    // Out of exp's range: the clamp decides (0 or +inf), the low part no longer matters.
+    let hc = b.clamp(hi, -746.0, 710.0);
+    let inside = b.push(Step::FEq(hc, hi));
+    let zero = b.f(0.0);
+    let lo = b.select(inside, lo, zero);
+    let mag = exp_dd(b, hi, hc, lo, f64::from_bits(0x4086_2E42_FEFA_39EF));
+    // A result at the overflow edge whose bits passed +inf's: +inf.
+    let inf = b.f(f64::INFINITY);
+    let mb = b.push(Step::Bits(mag));
+    let ib = b.i(0x7FF0_0000_0000_0000);
+    let over = b.push(Step::ILt(ib, mb));
+    let mag = b.select(over, inf, mag);
+    // |x| = 0: +0 for y > 0, +inf for y < 0; |x| = inf: the other way round.
+    let y_pos = b.lt(zero, y);
+    let x0 = b.push(Step::FEq(ax, zero));
+    let at0 = b.select(y_pos, zero, inf);
+    let mag = b.select(x0, at0, mag);
+    let xinf = b.push(Step::FEq(ax, inf));
+    let atinf = b.select(y_pos, inf, zero);
+    let mag = b.select(xinf, atinf, mag);
+    // y an integer (every |y| ≥ 2^53 is an even one), odd when its last bit is set.
+    let fl = b.push(Step::Floor(yc));
+    let y_int = b.push(Step::FEq(fl, yc));
+    let ay = fabs(b, yc);
+    let two53 = b.f(9_007_199_254_740_992.0);
+    let small = b.lt(ay, two53);
+    let yi_src = b.select(small, yc, zero);
+    let yi = b.push(Step::FToI(yi_src));
+    let onei = b.i(1);
+    let last = b.push(Step::IAnd(yi, onei));
+    let zi = b.i(0);
+    let odd_bit = b.push(Step::ILt(zi, last));
+    let y_odd = b.push(Step::And(y_int, odd_bit));
+    let xb = b.push(Step::Bits(x));
+    let x_neg = b.push(Step::ILt(xb, zi));
+    let flip = b.push(Step::And(x_neg, y_odd));
+    let m1 = b.f(-1.0);
+    let neg = copysign(b, mag, m1);
+    let r = b.select(flip, neg, mag);
+    // A negative finite x and a non-integer y: NaN.
+    let ninf = b.f(f64::NEG_INFINITY);
+    let below = b.lt(x, zero);
+    let finite = b.lt(ninf, x);
+    let neg_finite = b.push(Step::And(below, finite));
+    let not_int = b.push(Step::Not(y_int));
+    let bad = b.push(Step::And(neg_finite, not_int));
+    let nan = b.f(f64::NAN);
+    let r = b.select(bad, nan, r);
+    // NaN in: NaN out; then the cases that are 1 whatever the other operand: y = ±0, x = 1,
+    // x = −1 with y = ±inf.
+    let nx = b.push(Step::FEq(x, x));
+    let ny = b.push(Step::FEq(y, y));
+    let q = b.add(x, y);
+    let r = b.select(nx, r, q);
+    let r = b.select(ny, r, q);
+    let onef = b.f(1.0);
+    let y0 = b.push(Step::FEq(y, zero));
+    let r = b.select(y0, onef, r);
+    let x1 = b.push(Step::FEq(x, onef));
+    let r = b.select(x1, onef, r);
+    let xm1 = b.push(Step::FEq(x, m1));
+    let ayf = fabs(b, y);
+    let yinf = b.push(Step::FEq(ayf, inf));
+    let both = b.push(Step::And(xm1, yinf));
+    b.select(both, onef, r)
+}
+
 /// 1/ln 10 as float64, and the parts of 1/ln 2, 1/ln 10 and log10(2) that float64 misses; the
 /// high part of log10(2) has 32 significant bits (so that `e · LOG10_2_HI` is exact).
 const INV_LN10: f64 = std::f64::consts::LOG10_E;
@@ -983,6 +1183,67 @@ mod tests {
         assert_eq!(r.arity(), 2);
     }
 
+    #[test]
+    fn pow_within_one_ulp_and_its_special_cases() {
+        let r = Recipe::pow();
+        let mut rng = Rng(12);
+        let mut pairs: Vec<(f64, f64)> = Vec::new();
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            2.0,
+            -2.0,
+            3.0,
+            -3.0,
+            2.5,
+            1e-310,
+            1e300,
+            -1e300,
+            9_007_199_254_740_993.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        for &x in &specials {
+            for &y in &specials {
+                pairs.push((x, y));
+            }
+        }
+        for _ in 0..200_000 {
+            // Results over the whole range: |y·ln x| up to ~750.
+            let x = f64::from_bits(rng.next() % 0x7FF0_0000_0000_0000);
+            let lx = x.ln().abs().max(1e-300);
+            let y = (rng.unit() - 0.5) * 1500.0 / lx;
+            pairs.push((x, y));
+            let x = rng.unit() * 40.0;
+            let y = (rng.unit() - 0.5) * 60.0;
+            pairs.push((x, y));
+            // Negative bases with integer exponents.
+            let y = ((rng.unit() - 0.5) * 200.0).round();
+            pairs.push((-rng.unit() * 30.0, y));
+        }
+        let mut w = (0, 0.0, 0.0);
+        for (x, y) in pairs {
+            let d = ulps(r.eval2(x, y), x.powf(y));
+            if d > w.0 {
+                w = (d, x, y);
+            }
+        }
+        assert!(
+            w.0 <= 1,
+            "pow: {} ulp at ({:e}, {:e}): {:e} vs {:e}",
+            w.0,
+            w.1,
+            w.2,
+            r.eval2(w.1, w.2),
+            w.1.powf(w.2)
+        );
+    }
+
     /// (x, log10 x correctly rounded), as float64 bits: random normal numbers and cases where
     /// the host's log10 is more than 1 ulp off.
     const LOG10_CORRECTLY_ROUNDED: [(u64, u64); 23] = [
@@ -1026,7 +1287,7 @@ mod tests {
         for (f, r) in all
             .iter()
             .map(|&f| (f.name(), Recipe::for_math(f).expect("a recipe")))
-            .chain([("atan2", Recipe::atan2())])
+            .chain([("atan2", Recipe::atan2()), ("pow", Recipe::pow())])
         {
             let k = r.kinds();
             assert_eq!(k.last(), Some(&Kind::F64));
@@ -1034,6 +1295,7 @@ mod tests {
                 if let Step::Select(c, a, b) = *s {
                     assert_eq!(k[c], Kind::Bool, "{f} step {i}");
                     assert_eq!(k[a], k[b], "{f} step {i}");
+                    assert_ne!(k[a], Kind::Bool, "{f} step {i}: a boolean select");
                 }
             }
         }

@@ -1225,6 +1225,8 @@ impl Emitter<'_> {
                 Step::FEq(p, q) => format!("setp.eq.f64 {w}, {}, {}", v[p], v[q]),
                 Step::ILt(p, q) => format!("setp.lt.s64 {w}, {}, {}", v[p], v[q]),
                 Step::Or(p, q) => format!("or.pred {w}, {}, {}", v[p], v[q]),
+                Step::And(p, q) => format!("and.pred {w}, {}, {}", v[p], v[q]),
+                Step::Not(p) => format!("not.pred {w}, {}", v[p]),
                 Step::Select(c, p, q) => {
                     let ty = if kinds[p] == devmath::Kind::F64 {
                         "f64"
@@ -1491,6 +1493,7 @@ impl Emitter<'_> {
                     self.recipe(&Recipe::atan2(), &v, &[&y, &x]);
                     self.ins(format!("cvt.rn.f32.f64 {a}, {v}"));
                 }
+                "pow" if s == Scalar::F64 => self.recipe(&Recipe::pow(), &a, &[&b, &c]),
                 "pow" => {
                     return Err(format!(
                         "Math.{name} on {} is not available on the cuda backend yet",

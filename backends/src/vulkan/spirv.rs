@@ -200,7 +200,7 @@ pub struct Target {
     /// -0.0, infinities and NaN; and NIR folds constant expressions into such operands.
     pub opaque_float_constants: bool,
     /// Compute the float32 `Math` functions that have a float64 recipe in [`crate::devmath`]
-    /// (`exp`, `exp2`, `log`, `log2`, `log10`, `atan`, `asin`, `acos`, `atan2`) as XPU
+    /// (`exp`, `exp2`, `log`, `log2`, `log10`, `atan`, `asin`, `acos`, `atan2`, `pow`) as XPU
     /// §2.12's reference does — in float64, rounded once — rather than with the driver's GLSL
     /// functions (lavapipe's `asin` is up to ~3 800 ulps off, its `log` of a subnormal that of
     /// 2^−127). Needs float64 on the device.
@@ -2029,7 +2029,11 @@ impl<'a, 'm> FnCx<'a, 'm> {
             Op::PowF32 => {
                 let x = self.load(b)?;
                 let y = self.load(c)?;
-                let v = self.pow_f32(x, y)?;
+                let v = if self.cx.target.float32_math_in_float64 {
+                    self.f32_by_recipe(&Recipe::pow(), &[x, y])?
+                } else {
+                    self.pow_f32(x, y)?
+                };
                 self.store(a, v)?;
             }
             Op::Atan2F32 => {
@@ -2052,10 +2056,11 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 self.store(a, v)?;
             }
             Op::PowF64 => {
-                return Err(format!(
-                    "{} on float64 (GLSL.std.450 has no float64 transcendentals)",
-                    i.op.mnemonic()
-                ))
+                // GLSL.std.450 has no float64 pow: ours (`devmath`).
+                let x = self.load(b)?;
+                let y = self.load(c)?;
+                let v = self.recipe(&Recipe::pow(), &[x, y])?;
+                self.store(a, v)?;
             }
             Op::FmaF32 | Op::FmaF64 => {
                 // Not GLSL `Fma`: drivers may evaluate it unfused (`spirv/fma.rs`).
@@ -2820,6 +2825,8 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 Step::FEq(p, q) => self.b().f_ord_equal(tb, None, v[p], v[q]).map_err(be)?,
                 Step::ILt(p, q) => self.b().s_less_than(tb, None, v[p], v[q]).map_err(be)?,
                 Step::Or(p, q) => self.b().logical_or(tb, None, v[p], v[q]).map_err(be)?,
+                Step::And(p, q) => self.b().logical_and(tb, None, v[p], v[q]).map_err(be)?,
+                Step::Not(p) => self.b().logical_not(tb, None, v[p]).map_err(be)?,
                 Step::Select(c, p, q) => {
                     let t = if kinds[p] == devmath::Kind::F64 { f } else { i };
                     self.b().select(t, None, v[c], v[p], v[q]).map_err(be)?
