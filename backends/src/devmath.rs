@@ -9,8 +9,8 @@
 //! chosen by [`Step::Select`], and arguments are clamped first so that no conversion is ever
 //! out of range (a GPU's out-of-range conversion is undefined).
 //!
-//! The functions: `exp`, `exp2`, `log`, `log2`, `log10`, `atan`, `asin`, `acos` ([`Recipe::for_math`]),
-//! `atan2` and `pow` (two arguments). Techniques: Cody–Waite reduction by ln 2 and a Taylor
+//! The functions: `exp`, `exp2`, `log`, `log2`, `log10`, `atan`, `asin`, `acos`
+//! ([`Recipe::for_math`]), `atan2` and `pow` (two arguments). Techniques: Cody–Waite reduction by ln 2 and a Taylor
 //! polynomial for the exponentials; `2·atanh(f/(2 + f))` for the logarithms; breakpoints at
 //! 7/16, 11/16, 19/16, 39/16 for `atan`; `π/2 − 2·asin(√((1 − x)/2))` above 1/2 for `asin` and
 //! `acos`; `pow` as `exp` of `y·ln x` with the logarithm and the product in double-double.
