@@ -383,23 +383,8 @@ fn exp2(b: &mut Builder, x: usize) -> usize {
 /// `a · c` as an unevaluated sum `hi + lo` (exact for |a| ≤ 1): Dekker's product with
 /// Veltkamp splits.
 fn two_product(b: &mut Builder, a: usize, c: f64) -> (usize, usize) {
-    const SPLIT: f64 = 134_217_729.0; // 2^27 + 1
-    let (a1, a2) = split(b, a, SPLIT);
-    let c1 = {
-        let t = SPLIT * c;
-        t - (t - c)
-    };
-    let c2 = c - c1;
-    let hi = b.mulc(a, c);
-    let p11 = b.mulc(a1, c1);
-    let e = b.sub(p11, hi);
-    let p12 = b.mulc(a1, c2);
-    let e = b.add(e, p12);
-    let p21 = b.mulc(a2, c1);
-    let e = b.add(e, p21);
-    let p22 = b.mulc(a2, c2);
-    let lo = b.add(e, p22);
-    (hi, lo)
+    let c = b.f(c);
+    two_product_var(b, a, c)
 }
 
 /// Veltkamp's split of `a` (|a| ≤ 1, so `SPLIT · a` cannot overflow) into 26-bit halves.
