@@ -172,36 +172,11 @@ fn all_ops_kernel() -> Module {
             }
         }
     }
+    // Every Math function on both float types: the exact ones as instructions, the float32
+    // transcendentals as the hardware approximations or our recipes, the float64 ones as
+    // recipes (`devmath`).
     for f in MathFn::ALL {
-        let exact = matches!(
-            f,
-            MathFn::Sqrt
-                | MathFn::Floor
-                | MathFn::Ceil
-                | MathFn::Trunc
-                | MathFn::Round
-                | MathFn::Abs
-                | MathFn::Rsqrt
-        );
-        let approx_f32 = matches!(
-            f,
-            MathFn::Exp
-                | MathFn::Exp2
-                | MathFn::Log
-                | MathFn::Log2
-                | MathFn::Log10
-                | MathFn::Sin
-                | MathFn::Cos
-                | MathFn::Tan
-        );
-        let ops: &[(Op, Scalar)] = if exact {
-            &[(Op::Math1F32, Scalar::F32), (Op::Math1F64, Scalar::F64)]
-        } else if approx_f32 {
-            &[(Op::Math1F32, Scalar::F32)]
-        } else {
-            &[]
-        };
-        for &(op, t) in ops {
+        for (op, t) in [(Op::Math1F32, Scalar::F32), (Op::Math1F64, Scalar::F64)] {
             let a = new_reg(&mut regs, Type::Scalar(t));
             let b = new_reg(&mut regs, Type::Scalar(t));
             code.push(Instr::new(op, a, b, f as u16));
@@ -420,22 +395,18 @@ fn refusals_are_errors_naming_the_cause() {
     assert!(ptx::lower(&ok, 0, "sm_90a").is_ok());
     assert!(ptx::lower(&ok, 7, "sm_90").is_err());
 
-    let sin = k(
-        vec![Instr::new(Op::Math1F64, 0, 0, MathFn::Sin as u16), ret],
-        vec![Type::Scalar(Scalar::F64)],
-    );
-    let e = ptx::lower(&sin, 0, "sm_90").expect_err("sin");
-    assert!(e.message.contains("Math.sin on float64"), "{e}");
-    let pow = k(
-        vec![Instr::new(Op::PowF64, 0, 0, 0), ret],
-        vec![Type::Scalar(Scalar::F64)],
-    );
-    // float64 pow has a recipe (`devmath`): lowered, with no fused operation.
-    let text = ptx::lower(&pow, 0, "sm_90").expect("pow").text;
-    assert!(
-        text.contains("mul.rn.f64") && !text.contains("fma"),
-        "{text}"
-    );
+    // float64 sin and pow have recipes (`devmath`): lowered, with no fused operation.
+    for ins in [
+        Instr::new(Op::Math1F64, 0, 0, MathFn::Sin as u16),
+        Instr::new(Op::PowF64, 0, 0, 0),
+    ] {
+        let f = k(vec![ins, ret], vec![Type::Scalar(Scalar::F64)]);
+        let text = ptx::lower(&f, 0, "sm_90").expect("a recipe").text;
+        assert!(
+            text.contains("mul.rn.f64") && !text.contains("fma"),
+            "{text}"
+        );
+    }
 
     let print = k(vec![Instr::new(Op::Print, 0, 0, 0), ret], vec![Type::Str]);
     let e = ptx::lower(&print, 0, "sm_90").expect_err("print");

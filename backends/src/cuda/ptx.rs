@@ -1216,14 +1216,30 @@ impl Emitter<'_> {
                 Step::IToF(p) => format!("cvt.rn.f64.s64 {w}, {}", v[p]),
                 Step::Bits(p) | Step::FromBits(p) => format!("mov.b64 {w}, {}", v[p]),
                 Step::IAdd(p, q) => format!("add.s64 {w}, {}, {}", v[p], v[q]),
+                Step::ISub(p, q) => format!("sub.s64 {w}, {}, {}", v[p], v[q]),
+                Step::IMul(p, q) => format!("mul.lo.s64 {w}, {}, {}", v[p], v[q]),
                 Step::IAnd(p, q) => format!("and.b64 {w}, {}, {}", v[p], v[q]),
                 Step::IOr(p, q) => format!("or.b64 {w}, {}, {}", v[p], v[q]),
                 Step::Shl(p, n) => format!("shl.b64 {w}, {}, {n}", v[p]),
                 Step::Shr(p, n) => format!("shr.s64 {w}, {}, {n}", v[p]),
+                Step::UShr(p, n) => format!("shr.u64 {w}, {}, {n}", v[p]),
+                // A shift amount is a .u32 operand in PTX.
+                Step::ShlV(p, n) | Step::UShrV(p, n) => {
+                    let amount = self.tmp("b32");
+                    self.ins(format!("cvt.u32.u64 {amount}, {}", v[n]));
+                    let op = if matches!(step, Step::ShlV(..)) {
+                        "shl.b64"
+                    } else {
+                        "shr.u64"
+                    };
+                    format!("{op} {w}, {}, {amount}", v[p])
+                }
                 // Ordered comparisons: false when either operand is NaN.
                 Step::FLt(p, q) => format!("setp.lt.f64 {w}, {}, {}", v[p], v[q]),
                 Step::FEq(p, q) => format!("setp.eq.f64 {w}, {}, {}", v[p], v[q]),
                 Step::ILt(p, q) => format!("setp.lt.s64 {w}, {}, {}", v[p], v[q]),
+                Step::ULt(p, q) => format!("setp.lt.u64 {w}, {}, {}", v[p], v[q]),
+                Step::IEq(p, q) => format!("setp.eq.s64 {w}, {}, {}", v[p], v[q]),
                 Step::Or(p, q) => format!("or.pred {w}, {}, {}", v[p], v[q]),
                 Step::And(p, q) => format!("and.pred {w}, {}, {}", v[p], v[q]),
                 Step::Not(p) => format!("not.pred {w}, {}", v[p]),

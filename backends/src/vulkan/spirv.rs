@@ -203,7 +203,7 @@ pub struct Target {
     /// (`exp`, `exp2`, `log`, `log2`, `log10`, `atan`, `asin`, `acos`, `atan2`, `pow`) as XPU
     /// §2.12's reference does — in float64, rounded once — rather than with the driver's GLSL
     /// functions (lavapipe's `asin` is up to ~3 800 ulps off, its `log` of a subnormal that of
-    /// 2^−127). Needs float64 on the device.
+    /// 2^−127, its `sin` of 1e10 ±1). Needs float64 on the device.
     pub float32_math_in_float64: bool,
 }
 
@@ -2742,6 +2742,10 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     ))
                 }
             },
+            _ if self.cx.target.float32_math_in_float64 && Recipe::for_math(f).is_some() => {
+                let r = Recipe::for_math(f).ok_or("no recipe")?;
+                self.f32_by_recipe(&r, &[x])?
+            }
             MathFn::Sin => {
                 let v = self.cx.glsl1(t, GLOp::Sin, x)?;
                 self.zero_fixed_f32(x, v)?
@@ -2750,10 +2754,6 @@ impl<'a, 'm> FnCx<'a, 'm> {
             MathFn::Tan => {
                 let v = self.cx.glsl1(t, GLOp::Tan, x)?;
                 self.zero_fixed_f32(x, v)?
-            }
-            _ if self.cx.target.float32_math_in_float64 && Recipe::for_math(f).is_some() => {
-                let r = Recipe::for_math(f).ok_or("no recipe")?;
-                self.f32_by_recipe(&r, &[x])?
             }
             MathFn::Asin => {
                 let v = self.cx.glsl1(t, GLOp::Asin, x)?;
@@ -2810,20 +2810,32 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 Step::Bits(p) => self.b().bitcast(i, None, v[p]).map_err(be)?,
                 Step::FromBits(p) => self.b().bitcast(f, None, v[p]).map_err(be)?,
                 Step::IAdd(p, q) => self.b().i_add(i, None, v[p], v[q]).map_err(be)?,
+                Step::ISub(p, q) => self.b().i_sub(i, None, v[p], v[q]).map_err(be)?,
+                Step::IMul(p, q) => self.b().i_mul(i, None, v[p], v[q]).map_err(be)?,
                 Step::IAnd(p, q) => self.b().bitwise_and(i, None, v[p], v[q]).map_err(be)?,
                 Step::IOr(p, q) => self.b().bitwise_or(i, None, v[p], v[q]).map_err(be)?,
-                Step::Shl(p, n) | Step::Shr(p, n) => {
+                Step::Shl(p, n) | Step::Shr(p, n) | Step::UShr(p, n) => {
                     let n = self.cx.konst(i, u64::from(n));
-                    if matches!(step, Step::Shl(..)) {
-                        self.b().shift_left_logical(i, None, v[p], n)
-                    } else {
-                        self.b().shift_right_arithmetic(i, None, v[p], n)
+                    match step {
+                        Step::Shl(..) => self.b().shift_left_logical(i, None, v[p], n),
+                        Step::Shr(..) => self.b().shift_right_arithmetic(i, None, v[p], n),
+                        _ => self.b().shift_right_logical(i, None, v[p], n),
                     }
                     .map_err(be)?
                 }
+                Step::ShlV(p, n) => self
+                    .b()
+                    .shift_left_logical(i, None, v[p], v[n])
+                    .map_err(be)?,
+                Step::UShrV(p, n) => self
+                    .b()
+                    .shift_right_logical(i, None, v[p], v[n])
+                    .map_err(be)?,
                 Step::FLt(p, q) => self.b().f_ord_less_than(tb, None, v[p], v[q]).map_err(be)?,
                 Step::FEq(p, q) => self.b().f_ord_equal(tb, None, v[p], v[q]).map_err(be)?,
                 Step::ILt(p, q) => self.b().s_less_than(tb, None, v[p], v[q]).map_err(be)?,
+                Step::ULt(p, q) => self.b().u_less_than(tb, None, v[p], v[q]).map_err(be)?,
+                Step::IEq(p, q) => self.b().i_equal(tb, None, v[p], v[q]).map_err(be)?,
                 Step::Or(p, q) => self.b().logical_or(tb, None, v[p], v[q]).map_err(be)?,
                 Step::And(p, q) => self.b().logical_and(tb, None, v[p], v[q]).map_err(be)?,
                 Step::Not(p) => self.b().logical_not(tb, None, v[p]).map_err(be)?,
