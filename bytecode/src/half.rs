@@ -118,6 +118,32 @@ pub fn f64_to_bf16(x: f64) -> u16 {
     narrow(x, BF16)
 }
 
+/// The integer `v` (an int64 or uint64 value) → bfloat16 bits with one rounding: above 2^32
+/// its bits below 2^13 collapse into one sticky bit at 2^13 first (they lie far below
+/// bfloat16's rounding bit, so only whether they are zero matters), which leaves at most 51
+/// significant bits, so that the float64 step is exact. The compiler emits the same collapse
+/// before converting a 64-bit integer register (`FnBuilder::convert`).
+pub fn int_to_bf16(v: i128) -> u16 {
+    f64_to_bf16(int_to_f64_sticky(v))
+}
+
+/// `v` as float64 with its bits below 2^13 collapsed into a sticky bit when |v| ≥ 2^32
+/// (exact for every int64 and uint64 value).
+pub fn int_to_f64_sticky(v: i128) -> f64 {
+    let m = v.unsigned_abs();
+    let m = if m >= 1 << 32 {
+        (m & !0x1FFF) | ((m & 0x1FFF) + 0x1FFF) & 0x2000
+    } else {
+        m
+    };
+    let f = m as f64;
+    if v < 0 {
+        -f
+    } else {
+        f
+    }
+}
+
 /// bfloat16 bits → float32 (exact: the bits are the upper half of a binary32).
 pub fn bf16_to_f32(h: u16) -> f32 {
     f32::from_bits(u32::from(h) << 16)
@@ -150,6 +176,37 @@ mod tests {
         assert_eq!(f64_to_bf16(0.1), 0x3dcd);
         assert_eq!(f32_to_bf16(f32::MAX), 0x7f80);
         assert_eq!(bf16_to_f32(0x3f80), 1.0);
+    }
+
+    /// bfloat16 of integer `v` rounded once, exactly: 8 significant bits, nearest-even.
+    fn bf16_exact(v: i128) -> u16 {
+        let mut m = v.unsigned_abs();
+        let e = 128 - m.leading_zeros() as i32 - 8;
+        if e > 0 {
+            let (q, r, half) = (m >> e, m & ((1 << e) - 1), 1u128 << (e - 1));
+            m = (q + u128::from(r > half || r == half && q & 1 == 1)) << e;
+        }
+        let f = m as f32; // exact: at most 9 significant bits
+        f32_to_bf16(if v < 0 { -f } else { f })
+    }
+
+    #[test]
+    fn integers_round_once_to_bfloat16() {
+        // 2^62 + 2^54 + 1 is just above a tie; through float64 it would be the tie itself.
+        assert_eq!(int_to_bf16((1 << 62) + (1 << 54) + 1), 0x5E81);
+        assert_eq!(f64_to_bf16(((1i64 << 62) + (1 << 54) + 1) as f64), 0x5E80);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Every magnitude, and the neighbourhoods of ties (few low bits set).
+            let v = x >> (i % 64);
+            let v = if i % 3 == 0 { v & !0xFFFF_FFFF | 1 } else { v };
+            for w in [i128::from(v), i128::from(v as i64), -i128::from(v)] {
+                assert_eq!(int_to_bf16(w), bf16_exact(w), "{w}");
+            }
+        }
     }
 
     #[test]

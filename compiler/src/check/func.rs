@@ -1407,7 +1407,9 @@ impl<'a> FnBuilder<'a> {
 
     /// Emits the conversion of register `r` from scalar `from` to scalar `to` (cast rules).
     /// float16/bfloat16 go through float32 (widening is exact); narrowing to them rounds once
-    /// from float32 or float64, integers going through float64.
+    /// from float32 or float64, integers going through float64 (exactly: 64-bit ones to
+    /// bfloat16 with a sticky bit first, [`Self::sticky_low_bits`]; float16 overflows long
+    /// before float64 rounds an integer).
     pub fn convert(&mut self, r: Reg, from: Scalar, to: Scalar) -> Reg {
         if from == to {
             return r;
@@ -1422,10 +1424,62 @@ impl<'a> FnBuilder<'a> {
             } else {
                 Scalar::F64
             };
+            let r = if to == Scalar::BF16 && matches!(from, Scalar::I64 | Scalar::U64) {
+                self.sticky_low_bits(r, from)
+            } else {
+                r
+            };
             let w = self.convert(r, from, via);
             return self.convert_step(w, via, to);
         }
         self.convert_step(r, from, to)
+    }
+
+    /// 64-bit integer `r` with its bits below 2^13 collapsed into a sticky bit at 2^13 when
+    /// |r| ≥ 2^32 (`half::int_to_f64_sticky`), so that the float64 step of a conversion to
+    /// bfloat16 is exact and bfloat16's rounding the only one (one rounding, LANGUAGE §3.1).
+    /// On the two's complement bits of a negative value the collapse gives the magnitude's.
+    fn sticky_low_bits(&mut self, r: Reg, from: Scalar) -> Reg {
+        let (i64t, u64t) = (Type::Scalar(Scalar::I64), Type::Scalar(Scalar::U64));
+        let signed = from == Scalar::I64;
+        let s = if signed {
+            r
+        } else {
+            self.convert_step(r, from, Scalar::I64)
+        };
+        // |v| < 2^32: (v + 2^32) as unsigned < 2^33 for int64, v < 2^32 for uint64.
+        let probe = if signed {
+            let k = self.load_bits(i64t, 1 << 32);
+            let p = self.temp(i64t);
+            self.emit(Op::AddI64, p, s, k);
+            self.convert_step(p, Scalar::I64, Scalar::U64)
+        } else {
+            r
+        };
+        let limit = self.load_bits(u64t, if signed { 1 << 33 } else { 1 << 32 });
+        let small = self.temp(Type::BOOL);
+        self.emit(Op::LtU64, small, probe, limit);
+        let d = self.temp(i64t);
+        self.emit(Op::Mov, d, s, 0);
+        let j = self.emit_bc(Op::JmpIf, small, 0);
+        let low_mask = self.load_bits(i64t, 0x1FFF);
+        let low = self.temp(i64t);
+        self.emit(Op::AndI64, low, s, low_mask);
+        // low + 0x1FFF reaches 2^13 exactly when low is not zero.
+        self.emit(Op::AddI64, low, low, low_mask);
+        let bit = self.load_bits(i64t, 0x2000);
+        self.emit(Op::AndI64, low, low, bit);
+        let high_mask = self.load_bits(i64t, !0x1FFFu64);
+        self.emit(Op::AndI64, d, s, high_mask);
+        self.emit(Op::OrI64, d, d, low);
+        let merge = self.pc();
+        self.patch(j, merge);
+        self.region(cajeta_bytecode::RegionKind::If, j as u32, 0, merge);
+        if signed {
+            d
+        } else {
+            self.convert_step(d, Scalar::I64, Scalar::U64)
+        }
     }
 
     /// One conversion instruction from `from` to `to`.

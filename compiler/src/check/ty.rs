@@ -396,7 +396,7 @@ pub fn const_cell(n: Num, t: Scalar) -> u64 {
         (Num::Int(v), Scalar::F32) => (v as f32).to_bits() as u64,
         (Num::Int(v), Scalar::F64) => (v as f64).to_bits(),
         (Num::Int(v), Scalar::F16) => u64::from(half::f64_to_f16(v as f64)),
-        (Num::Int(v), Scalar::BF16) => u64::from(half::f64_to_bf16(v as f64)),
+        (Num::Int(v), Scalar::BF16) => u64::from(half::int_to_bf16(v)),
         (Num::Int(v), _) => int_cell(v, t),
         (Num::Float(f), Scalar::F32) => (f as f32).to_bits() as u64,
         (Num::Float(f), Scalar::F64) => f.to_bits(),
