@@ -9,6 +9,7 @@
 //! owns-flags (device code never owns anything).
 
 use super::builtins::{self, LibClass};
+use super::collect::ClassRef;
 use super::expr::typed_op;
 use super::func::{FnBuilder, Loc, Own, Reg, Val};
 use super::ty::Ty;
@@ -807,20 +808,34 @@ impl FnBuilder<'_> {
             ExprKind::Cond { cond, then, els } => [cond, then, els]
                 .iter()
                 .all(|e| self.is_const_expr(e, class, depth + 1)),
-            // Only constants of the same class, not shadowed by a local: the initialiser is
-            // lowered in the current function's scope.
+            // A name not shadowed by a local (the current class's initialisers are lowered in
+            // the current function's scope; another class's are not).
             ExprKind::Name(id) => {
-                let statics = &self.p.classes[class as usize].statics;
-                let si = statics
-                    .iter()
-                    .copied()
-                    .find(|&s| self.p.statics[s as usize].name == id.name);
-                class == self.class
-                    && self.lookup_local(&id.name).is_none()
-                    && si.is_some_and(|si| self.constant_initialiser(si, depth + 1).is_some())
+                let shadowed = class == self.class && self.lookup_local(&id.name).is_some();
+                !shadowed && self.is_named_constant(class, &id.name, depth)
             }
+            // `Cls.NAME`, resolved as `class`'s unit sees it.
+            ExprKind::Field { target, name } => match &target.kind {
+                ExprKind::Name(id)
+                    if !(class == self.class && self.lookup_local(&id.name).is_some()) =>
+                {
+                    let unit = self.p.classes[class as usize].unit;
+                    matches!(self.p.lookup_class(unit, &id.name), Some(ClassRef::User(c))
+                        if self.is_named_constant(c, &name.name, depth))
+                }
+                _ => false,
+            },
             _ => false,
         }
+    }
+
+    /// Whether `class` has a static field `name` that is a constant.
+    fn is_named_constant(&self, class: u32, name: &str, depth: u32) -> bool {
+        self.p.classes[class as usize]
+            .statics
+            .iter()
+            .find(|&&s| self.p.statics[s as usize].name == name)
+            .is_some_and(|&si| self.constant_initialiser(si, depth + 1).is_some())
     }
 
     /// A constant static read (of any class): its value, or `None` if it is not a constant.
@@ -831,11 +846,12 @@ impl FnBuilder<'_> {
         if home == self.class {
             return self.own_static_constant(si, span);
         }
-        let outer = (self.class, self.scope_floor);
+        let outer = (self.class, self.unit, self.scope_floor);
         self.class = home;
+        self.unit = self.p.classes[home as usize].unit;
         self.scope_floor = self.scopes.len();
         let v = self.own_static_constant(si, span);
-        (self.class, self.scope_floor) = outer;
+        (self.class, self.unit, self.scope_floor) = outer;
         v
     }
 
@@ -873,45 +889,25 @@ impl FnBuilder<'_> {
         Some(v)
     }
 
-    /// A static field read in device code: a `static final` primitive constant is inlined
-    /// (its initialiser is a constant expression); any other static is `XPU-N01`.
+    /// A static field read in device code: a constant (LANGUAGE §5.3) is inlined; any other
+    /// static, a `static final` one with a call in its initialiser included, is `XPU-N01`
+    /// (XPU §3.3): its value exists only on the host.
     pub fn device_static(&mut self, si: u32, span: Span) -> Val {
         if let Some(v) = self.static_constant(si, span) {
             return v;
         }
-        let st = self.p.statics[si as usize].clone();
-        let init = if st.is_final && matches!(st.ty, Ty::Prim(_)) && self.inline_depth < 16 {
-            let c = &self.p.classes[st.class as usize];
-            let decl = &self.units[c.unit].classes[c.index];
-            decl.members.iter().find_map(|m| match m {
-                crate::ast::Member::Field(f) if f.modifiers.is_static => f
-                    .vars
-                    .iter()
-                    .find(|(n, _)| n.name == st.name)
-                    .and_then(|(_, e)| e.clone()),
-                _ => None,
-            })
+        let st = &self.p.statics[si as usize];
+        let why = if st.is_final {
+            "its initialiser is not a constant expression"
         } else {
-            None
+            "only static final constants"
         };
-        let Some(init) = init else {
-            self.error(
-                code::XPU_N01,
-                span,
-                format!(
-                    "device code cannot read the static field '{}' (only static final constants)",
-                    st.name
-                ),
-            );
-            return Val::error();
-        };
-        self.inline_depth += 1;
-        let v = self.expr(&init);
-        self.inline_depth -= 1;
-        match self.coerce(v, &st.ty, span) {
-            Some(r) => Val::reg(st.ty.clone(), r),
-            None => Val::error(),
-        }
+        let msg = format!(
+            "device code cannot read the static field '{}' ({why})",
+            st.name
+        );
+        self.error(code::XPU_N01, span, msg);
+        Val::error()
     }
 
     /// `buf[i]` / `shared[i]` read in device code.
@@ -1118,7 +1114,7 @@ impl FnBuilder<'_> {
         let (class, name) = match &kref.kind {
             ExprKind::Name(id) => (self.class, &id.name),
             ExprKind::Field { target, name } => match self.class_path(target) {
-                Some(super::collect::ClassRef::User(c)) => (c, &name.name),
+                Some(ClassRef::User(c)) => (c, &name.name),
                 _ => return None,
             },
             _ => return None,
