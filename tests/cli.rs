@@ -485,6 +485,43 @@ fn check_warns_on_constants_only_when_the_value_changes() {
     }
 }
 
+/// A warning in a small method's body is reported once, at the body, however often the
+/// method is called (calls of `return e;` bodies are inlined, `check/inline.rs`); a lossy
+/// argument is still reported at its call.
+#[test]
+fn check_reports_an_inlined_callees_warnings_once() {
+    let d = tmp_dir("warn_inlined");
+    let src = b"public class W {
+  static int8 narrow(int32 x) {
+    return (int8) x + 300;
+  }
+  static boolean less(int32 a, uint32 b) {
+    return a < b;
+  }
+  static void main() {
+    System.stdout.println(narrow(1));
+    System.stdout.println(less(1, 2));
+    System.stdout.println(less(1, 5000000000));
+  }
+}
+";
+    let f = write(&d, "W.cajeta", src);
+    let o = cajeta(&["check", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    let warnings: Vec<&str> = e.lines().filter(|l| l.contains(": warning[")).collect();
+    assert_eq!(
+        warnings,
+        [
+            "W.cajeta:3:12: warning[CAJETA_WARN_LOSSY_CONVERSION]: implicit conversion from int32 to int8 may change the value",
+            "W.cajeta:6:12: warning[CAJETA_WARN_MIXED_SIGNEDNESS]: comparison mixes signed and unsigned operands",
+            "W.cajeta:11:35: warning[CAJETA_WARN_LOSSY_CONVERSION]: constant changes value when converted to uint32",
+        ]
+        .map(|w| format!("{}{w}", f.strip_suffix("W.cajeta").unwrap())),
+        "{e}"
+    );
+}
+
 /// LANGUAGE.md §3.2: the store of a compound assignment is a conversion context, so a store
 /// that may change the value warns like an assignment; float16 arithmetic (float32 rounded
 /// back at the store, §3.4) and a result of the target's own type do not.

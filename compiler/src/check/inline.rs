@@ -113,8 +113,12 @@ impl FnBuilder<'_> {
                 self.mark_assigned(li);
             }
         }
+        // The body's diagnostics (and the conversion of its value to the result type) are
+        // reported once, by the callee's own compilation, not again at every call.
+        let diags = self.diags.len();
         let v = self.expr(body);
         let out = self.coerce(v, &sig.ret, span);
+        self.diags.truncate(diags);
         // The scope holds no owned locals: closing it emits nothing.
         self.scopes.pop();
         match out {
