@@ -2341,12 +2341,26 @@ impl FnBuilder<'_> {
                 }
             }
             let types: Vec<String> = vals.iter().map(|v| self.ty_name(&v.ty)).collect();
+            let what = match cands {
+                _ if ctor => "constructor".to_string(),
+                [c] if c.kind == cajeta_bytecode::FnKind::Kernel => format!("kernel '{}'", c.name),
+                [c] => format!("method '{}'", c.name),
+                _ => "method".to_string(),
+            };
+            // One candidate: its parameters say what was expected.
+            let takes = match cands {
+                [c] => {
+                    let params: Vec<String> =
+                        c.params.iter().map(|(_, t)| self.ty_name(t)).collect();
+                    format!(" (it takes ({}))", params.join(", "))
+                }
+                _ => String::new(),
+            };
             self.error(
                 not_found,
                 span,
                 format!(
-                    "no matching {} for arguments ({})",
-                    if ctor { "constructor" } else { "method" },
+                    "no matching {what} for arguments ({}){takes}",
                     types.join(", ")
                 ),
             );
@@ -2508,7 +2522,12 @@ impl FnBuilder<'_> {
                          constructor"
                             .to_string()
                     } else {
-                        format!("unknown method '{}'", name.name)
+                        let hint = if self.p.lookup_class(self.unit, &name.name).is_some() {
+                            creation_hint(&name.name)
+                        } else {
+                            String::new()
+                        };
+                        format!("unknown method '{}'{hint}", name.name)
                     };
                     self.error(code::UNRESOLVED_METHOD, name.span, message);
                     return Val::error();
@@ -2717,6 +2736,13 @@ impl FnBuilder<'_> {
             }
         }
         let _ = self.eval_args(args);
+        if let ExprKind::GenericName { name, .. } = &callee.kind {
+            // `KernelBuffer<float32>(4)`: a creation without `heap`/`stack` (LANGUAGE §6.1).
+            let generic = format!("{}<…>", name.name);
+            let message = format!("unknown method '{}'{}", name.name, creation_hint(&generic));
+            self.error(code::UNRESOLVED_METHOD, callee.span, message);
+            return Val::error();
+        }
         self.error(
             code::NOT_IMPLEMENTED,
             span,
@@ -3022,4 +3048,10 @@ fn names_a_variable(e: &Expr) -> bool {
         ExprKind::Field { target, .. } => chain(target),
         _ => false,
     }
+}
+
+/// The hint for a call of a type name, `P(3)`: objects are created with `heap` or `stack`
+/// (LANGUAGE §6.1).
+fn creation_hint(class: &str) -> String {
+    format!(" (an object is created with `heap {class}(…)` or `stack {class}(…)`)")
 }
