@@ -223,6 +223,9 @@ pub struct FnBuilder<'a> {
     pub(super) ret: Ty,
     /// `this` register (constructors).
     pub(super) this: Option<Reg>,
+    /// In a drop function's destructor statements: the scope depth they start at and the
+    /// jumps of their `return;`s, patched to the field drops that follow them (§6.5).
+    pub(super) dtor_returns: Option<(usize, Vec<usize>)>,
     /// Number of parameter registers (declared + flags + this).
     nparams: u16,
     /// Flag registers of owned-kind parameters (dropped at return).
@@ -321,6 +324,7 @@ impl<'a> FnBuilder<'a> {
             reachable: true,
             pos: (0, 0),
             this: None,
+            dtor_returns: None,
             nparams: 0,
             param_owned: vec![],
             pending_label: None,
@@ -1184,11 +1188,57 @@ impl<'a> FnBuilder<'a> {
     }
 
     /// The body of `pkg.Class.~Class`: the destructor's statements, then the drops of what the
-    /// fields own, last field first.
+    /// fields own, last field first (LANGUAGE §6.5). `return;` in the destructor ends only its
+    /// statements ([`FnBuilder::dtor_returns`]).
+    ///
+    /// The first owning field, when it holds this same class (a list's `next`), is followed
+    /// in a loop rather than by a recursive call, so that dropping a long chain does not
+    /// exhaust the call depth. It is the last field dropped, so the destructors run in the
+    /// same order as the recursion would run them; each object after the first is freed once
+    /// its fields are dropped (the caller frees the first):
+    ///
+    /// ```text
+    ///         mov      first, this
+    /// head:   <destructor statements>
+    ///         <drop every other owning field, last first>
+    ///         getfield v, this.next ; getfield f, this.$own.next
+    ///         eq.ref   same, this, first
+    ///         jmpif    same, keep
+    ///         drop     this, true
+    /// keep:   jmpifnot f, end       ; (and a null v, or a v whose drop is under way)
+    ///         mov      this, v
+    /// cont:   jmp      head
+    /// end:    ret
+    /// ```
     fn lower_drop_fn(&mut self, dtor: Option<(usize, usize, usize)>) {
+        let this = self.this.unwrap_or(0);
+        let class = self.class;
+        let fields = self.p.classes[class as usize].fields.clone();
+        let owning: Vec<(usize, usize)> = fields
+            .iter()
+            .enumerate()
+            .filter_map(|(fi, f)| {
+                let own = format!("$own.{}", f.name);
+                fields
+                    .iter()
+                    .position(|x| x.name == own)
+                    .map(|flag| (fi, flag))
+            })
+            .collect();
+        let chain = owning
+            .first()
+            .copied()
+            .filter(|&(fi, _)| fields[fi].ty == Ty::Class(class));
+        let first = chain.map(|_| {
+            let r = self.new_reg(Type::Object(class));
+            self.emit(Op::Mov, r, this, 0);
+            r
+        });
+        let head = self.pc();
         if let Some((u, c, m)) = dtor {
             if let crate::ast::Member::Destructor(d) = &self.units[u].classes[c].members[m] {
                 let body = d.body.clone();
+                self.dtor_returns = Some((self.scopes.len(), vec![]));
                 self.push_scope();
                 self.block_stmts(&body.stmts);
                 if self.reachable {
@@ -1196,27 +1246,89 @@ impl<'a> FnBuilder<'a> {
                 } else {
                     self.scopes.pop();
                 }
+                let end = self.pc();
+                let (_, returns) = self.dtor_returns.take().unwrap_or_default();
+                for j in returns {
+                    self.patch(j, end);
+                }
                 self.reachable = true;
             }
         }
-        let this = self.this.unwrap_or(0);
-        let fields = self.p.classes[self.class as usize].fields.clone();
-        for (fi, f) in fields.iter().enumerate().rev() {
-            let Some(flag_index) = fields
-                .iter()
-                .position(|x| x.name == format!("$own.{}", f.name))
-            else {
+        for &(fi, flag_index) in owning.iter().rev() {
+            if Some((fi, flag_index)) == chain {
                 continue;
-            };
-            let v = self.temp(f.ty.reg());
+            }
+            self.set_pos(self.field_span(fi));
+            let v = self.temp(fields[fi].ty.reg());
             let flag = self.temp(Type::BOOL);
             self.emit(Op::GetField, v, this, fi as u16);
             self.emit(Op::GetField, flag, this, flag_index as u16);
-            self.emit_drop(v, flag, &f.ty);
+            self.emit_drop(v, flag, &fields[fi].ty);
             self.end_statement();
+        }
+        if let (Some((fi, flag_index)), Some(first)) = (chain, first) {
+            self.set_pos(self.field_span(fi));
+            let v = self.new_reg(Type::Object(class));
+            let flag = self.new_reg(Type::BOOL);
+            self.emit(Op::GetField, v, this, fi as u16);
+            self.emit(Op::GetField, flag, this, flag_index as u16);
+            let same = self.temp(Type::BOOL);
+            self.emit(Op::EqRef, same, this, first);
+            let keep = self.emit_bc(Op::JmpIf, same, 0);
+            let yes = self.load_bool(true);
+            self.emit(Op::Drop, this, yes, 0);
+            let at_keep = self.pc();
+            self.patch(keep, at_keep);
+            self.region(RegionKind::If, keep as u32, 0, at_keep);
+            let mut exits = vec![self.emit_bc(Op::JmpIfNot, flag, 0)];
+            let null = self.temp(Type::Object(class));
+            self.emit(Op::LoadNull, null, 0, 0);
+            let none = self.temp(Type::BOOL);
+            self.emit(Op::EqRef, none, v, null);
+            exits.push(self.emit_bc(Op::JmpIf, none, 0));
+            // As in `emit_drop`: an object whose drop has begun is reached again only through
+            // an ownership cycle, and that drop is the one under way.
+            if let Some(d) = fields
+                .iter()
+                .position(|x| x.name == super::collect::DROPPING_FIELD)
+            {
+                let again = self.temp(Type::BOOL);
+                self.emit(Op::GetField, again, v, d as u16);
+                exits.push(self.emit_bc(Op::JmpIf, again, 0));
+                let yes = self.load_bool(true);
+                self.emit(Op::SetField, v, d as u16, yes);
+            }
+            self.emit(Op::Mov, this, v, 0);
+            self.end_statement();
+            let cont = self.pc();
+            self.emit_bc(Op::Jmp, 0, head);
+            let end = self.pc();
+            for j in exits {
+                self.patch(j, end);
+            }
+            self.region(RegionKind::Loop, head, cont, end);
         }
         self.emit(Op::RetVoid, 0, 0, 0);
         self.reachable = false;
+    }
+
+    /// Where field `fi` of the current class is declared (the position of the frames of its
+    /// drop); the class's name when it is not found.
+    fn field_span(&self, fi: usize) -> Span {
+        let cls = &self.p.classes[self.class as usize];
+        let name = &cls.fields[fi].name;
+        let decl = &self.units[cls.unit].classes[cls.index];
+        decl.members
+            .iter()
+            .find_map(|m| match m {
+                crate::ast::Member::Field(f) if !f.modifiers.is_static => f
+                    .vars
+                    .iter()
+                    .find(|(n, _)| &n.name == name)
+                    .map(|(n, _)| n.span),
+                _ => None,
+            })
+            .unwrap_or(decl.name.span)
     }
 
     /// The current source line.

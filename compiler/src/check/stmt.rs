@@ -801,6 +801,20 @@ impl FnBuilder<'_> {
             return;
         }
         let ret = self.ret.clone();
+        if let (None, Some((depth, _))) = (value, &self.dtor_returns) {
+            // `return;` in a destructor ends its statements; the fields still drop (§6.5).
+            let depth = *depth;
+            if self.reachable {
+                self.check_pending_drops(depth, span);
+            }
+            self.drop_scopes_to(depth);
+            let j = self.emit_bc(Op::Jmp, 0, 0);
+            if let Some((_, returns)) = &mut self.dtor_returns {
+                returns.push(j);
+            }
+            self.reachable = false;
+            return;
+        }
         match value {
             None => {
                 if ret != Ty::Void {
