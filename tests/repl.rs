@@ -132,6 +132,39 @@ printed
     );
 }
 
+/// Arrays whose elements are arrays, buffers or streams show those elements (not `null`),
+/// and `:mem` lists a buffer held in an element or a field of a session variable.
+#[test]
+fn elements_that_are_objects_show_and_count_as_live() {
+    check(
+        r#"import cajeta.xpu.*;
+int32[][] g = heap int32[2][3];
+g
+g[1][2] = 7;
+:show g 1..2
+String[] s = heap String[2];
+s[1] = "b";
+s
+class Holder { KernelBuffer<int32> b; }
+Holder o = heap Holder();
+o.b = heap KernelBuffer<int32>(2);
+KernelBuffer<float32>[] bs = heap KernelBuffer<float32>[2];
+bs[1] = heap KernelBuffer<float32>(3);
+bs
+:mem
+"#,
+        r#": int32[][] (count 2) = [<array, count 3>, <array, count 3>]
+g[1..2] = [<array, count 3>]
+: String[] (count 2) = [null, "b"]
+: KernelBuffer<float32>[] (count 2) = [null, <length 3, 12 bytes, cpu>]
+live buffers:
+  o.b : KernelBuffer<int32> (length 2, 8 bytes, cpu)
+  bs[1] : KernelBuffer<float32> (length 3, 12 bytes, cpu)
+device memory: live=20 peak=20 allocs=2 frees=0
+"#,
+    );
+}
+
 #[test]
 fn functions_and_classes_persist_and_can_be_redefined() {
     check(

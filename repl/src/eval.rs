@@ -6,11 +6,10 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cajeta_bytecode::{Module, Type};
+use cajeta_bytecode::Module;
 use cajeta_compiler::session::{
     split, Compiled, Echo, Session, Split, GENERATED_FILE, INPUT_LABEL, RUN_FN, SESSION_CLASS,
 };
-use cajeta_vm::session::Object;
 use cajeta_vm::{ErrorCode, InterruptHandle, JitMode, RuntimeError, Value, Vm, BACKEND_NAMES};
 
 use crate::show;
@@ -375,19 +374,12 @@ impl Repl {
 
     fn mem(&mut self) {
         let mut lines = vec![];
+        let mut seen = std::collections::HashSet::new();
         for v in &self.session.vars {
             let q = format!("{SESSION_CLASS}.{}", v.name);
-            if let Some((Type::Buffer(_), Value::Ref(h))) = self.vm.static_value(&q) {
-                if let Object::Buffer(b) = self.vm.object(h) {
-                    if !b.freed && !b.view {
-                        let ty = self.session.var_type(&v.name).unwrap_or_default();
-                        lines.push(format!(
-                            "  {} : {ty} ({})",
-                            v.name,
-                            show::buffer_summary(&b)
-                        ));
-                    }
-                }
+            if let Some((_, value)) = self.vm.static_value(&q) {
+                let ty = self.session.var_type(&v.name).unwrap_or_default();
+                show::live_buffers(&self.vm, &v.name, &value, &ty, &mut seen, &mut lines);
             }
         }
         if lines.is_empty() {

@@ -216,3 +216,53 @@ pub fn show_range(
         .join(", ");
     Ok(format!("{name}[{start}..{end}] = [{items}]"))
 }
+
+/// Most elements of one array [`live_buffers`] looks at, and most lines it lists.
+const MEM_WALK_ELEMENTS: u64 = 4096;
+const MEM_WALK_LINES: usize = 64;
+
+/// Adds to `lines` the live owning buffers reachable from `v` (a session variable named
+/// `path` of type `ty`): the variable itself, or the elements and fields it leads to
+/// (`bs[0]`, `grid.cells`), each object once (`seen`).
+pub fn live_buffers(
+    vm: &Vm,
+    path: &str,
+    v: &Value,
+    ty: &str,
+    seen: &mut std::collections::HashSet<u64>,
+    lines: &mut Vec<String>,
+) {
+    let Value::Ref(h) = v else {
+        return;
+    };
+    if *h == 0 || lines.len() >= MEM_WALK_LINES || !seen.insert(*h) {
+        return;
+    }
+    match vm.object(*h) {
+        Object::Buffer(b) if !b.freed && !b.view => {
+            let ty = if ty.is_empty() {
+                format!("KernelBuffer<{}>", b.elem)
+            } else {
+                ty.to_string()
+            };
+            lines.push(format!("  {path} : {ty} ({})", buffer_summary(&b)));
+        }
+        Object::Array(_, n) => {
+            let elem_ty = ty.strip_suffix("[]").unwrap_or("");
+            for (i, e) in vm
+                .array_elements(*h, 0, n.min(MEM_WALK_ELEMENTS))
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
+                live_buffers(vm, &format!("{path}[{i}]"), e, elem_ty, seen, lines);
+            }
+        }
+        Object::Instance(_, fields) => {
+            for (name, f) in &fields {
+                live_buffers(vm, &format!("{path}.{name}"), f, "", seen, lines);
+            }
+        }
+        _ => {}
+    }
+}

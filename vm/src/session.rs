@@ -247,9 +247,13 @@ impl Vm {
                 ArrData::U64(v) => Value::U64(v[i]),
                 ArrData::F32(v) => Value::F32(v[i]),
                 ArrData::F64(v) => Value::F64(v[i]),
-                ArrData::Ref(v) if a.elem == Elem::Str => {
-                    Value::Str(self.heap.str(v[i]).map(str::to_string))
-                }
+                // `String[]`-form arrays also hold arrays, buffers, streams and events
+                // (`int32[][]`, `KernelBuffer<T>[]`): only Strings and null read as Strings.
+                ArrData::Ref(v) if a.elem == Elem::Str => match self.heap.get(v[i]) {
+                    Some(Obj::Str(s)) => Value::Str(Some(s.to_string())),
+                    Some(_) => Value::Ref(v[i]),
+                    None => Value::Str(None),
+                },
                 ArrData::Ref(v) => Value::Ref(v[i]),
             });
         }
