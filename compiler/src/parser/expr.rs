@@ -94,7 +94,8 @@ impl Parser {
         let mut lhs = self.unary()?;
         loop {
             if self.is_kw(Kw::Instanceof) {
-                let span = self.span();
+                // At the construct's first character (LANGUAGE §10.1): its left operand.
+                let span = lhs.span.to(self.span());
                 self.not_implemented(span, "'instanceof' is");
                 return Err(Failed);
             }
@@ -408,7 +409,7 @@ impl Parser {
                     }
                 }
                 Tok::P(P::ColonColon) => {
-                    let span = self.span();
+                    let span = e.span.to(self.span());
                     self.not_implemented(span, "method references are");
                     return Err(Failed);
                 }
