@@ -870,10 +870,10 @@ fn t3_constructs_are_not_implemented() {
     assert_eq!(body_diags("f((a, b) -> a);"), [format!("1:3 {NI}")]);
     assert_eq!(
         body_diags("boolean b = x instanceof Foo;"),
-        [format!("1:15 {NI}")]
+        [format!("1:13 {NI}")]
     );
     assert_eq!(body_diags("super.f();"), [format!("1:1 {NI}")]);
-    assert_eq!(body_diags("f(String::valueOf);"), [format!("1:9 {NI}")]);
+    assert_eq!(body_diags("f(String::valueOf);"), [format!("1:3 {NI}")]);
     assert_eq!(
         body_diags("String s = \"\"\"\n  hi\n  \"\"\";"),
         [format!("1:12 {NI}")]
