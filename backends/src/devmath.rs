@@ -10,7 +10,8 @@
 //! out of range (a GPU's out-of-range conversion is undefined).
 //!
 //! The functions: `exp`, `exp2`, `log`, `log2`, `log10`, `sin`, `cos`, `tan`, `atan`, `asin`,
-//! `acos` ([`Recipe::for_math`]), `atan2` and `pow` (two arguments). Techniques: Cody–Waite
+//! `acos` ([`Recipe::for_math`]), `atan2` and `pow` (two arguments), and `fma` (three: one
+//! rounding, for targets whose fused multiply-add is not, `devmath/fma.rs`). Techniques: Cody–Waite
 //! reduction by ln 2 and a Taylor polynomial for the exponentials; `2·atanh(f/(2 + f))` for the
 //! logarithms; Payne–Hanek reduction by π/2 in int64 arithmetic and Taylor polynomials for the
 //! trigonometric functions (`devmath/trig.rs`); breakpoints at 7/16, 11/16, 19/16, 39/16 for
@@ -23,6 +24,7 @@
 //! rounded result), and `log10`, and `sin`, `cos`, `tan` at the hardest reductions, within 1
 //! ulp of correctly rounded values (computed with 60 digits, or exactly).
 
+mod fma;
 mod trig;
 
 /// One step of a recipe; operands are indices of earlier steps.
@@ -156,6 +158,17 @@ impl Recipe {
         Recipe { steps: b.steps }
     }
 
+    /// The recipe for float64 `Math.fma(x, y, z)` rounded once (arguments 0, 1 and 2), for
+    /// targets without a fused multiply-add they can trust (`devmath/fma.rs`).
+    pub fn fma() -> Recipe {
+        let mut b = Builder::default();
+        let x = b.push(Step::Arg(0));
+        let y = b.push(Step::Arg(1));
+        let z = b.push(Step::Arg(2));
+        fma::fma(&mut b, x, y, z);
+        Recipe { steps: b.steps }
+    }
+
     /// How many arguments the recipe reads.
     pub fn arity(&self) -> usize {
         self.steps
@@ -198,6 +211,11 @@ impl Recipe {
 
     /// Runs the recipe on arguments `x` and `y`.
     pub fn eval2(&self, x: f64, y: f64) -> f64 {
+        self.eval3(x, y, f64::NAN)
+    }
+
+    /// Runs the recipe on arguments `x`, `y` and `z`.
+    pub fn eval3(&self, x: f64, y: f64, z: f64) -> f64 {
         #[derive(Clone, Copy)]
         enum Val {
             F(f64),
@@ -222,7 +240,7 @@ impl Recipe {
         };
         for s in &self.steps {
             let r = match *s {
-                Step::Arg(n) => Val::F(if n == 0 { x } else { y }),
+                Step::Arg(n) => Val::F([x, y, z][usize::from(n).min(2)]),
                 Step::F(c) => Val::F(c),
                 Step::I(c) => Val::I(c),
                 Step::FAdd(p, q) => Val::F(f(&v, p) + f(&v, q)),
@@ -1506,7 +1524,11 @@ mod tests {
         for (f, r) in all
             .iter()
             .map(|&f| (f.name(), Recipe::for_math(f).expect("a recipe")))
-            .chain([("atan2", Recipe::atan2()), ("pow", Recipe::pow())])
+            .chain([
+                ("atan2", Recipe::atan2()),
+                ("pow", Recipe::pow()),
+                ("fma", Recipe::fma()),
+            ])
         {
             let k = r.kinds();
             assert_eq!(k.last(), Some(&Kind::F64));

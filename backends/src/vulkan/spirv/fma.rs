@@ -1,6 +1,7 @@
 //! `Math.fma` with one rounding (XPU §2.12) from unfused float64 arithmetic. Drivers may
 //! evaluate GLSL `Fma` as a multiply and an add (lavapipe does, for float32 and float64), so
-//! it is built from operations every driver rounds correctly, each `NoContraction`.
+//! it is built from operations every driver rounds correctly, each `NoContraction`: float32
+//! here, float64 as the devmath recipe (`devmath/fma.rs`, the same tool on scaled operands).
 //!
 //! The tool is *round to odd* (Boldo and Melquiond, "Emulation of FMA and correctly rounded
 //! sums: proved algorithms using rounding to odd", IEEE TC 2008): a sum rounded to odd in a
@@ -79,52 +80,9 @@ impl FnCx<'_, '_> {
         self.b().f_convert(f, None, q).map_err(be)
     }
 
-    /// `fma(x, y, z)` on float64 (Boldo and Melquiond's emulated FMA): the product exactly as
-    /// `ph + pl` (Dekker's TwoProduct with Veltkamp's split), `th + tl = z + ph` (TwoSum),
-    /// then `th + RO(tl + pl)` rounded to nearest. Where the split could overflow (an operand
-    /// beyond 2^995), or the product or sum is not finite, the plain `x * y + z` gives the
-    /// IEEE special values; a product in the subnormal range (below 2^-969) may be off by the
-    /// bits the split loses there.
+    /// `fma(x, y, z)` on float64: the devmath recipe (`devmath/fma.rs`), the same emulated
+    /// FMA on operands scaled so that nothing in it overflows or underflows.
     pub(super) fn fma_f64(&mut self, x: Word, y: Word, z: Word) -> R<Word> {
-        let (d, tb) = (self.cx.f64t(), self.cx.t_bool);
-        let split = self.cx.konst(d, 134_217_729f64.to_bits()); // 2^27 + 1
-        let limit = self.cx.konst(d, 2f64.powi(995).to_bits());
-        let inf = self.cx.konst(d, f64::INFINITY.to_bits());
-        let zero = self.cx.konst(d, 0f64.to_bits());
-        let mut halves = [[0; 2]; 2];
-        for (k, v) in [x, y].into_iter().enumerate() {
-            let g = self.exact_op('*', split, v)?;
-            let gv = self.exact_op('-', g, v)?;
-            let hi = self.exact_op('-', g, gv)?;
-            let lo = self.exact_op('-', v, hi)?;
-            halves[k] = [hi, lo];
-        }
-        let [[xh, xl], [yh, yl]] = halves;
-        let ph = self.exact_op('*', x, y)?;
-        let hh = self.exact_op('*', xh, yh)?;
-        let t = self.exact_op('-', hh, ph)?;
-        let hl = self.exact_op('*', xh, yl)?;
-        let t = self.exact_op('+', t, hl)?;
-        let lh = self.exact_op('*', xl, yh)?;
-        let t = self.exact_op('+', t, lh)?;
-        let ll = self.exact_op('*', xl, yl)?;
-        let pl = self.exact_op('+', t, ll)?;
-        let (th, tl) = self.two_sum(z, ph)?;
-        let v = self.add_round_to_odd(tl, pl)?;
-        let sum = self.exact_op('+', th, v)?;
-        // `v == 0`: `z + ph` was exact and is the result, with the sign IEEE gives its zero.
-        let v_zero = self.b().f_ord_equal(tb, None, v, zero).map_err(be)?;
-        let fused = self.b().select(d, None, v_zero, th, sum).map_err(be)?;
-        let plain = self.exact_op('+', ph, z)?;
-        let ax = self.cx.glsl1(d, GLOp::FAbs, x)?;
-        let ay = self.cx.glsl1(d, GLOp::FAbs, y)?;
-        let ath = self.cx.glsl1(d, GLOp::FAbs, th)?;
-        let b = self.b();
-        let x_ok = b.f_ord_less_than(tb, None, ax, limit).map_err(be)?;
-        let y_ok = b.f_ord_less_than(tb, None, ay, limit).map_err(be)?;
-        let th_ok = b.f_ord_less_than(tb, None, ath, inf).map_err(be)?;
-        let ok = b.logical_and(tb, None, x_ok, y_ok).map_err(be)?;
-        let ok = b.logical_and(tb, None, ok, th_ok).map_err(be)?;
-        b.select(d, None, ok, fused, plain).map_err(be)
+        self.recipe(&crate::devmath::Recipe::fma(), &[x, y, z])
     }
 }
