@@ -466,3 +466,70 @@ fn float_wave_sum_is_the_butterfly_in_spec_order() {
     );
     assert_eq!(text.matches("shfl.sync.idx.b32").count(), 5);
 }
+
+/// XPU §8.3: cuda allows shared memory up to the device's per-block maximum, opting in above
+/// 48 KiB — but a PTX module may declare at most 48 KiB of static shared memory. Beyond that
+/// the static arrays live at the start of the dynamic memory (after which the dynamic array
+/// follows), the launch adds their bytes to its dynamic size, and the module assembles.
+#[test]
+fn static_shared_beyond_48_kib_lives_in_the_dynamic_memory() {
+    let kernel = |lens: [u32; 3]| {
+        // kernel(buffer<int32> r0): s0[1] = 7 (int32), s1[2] = r0[0] (float64 of it),
+        // dyn[0] = 1.
+        let mut k = function(
+            "t.Big.k",
+            FnKind::Kernel,
+            1,
+            vec![
+                Type::Buffer(Scalar::I32),
+                Type::Shared(Scalar::I32),
+                Type::Shared(Scalar::F64),
+                Type::Shared(Scalar::I32),
+                Type::Scalar(Scalar::I64),
+                Type::Scalar(Scalar::I32),
+                Type::Scalar(Scalar::F64),
+            ],
+            vec![
+                Instr::new(Op::SharedRef, 1, 0, 0),
+                Instr::new(Op::SharedRef, 2, 1, 0),
+                Instr::new(Op::SharedRef, 3, 2, 0),
+                Instr::with_bc(Op::LoadI, 4, 1),
+                Instr::with_bc(Op::LoadI, 5, 7),
+                Instr::new(Op::DevSetI32, 1, 4, 5),
+                Instr::new(Op::DevGetI32, 5, 0, 4),
+                Instr::new(Op::SToF64, 6, 5, 0),
+                Instr::new(Op::DevSetF64, 2, 4, 6),
+                Instr::new(Op::DevSetI32, 3, 4, 5),
+                Instr::new(Op::RetVoid, 0, 0, 0),
+            ],
+        );
+        k.shared = lens
+            .iter()
+            .zip([Scalar::I32, Scalar::F64, Scalar::I32])
+            .map(|(&len, elem)| SharedDecl { elem, len })
+            .collect();
+        Module {
+            functions: vec![k],
+            ..Module::default()
+        }
+    };
+    let ptxas = ptxas();
+    for (lens, moved) in [
+        ([12288, 0, 0], false),
+        ([12289, 8, 0], true),
+        ([64, 6200, 0], true),
+    ] {
+        let m = kernel(lens);
+        let l = ptx::lower(&m, 0, "sm_90").expect("lowers");
+        assert_eq!(l.static_in_dynamic, moved, "{lens:?}");
+        assert_eq!(
+            l.text.contains(".shared .align 8 .b8 cj_sh"),
+            !moved,
+            "{}",
+            l.text
+        );
+        if let Some(p) = &ptxas {
+            assemble(p, &l.text, "sm_90", &format!("big-shared-{}", lens[0]));
+        }
+    }
+}

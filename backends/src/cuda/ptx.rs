@@ -114,7 +114,15 @@ pub struct Lowered {
     pub sites: Vec<FaultSite>,
     /// Bytes of the kernel's static shared declarations.
     pub shared_bytes: u64,
+    /// The static declarations live at the start of the dynamic shared memory (their total is
+    /// above [`STATIC_SHARED_LIMIT`]): the launch adds `shared_bytes` to its dynamic size.
+    pub static_in_dynamic: bool,
 }
+
+/// The most static shared memory a PTX module may declare (ptxas refuses more); a kernel
+/// with more keeps its arrays in the dynamic shared memory, which can be opted in up to the
+/// device's per-block maximum (XPU §8.3).
+pub const STATIC_SHARED_LIMIT: u64 = 48 << 10;
 
 /// The PTX module of kernel function `kernel` of `module`, for `arch` (`sm_80`, `sm_90`, …).
 ///
@@ -200,7 +208,19 @@ pub fn lower(module: &Module, kernel: u32, arch: &str) -> Result<Lowered, LowerE
         ninst: 0,
         path: vec![],
         site_regs: false,
+        shared_offsets: None,
     };
+    let mut shared_bytes = 0u64;
+    let mut offsets = vec![];
+    for d in &kf.shared {
+        // 16-byte aligned, as the dynamic array is.
+        offsets.push(shared_bytes);
+        shared_bytes += (d.elem.size() as u64 * u64::from(d.len)).next_multiple_of(16);
+    }
+    let static_in_dynamic = shared_bytes > STATIC_SHARED_LIMIT;
+    if static_in_dynamic {
+        e.shared_offsets = Some((offsets, shared_bytes));
+    }
     let mut params = vec![];
     let mut plist = vec![];
     let mut loads = String::new();
@@ -235,16 +255,18 @@ pub fn lower(module: &Module, kernel: u32, arch: &str) -> Result<Lowered, LowerE
     e.emit_instance(kernel, 0, None).map_err(&err)?;
 
     let mut shared = String::new();
-    let mut shared_bytes = 0u64;
-    for (i, d) in kf.shared.iter().enumerate() {
-        if d.len == 0 {
-            // The dynamic array (T2): sized by the launch's `sharedBytes`.
-            let _ = writeln!(shared, ".extern .shared .align 16 .b8 cj_dyn[];");
-            continue;
+    if static_in_dynamic {
+        let _ = writeln!(shared, ".extern .shared .align 16 .b8 cj_dyn[];");
+    } else {
+        for (i, d) in kf.shared.iter().enumerate() {
+            if d.len == 0 {
+                // The dynamic array (T2): sized by the launch's `sharedBytes`.
+                let _ = writeln!(shared, ".extern .shared .align 16 .b8 cj_dyn[];");
+                continue;
+            }
+            let bytes = d.elem.size() as u64 * u64::from(d.len);
+            let _ = writeln!(shared, ".shared .align 8 .b8 cj_sh{i}[{bytes}];");
         }
-        let bytes = d.elem.size() as u64 * u64::from(d.len);
-        shared_bytes += bytes;
-        let _ = writeln!(shared, ".shared .align 8 .b8 cj_sh{i}[{bytes}];");
     }
 
     let entry = entry_name(&kf.name);
@@ -273,6 +295,7 @@ pub fn lower(module: &Module, kernel: u32, arch: &str) -> Result<Lowered, LowerE
         params,
         sites: e.sites,
         shared_bytes,
+        static_in_dynamic,
     })
 }
 
@@ -382,6 +405,9 @@ struct Emitter<'m> {
     path: Vec<(u32, u32)>,
     /// The fault handler's registers are declared.
     site_regs: bool,
+    /// Byte offsets of the static shared arrays in the dynamic shared memory, and that of the
+    /// dynamic array after them, when they live there ([`Lowered::static_in_dynamic`]).
+    shared_offsets: Option<(Vec<u64>, u64)>,
 }
 
 type R<T> = Result<T, String>;
@@ -669,14 +695,29 @@ impl Emitter<'_> {
                 if func != self.kernel_of_path(func) {
                     return Err("shared.ref outside the kernel".into());
                 }
+                // Static arrays at their offsets in the dynamic memory when they live there.
+                let (offset, dyn_offset) = match &self.shared_offsets {
+                    Some((offs, end)) => (offs.get(usize::from(ins.b)).copied(), *end),
+                    None => (None, 0),
+                };
                 if d.len == 0 {
-                    // The dynamic array: the launch's dynamic shared memory, as many elements
-                    // as fit in it.
+                    // The dynamic array: the launch's dynamic shared memory (after the static
+                    // arrays placed there), as many elements as fit in it.
                     let t = self.tmp("b32");
                     self.ins(format!("mov.u64 {a}a, cj_dyn"));
                     self.ins(format!("mov.u32 {t}, %dynamic_smem_size"));
+                    if dyn_offset > 0 {
+                        self.ins(format!("add.u64 {a}a, {a}a, {dyn_offset}"));
+                        self.ins(format!("sub.u32 {t}, {t}, {dyn_offset}"));
+                    }
                     self.ins(format!("div.u32 {t}, {t}, {}", d.elem.size()));
                     self.ins(format!("cvt.u64.u32 {a}n, {t}"));
+                } else if let Some(off) = offset {
+                    self.ins(format!("mov.u64 {a}a, cj_dyn"));
+                    if off > 0 {
+                        self.ins(format!("add.u64 {a}a, {a}a, {off}"));
+                    }
+                    self.ins(format!("mov.b64 {a}n, {}", d.len));
                 } else {
                     self.ins(format!("mov.u64 {a}a, cj_sh{}", ins.b));
                     self.ins(format!("mov.b64 {a}n, {}", d.len));

@@ -628,8 +628,13 @@ impl Backend for CudaBackend {
             return Ok(());
         }
         let shared_total = k.lowered.shared_bytes + dims.shared_bytes;
-        // Within the limit (checked), so it fits an i32 / u32.
-        let dynamic = dims.shared_bytes as u32;
+        // Within the limit (checked), so it fits an i32 / u32. Static arrays beyond what PTX
+        // may declare live at the start of the dynamic memory (`ptx::Lowered`).
+        let dynamic = if k.lowered.static_in_dynamic {
+            shared_total as u32
+        } else {
+            dims.shared_bytes as u32
+        };
         if shared_total > DEFAULT_SHARED_LIMIT {
             // SAFETY: `k.loaded.func` is a live function of a loaded module.
             unsafe {
