@@ -23,6 +23,17 @@ pub mod cuda;
 pub mod devmath;
 pub mod vulkan;
 
+/// A faulting index as XPU-E-BOUNDS prints it: the bits as a signed number, or unsigned when
+/// the program's index was a uint64 ([`cajeta_bytecode::Function::index_holds_u64`]), as the
+/// host's `E-BOUNDS` does.
+pub(crate) fn index_text(bits: i64, unsigned: bool) -> String {
+    if unsigned {
+        (bits as u64).to_string()
+    } else {
+        bits.to_string()
+    }
+}
+
 use cajeta_bytecode::Module;
 use std::sync::Arc;
 

@@ -169,6 +169,53 @@ impl Function {
         calls
     }
 
+    /// Whether the index (or, for `newarr`, the length) that instruction `pc` uses holds a
+    /// uint64 value, so that a bounds or size error prints its bits unsigned. Index operands
+    /// are int64 registers: the compiler converts a uint64 with a `wrap.i64` just before the
+    /// access, whose source register's type tells — when no branch lands between the two
+    /// (then the conversion is the value's only definition there). An explicit `(int64)` cast
+    /// of a uint64 is the same instruction, so it reads unsigned too.
+    pub fn index_holds_u64(&self, pc: u32) -> bool {
+        use crate::opcodes::{Op, Operand, RegClass};
+        use crate::types::Scalar;
+        let Some(&ins) = self.code.get(pc as usize) else {
+            return false;
+        };
+        let ops = ins.op.operands();
+        // The operand after the array, buffer or shared array; `newarr`'s length; `chk.idx`'s
+        // index.
+        let reg = match ins.op {
+            Op::NewArr => ins.b,
+            Op::CheckIndex => ins.a,
+            _ => {
+                let regs = [ins.a, ins.b, ins.c];
+                let mem = ops
+                    .iter()
+                    .position(|o| matches!(o, Operand::Src(RegClass::DevMem | RegClass::Array)));
+                match mem.and_then(|m| regs.get(m + 1)) {
+                    Some(&r) => r,
+                    None => return false,
+                }
+            }
+        };
+        let writes = |i: &Instr| matches!(i.op.operands()[0], Operand::Dst(_)) && i.a == reg;
+        let Some(def) = self.code[..pc as usize].iter().rposition(writes) else {
+            return false;
+        };
+        let d = self.code[def];
+        let entered = self
+            .code
+            .iter()
+            .any(|i| i.op.is_branch() && (def as u32 + 1..=pc).contains(&i.bc()));
+        let between = self.code[def + 1..pc as usize]
+            .iter()
+            .any(|i| i.op.is_branch());
+        d.op == Op::WrapI64
+            && !entered
+            && !between
+            && self.regs.get(d.b as usize) == Some(&Type::Scalar(Scalar::U64))
+    }
+
     /// The simple name (after the last `.`).
     pub fn simple_name(&self) -> &str {
         self.name.rsplit('.').next().unwrap_or(&self.name)

@@ -792,7 +792,12 @@ fn var_name(m: &Module, func: u32, reg: u16) -> String {
 
 /// The [`KernelFault`] of `kind` raised by item `it`.
 pub(crate) fn describe(l: &Launch<'_>, env: &Env<'_>, it: &Item, kind: FaultKind) -> KernelFault {
-    let (func, _) = it.position();
+    let (func, pc) = it.position();
+    let unsigned_index = l
+        .module
+        .functions
+        .get(func as usize)
+        .is_some_and(|f| f.index_holds_u64(pc));
     let g = &it.geo;
     let at = format!(
         "workgroup ({},{},{}), item ({},{},{})",
@@ -801,6 +806,7 @@ pub(crate) fn describe(l: &Launch<'_>, env: &Env<'_>, it: &Item, kind: FaultKind
     let k = l.name;
     let (code, message) = match kind {
         FaultKind::Bounds { index, handle, reg } => {
+            let index = crate::index_text(index, unsigned_index);
             let len = env.mems.get(handle as usize).map_or(0, MemRef::len);
             let what = if handle < env.nbuf {
                 "buffer"
@@ -816,6 +822,7 @@ pub(crate) fn describe(l: &Launch<'_>, env: &Env<'_>, it: &Item, kind: FaultKind
             )
         }
         FaultKind::Index { index, len, reg } => {
+            let index = crate::index_text(index, unsigned_index);
             let shared = l
                 .module
                 .functions

@@ -193,7 +193,12 @@ pub fn decode_fault(
         u32_at(rec, 56),
         u32_at(rec, 60)
     );
-    let Some(FaultSite { kind, frames }) = lowered.sites.get(site as usize - 1) else {
+    let Some(FaultSite {
+        kind,
+        frames,
+        unsigned_index,
+    }) = lowered.sites.get(site as usize - 1)
+    else {
         return Some(KernelFault {
             code: "XPU-E-LAUNCH",
             message: format!(
@@ -207,7 +212,7 @@ pub fn decode_fault(
             "XPU-E-BOUNDS",
             format!(
                 "kernel {kernel}: index {} out of bounds for length {} ({} {var}, {at})",
-                u64_at(rec, 24) as i64,
+                crate::index_text(u64_at(rec, 24) as i64, *unsigned_index),
                 u64_at(rec, 32),
                 if *shared { "shared" } else { "buffer" }
             ),
@@ -216,7 +221,7 @@ pub fn decode_fault(
             "XPU-E-BOUNDS",
             format!(
                 "kernel {kernel}: index {} out of bounds for length {} (lane of vector {var}, {at})",
-                u64_at(rec, 24) as i64,
+                crate::index_text(u64_at(rec, 24) as i64, *unsigned_index),
                 u64_at(rec, 32)
             ),
         ),

@@ -99,6 +99,8 @@ pub struct FaultSite {
     /// The device frames, innermost first, as `(function, pc)`: the faulting instruction, then
     /// each inlined caller's `call`.
     pub frames: Vec<(u32, u32)>,
+    /// The faulting index was a uint64 (it prints unsigned).
+    pub unsigned_index: bool,
 }
 
 /// A lowered kernel: the PTX text and what the runtime needs to launch it and decode its faults.
@@ -483,7 +485,16 @@ impl Emitter<'_> {
         }
         let mut frames = vec![(func, pc)];
         frames.extend(self.path.iter().rev().copied());
-        self.sites.push(FaultSite { kind, frames });
+        let unsigned_index = self
+            .m
+            .functions
+            .get(func as usize)
+            .is_some_and(|f| f.index_holds_u64(pc));
+        self.sites.push(FaultSite {
+            kind,
+            frames,
+            unsigned_index,
+        });
         let n = self.sites.len();
         let label = format!("$Lf{n}");
         let _ = writeln!(

@@ -610,6 +610,7 @@ impl VulkanBackend {
         let l = &k.lowered;
         let site = l.sites.get(w[1] as usize)?;
         let index = (u64::from(w[2]) | (u64::from(w[3]) << 32)) as i64;
+        let index = crate::index_text(index, site.unsigned_index);
         let (what, n) = match (site.what, site.mem) {
             // A `chk.idx` site: the length checked against is in the record.
             (Some(what), _) => (what, u64::from(w[10])),

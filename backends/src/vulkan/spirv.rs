@@ -110,6 +110,8 @@ pub struct Site {
     /// For a `chk.idx` site: what is indexed (`shared`, `lane of vector`), the length being
     /// the record's word 10; `None` for a memory access (the length is the memory's).
     pub what: Option<&'static str>,
+    /// The index was a uint64 (it prints unsigned).
+    pub unsigned_index: bool,
 }
 
 /// Device features a module needs.
@@ -3170,6 +3172,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
             mem,
             var: var_name,
             what,
+            unsigned_index: self.f.index_holds_u64(pc),
         });
         let site_k = self.cx.k32(site);
         let lo = self.b().u_convert(u, None, i64v).map_err(be)?;

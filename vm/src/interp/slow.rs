@@ -5,7 +5,7 @@
 //! stays small enough for good code generation. Errors leave through one `#[cold]` function,
 //! [`Vm::fault`], which turns a [`Fault`] into a [`RuntimeError`] with names and positions.
 
-use cajeta_bytecode::{half, Elem, Op, Operand, Scalar, Type};
+use cajeta_bytecode::{half, Elem, Op, Scalar, Type};
 
 use super::lower::XInstr;
 
@@ -340,46 +340,13 @@ impl Vm {
         }
     }
 
-    /// Whether the index (`aget`/`aset`) or length (`newarr`) that instruction `pc` of `func`
-    /// failed on came from a uint64 value, so that its bits print unsigned. Those operands
-    /// are int64 registers: the compiler converts the source value with a `wrap.i64` just
-    /// before the access, whose source register's type tells — when no branch lands between
-    /// the two (then the conversion is the value's only definition there). An explicit
-    /// `(int64)` cast of a uint64 index is the same instruction, so it reads unsigned too
-    /// (docs/notes/conformance-gaps.md).
+    /// Whether the index or length that instruction `pc` of `func` failed on holds a uint64
+    /// value ([`cajeta_bytecode::Function::index_holds_u64`]), so that its bits print unsigned.
     fn operand_was_u64(&self, func: u32, pc: u32) -> bool {
-        let Some(f) = self.module.functions.get(func as usize) else {
-            return false;
-        };
-        let Some(&ins) = f.code.get(pc as usize) else {
-            return false;
-        };
-        let m = ins.op.mnemonic();
-        let reg = if m.starts_with("aget.") {
-            ins.c
-        } else if m.starts_with("aset.") || ins.op == Op::NewArr {
-            ins.b
-        } else {
-            return false;
-        };
-        let writes = |i: &cajeta_bytecode::Instr| {
-            matches!(i.op.operands()[0], Operand::Dst(_)) && i.a == reg
-        };
-        let Some(def) = f.code[..pc as usize].iter().rposition(writes) else {
-            return false;
-        };
-        let d = f.code[def];
-        let entered = f
-            .code
-            .iter()
-            .any(|i| i.op.is_branch() && (def as u32 + 1..=pc).contains(&i.bc()));
-        let between = f.code[def + 1..pc as usize]
-            .iter()
-            .any(|i| i.op.is_branch());
-        d.op == Op::WrapI64
-            && !entered
-            && !between
-            && f.regs.get(d.b as usize) == Some(&Type::Scalar(Scalar::U64))
+        self.module
+            .functions
+            .get(func as usize)
+            .is_some_and(|f| f.index_holds_u64(pc))
     }
 
     /// The String method whose receiver instruction `pc` of `func` found null: `count`
