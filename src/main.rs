@@ -43,7 +43,9 @@ Options:
   --xpu-sim                  run every kernel on the cpu backend's lane scheduler (checked,
                              deterministic) instead of compiling it
   --xpu-verbose              print how each kernel runs (compiled, or why not)
-  --vulkan-force-staging     vulkan: copy through staging buffers even to host-visible memory
+  --vulkan-force-staging     vulkan: treat Device memory as a discrete GPU's: transfers go
+                             through staging buffers, hostLoad/hostStore on it are
+                             XPU-E-HOSTACCESS (a test of the discrete-GPU paths)
   --cuda-arch sm_NN          PTX target of emit ptx and the cuda backend (default: sm_80)
   --mem-stats                print device memory statistics on stderr at exit
   --max-memory SIZE|none     memory limit on host plus device bytes, e.g. 512M or 8G
