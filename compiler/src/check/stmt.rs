@@ -382,6 +382,7 @@ impl FnBuilder<'_> {
         let src;
         let elem: Ty;
         let mut stride = None;
+        let mut unsigned_limit = false;
         if let Some((t, args)) = range {
             let b = self.expr(t);
             let Ty::Buffer(s) = b.ty else {
@@ -448,6 +449,11 @@ impl FnBuilder<'_> {
                 self.pop_scope();
                 return;
             }
+            // `i < n` in 64 bits (XPU §3.5), unsigned when both `i` and `n` are (LANGUAGE §4):
+            // a uint64 `n` of 2^63 or more is no negative bound then (narrower unsigned ones
+            // compare alike either way).
+            unsigned_limit = nv.ty == Ty::Prim(Scalar::U64)
+                && matches!(index_ty.as_ref().and_then(Ty::scalar), Some(t) if !t.is_signed());
             let Some(nr) = self.coerce(nv, &Ty::Prim(Scalar::I64), n.value.span) else {
                 self.pop_scope();
                 return;
@@ -506,7 +512,15 @@ impl FnBuilder<'_> {
         self.end_statement();
         let header = self.pc();
         let c = self.temp(Type::BOOL);
-        self.emit(Op::LtI64, c, k, limit);
+        if unsigned_limit {
+            let u64t = Type::Scalar(Scalar::U64);
+            let (ku, lu) = (self.temp(u64t), self.temp(u64t));
+            self.emit(Op::WrapU64, ku, k, 0);
+            self.emit(Op::WrapU64, lu, limit, 0);
+            self.emit(Op::LtU64, c, ku, lu);
+        } else {
+            self.emit(Op::LtI64, c, k, limit);
+        }
         let jexit = self.emit_bc(Op::JmpIfNot, c, 0);
         self.end_statement();
         let entry_da = self.da.clone();
