@@ -11,8 +11,10 @@
 //! it lies that far below the product, and the result itself when it lies so far above it
 //! that the product cannot move it. The scaled result is scaled back by `2^e`: in steps that
 //! cannot round when the result is normal (or overflows, to the infinity IEEE gives), and,
-//! for a subnormal result, from the scaled sum rounded to odd, whose extra bit makes the one
-//! rounding of the scaling the correct one.
+//! for a subnormal result, from the scaled sum rounded to odd, whose extra bits make the one
+//! rounding of the scaling the correct one — but in [2^-1023, 2^-1022), whose 52 bits leave
+//! only one: there from the sum rounded to nearest, stepped toward the exact sum when it lies
+//! halfway on the coarser grid.
 //!
 //! Zeros, infinities and NaNs of `x` or `y` take `x · y + z` (the product is then exact); a
 //! non-finite `z` is the result; a zero `z` gives `x · y`, whose one rounding is the result's
