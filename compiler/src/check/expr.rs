@@ -72,6 +72,10 @@ impl FnBuilder<'_> {
         let r = match v.ty {
             Ty::Prim(Scalar::Bool) => self.materialize(&v),
             Ty::Error => None,
+            Ty::Void => {
+                self.void_value(&v, e.span);
+                None
+            }
             ref t => {
                 let n = self.ty_name(t);
                 self.error(
@@ -85,6 +89,16 @@ impl FnBuilder<'_> {
         (r, t, f)
     }
 
+    /// Reports `v` when it is a `void` call where a value is needed (LANGUAGE §8.4:
+    /// `CAJETA_ERROR_UNRESOLVED_EXPRESSION`, at the call `at`). True if it is one.
+    pub(super) fn void_value(&mut self, v: &Val, at: Span) -> bool {
+        if v.ty != Ty::Void {
+            return false;
+        }
+        self.error(code::UNRESOLVED_EXPRESSION, at, "a void call has no value");
+        true
+    }
+
     /// Lowers a (possibly) boolean expression, tracking definite assignment when true/false.
     fn bool_expr(&mut self, e: &Expr) -> (Val, Vec<bool>, Vec<bool>) {
         match &e.kind {
@@ -94,6 +108,9 @@ impl FnBuilder<'_> {
                 operand,
             } => {
                 let (v, t, f) = self.bool_expr(operand);
+                if self.void_value(&v, operand.span) {
+                    return (Val::error(), f, t);
+                }
                 let v = self.not_val(v, e.span);
                 (v, f, t)
             }
@@ -754,6 +771,9 @@ impl FnBuilder<'_> {
             return self.inc_dec(operand, op == UnOp::PreInc, true, span);
         }
         let v = self.expr(operand);
+        if self.void_value(&v, operand.span) {
+            return Val::error();
+        }
         if let Ty::Vector(..) = v.ty {
             return self.vector_unary(op, v, span);
         }
@@ -1246,7 +1266,8 @@ impl FnBuilder<'_> {
 
     fn short_circuit(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> (Val, Vec<bool>, Vec<bool>) {
         let bad = |this: &mut Self, v: &Val, span: Span| {
-            if v.ty != Ty::Error {
+            if this.void_value(v, span) {
+            } else if v.ty != Ty::Error {
                 let n = this.ty_name(&v.ty);
                 this.error(
                     code::TYPE_MISMATCH,
@@ -1395,7 +1416,7 @@ impl FnBuilder<'_> {
             }
         };
         let v = self.expr(e);
-        if v.ty == Ty::Error {
+        if v.ty == Ty::Error || self.void_value(&v, e.span) {
             return Val::error();
         }
         let (Some(from), Ty::Prim(to)) = (v.ty.scalar(), target.clone()) else {
@@ -1789,6 +1810,9 @@ impl FnBuilder<'_> {
                 let cur = self.load_place(&place, target.span);
                 let cur = self.pin(cur, &[value]);
                 let rhs = self.expr(value);
+                if self.void_value(&rhs, value.span) {
+                    return Val::error();
+                }
                 if ty == Ty::Str && bop == BinOp::Add {
                     self.concat(cur, rhs, span)
                 } else {
@@ -1925,7 +1949,7 @@ impl FnBuilder<'_> {
         }
         match iv.ty.scalar() {
             Some(s) if s.is_int() => self.coerce(iv, &Ty::Prim(Scalar::I64), index.span),
-            _ if iv.ty == Ty::Error => None,
+            _ if iv.ty == Ty::Error || self.void_value(&iv, index.span) => None,
             _ => {
                 let n = self.ty_name(&iv.ty);
                 self.error(
@@ -2018,7 +2042,7 @@ impl FnBuilder<'_> {
         for d in dims {
             let len = self.expr(d);
             if !len.ty.is_int() {
-                if len.ty != Ty::Error {
+                if len.ty != Ty::Error && !self.void_value(&len, d.span) {
                     let n = self.ty_name(&len.ty);
                     self.error(
                         code::TYPE_MISMATCH,
@@ -2575,6 +2599,10 @@ impl FnBuilder<'_> {
                     return v;
                 }
                 let recv = self.expr(t);
+                if self.void_value(&recv, t.span) {
+                    let _ = self.eval_args(args);
+                    return Val::error();
+                }
                 self.method_on_value(recv, name, args, span)
             }
         }

@@ -544,7 +544,7 @@ impl FnBuilder<'_> {
         let v = self.expr(selector);
         let ok = v.ty.is_int() || matches!(v.ty, Ty::Prim(Scalar::Char) | Ty::Str | Ty::Enum(_));
         if !ok {
-            if v.ty != Ty::Error {
+            if v.ty != Ty::Error && !self.void_value(&v, selector.span) {
                 let n = self.ty_name(&v.ty);
                 self.error(
                     code::TYPE_MISMATCH,

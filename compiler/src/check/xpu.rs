@@ -691,7 +691,7 @@ impl FnBuilder<'_> {
     pub(super) fn device_index(&mut self, v: &Val, span: Span) -> Option<Reg> {
         match v.ty.scalar() {
             Some(s) if s.is_int() => self.coerce(v.clone(), &Ty::Prim(Scalar::I64), span),
-            _ if v.ty == Ty::Error => None,
+            _ if v.ty == Ty::Error || self.void_value(v, span) => None,
             _ => {
                 let n = self.ty_name(&v.ty);
                 self.error(
