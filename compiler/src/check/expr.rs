@@ -2157,7 +2157,7 @@ impl FnBuilder<'_> {
                     own: Own::Yes,
                 }
             }
-            Ty::Buffer(elem) => self.new_buffer(elem, args, span),
+            Ty::Buffer(elem) => self.new_buffer(elem, args, span, false),
             other => {
                 let n = self.ty_name(&other);
                 self.error(

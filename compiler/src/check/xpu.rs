@@ -143,8 +143,10 @@ impl FnBuilder<'_> {
         (!vals.iter().any(|v| v.ty == Ty::Error)).then_some(vals)
     }
 
-    /// `heap KernelBuffer<T>(n)` and `heap KernelBuffer<T>(0, n)`.
-    pub fn new_buffer(&mut self, elem: Scalar, args: &[Arg], span: Span) -> Val {
+    /// `heap KernelBuffer<T>(n)` and `heap KernelBuffer<T>(0, n)` (XPU §2.1, parameters
+    /// `count` and `handle, count`, which named arguments may bind: LANGUAGE §8.4), or, with
+    /// `alloc`, `KernelBuffer<T>.alloc(count)`, a static method.
+    pub fn new_buffer(&mut self, elem: Scalar, args: &[Arg], span: Span, alloc: bool) -> Val {
         if !self.host_only("creating a buffer", span) {
             return Val::error();
         }
@@ -152,11 +154,65 @@ impl FnBuilder<'_> {
         if vals.iter().any(|v| v.ty == Ty::Error) {
             return Val::error();
         }
-        let ty = Ty::Buffer(elem);
-        match vals.len() {
-            1 => {
-                let Some(n) = self.arg_to(args, &vals, 0, &Ty::Prim(Scalar::U64)) else {
+        let (not_found, takes) = if alloc {
+            (
+                code::UNRESOLVED_METHOD,
+                "KernelBuffer<T>.alloc takes (uint64 count)",
+            )
+        } else {
+            (
+                code::NO_MATCHING_CONSTRUCTOR,
+                "KernelBuffer takes (uint64 count) or (int64 handle, uint64 count)",
+            )
+        };
+        let params: &[&str] = match vals.len() {
+            1 => &["count"],
+            2 if !alloc => &["handle", "count"],
+            _ => &[],
+        };
+        // Argument `k` for each parameter, positional ones first.
+        let mut order: Vec<Option<usize>> = vec![None; params.len()];
+        for (k, a) in args.iter().enumerate() {
+            if a.name.is_none() && args[..k].iter().any(|b| b.name.is_some()) {
+                let msg = "a positional argument follows a named argument";
+                self.error(code::NAMEDARG, a.value.span, msg);
+                return Val::error();
+            }
+            let slot = match &a.name {
+                None => Some(k).filter(|&k| k < params.len()),
+                Some(n) => params.iter().position(|p| *p == n.name),
+            };
+            match (slot, &a.name) {
+                (Some(p), _) if order[p].is_none() => order[p] = Some(k),
+                (Some(_), Some(n)) => {
+                    let msg = format!("parameter '{}' is bound twice", n.name);
+                    self.error(code::NAMEDARG, n.span, msg);
                     return Val::error();
+                }
+                (None, Some(n)) if !params.is_empty() => {
+                    let msg = format!("no parameter '{}': {takes}", n.name);
+                    self.error(code::NAMEDARG, n.span, msg);
+                    return Val::error();
+                }
+                _ => {}
+            }
+        }
+        let arg = |p: usize| order.get(p).copied().flatten().unwrap_or(p);
+        let ty = Ty::Buffer(elem);
+        let wrong = |this: &mut Self| {
+            this.error(not_found, span, takes);
+            Val::error()
+        };
+        let count = |this: &mut Self, k: usize| match vals[k].ty.scalar() {
+            Some(s) if s.is_int() || s.is_float() => {
+                this.arg_to(args, &vals, k, &Ty::Prim(Scalar::U64))
+            }
+            _ => None,
+        };
+        match params.len() {
+            1 => {
+                let Some(n) = count(self, arg(0)) else {
+                    return wrong(self);
                 };
                 self.set_pos(span);
                 let d = self.def(Op::BufNew, ty.reg(), n, 0);
@@ -168,16 +224,17 @@ impl FnBuilder<'_> {
                 }
             }
             2 => {
-                if !matches!(vals[0].loc, Loc::Num(super::ty::Num::Int(0))) {
+                let h = arg(0);
+                if !matches!(vals[h].loc, Loc::Num(super::ty::Num::Int(0))) {
                     self.error(
                         code::TYPE_MISMATCH,
-                        args[0].value.span,
+                        args[h].value.span,
                         "the handle of KernelBuffer(handle, count) must be the constant 0",
                     );
                     return Val::error();
                 }
-                let Some(n) = self.arg_to(args, &vals, 1, &Ty::Prim(Scalar::U64)) else {
-                    return Val::error();
+                let Some(n) = count(self, arg(1)) else {
+                    return wrong(self);
                 };
                 self.set_pos(span);
                 let d = self.def(Op::BufNewEmpty, ty.reg(), n, 0);
@@ -188,14 +245,7 @@ impl FnBuilder<'_> {
                     own: Own::Yes,
                 }
             }
-            _ => {
-                self.error(
-                    code::NO_MATCHING_CONSTRUCTOR,
-                    span,
-                    "KernelBuffer takes (uint64 count) or (int64 handle, uint64 count)",
-                );
-                Val::error()
-            }
+            _ => wrong(self),
         }
     }
 
@@ -221,7 +271,10 @@ impl FnBuilder<'_> {
                     );
                     return Some(Val::error());
                 };
-                let elem = self.buffer_elem_arg(targs, target.span)?;
+                let Some(elem) = self.buffer_elem_arg(targs, target.span) else {
+                    let _ = self.eval_args(args);
+                    return Some(Val::error());
+                };
                 if n != "alloc" {
                     self.error(
                         code::UNRESOLVED_METHOD,
@@ -230,7 +283,7 @@ impl FnBuilder<'_> {
                     );
                     return Some(Val::error());
                 }
-                self.new_buffer(elem, args, span)
+                self.new_buffer(elem, args, span, true)
             }
             LibClass::KernelStream => {
                 if !self.expect_args(args, 0, &format!("KernelStream.{n}"), span)
@@ -272,7 +325,10 @@ impl FnBuilder<'_> {
                             return Some(Val::error());
                         }
                         let vals = self.eval_args(args);
-                        let r = self.arg_to(args, &vals, 0, &Ty::Str)?;
+                        // (`None` from here would read as "no member 'force'".)
+                        let Some(r) = self.arg_to(args, &vals, 0, &Ty::Str) else {
+                            return Some(Val::error());
+                        };
                         self.set_pos(span);
                         self.emit(Op::DeviceForce, r, 0, 0);
                         Self::void()
