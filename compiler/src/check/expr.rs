@@ -1474,11 +1474,17 @@ impl FnBuilder<'_> {
     // ----- assignment -----
 
     pub(super) fn place(&mut self, target: &Expr) -> Option<Place> {
+        self.place_at(target, target.span)
+    }
+
+    /// [`Self::place`], reporting an assignment to a final field at `at` (the construct's
+    /// first character: the `++` of `++this.f`).
+    pub(super) fn place_at(&mut self, target: &Expr, at: Span) -> Option<Place> {
         if let Some(lane) = self.vector_place(target) {
             return lane;
         }
         match &target.kind {
-            ExprKind::Paren(inner) => self.place(inner),
+            ExprKind::Paren(inner) => self.place_at(inner, at),
             ExprKind::Name(id) => {
                 if let Some(li) = self.lookup_local(&id.name) {
                     return Some(Place::Local(li));
@@ -1494,7 +1500,7 @@ impl FnBuilder<'_> {
                 if let Some(fi) = c.fields.iter().position(|f| f.name == id.name) {
                     let ty = c.fields[fi].ty.clone();
                     if c.fields[fi].is_final {
-                        self.check_final_field(self.class, &id.name, target.span);
+                        self.check_final_field(self.class, &id.name, at);
                     }
                     if let Some(this) = self.this {
                         return Some(Place::Field {
@@ -1571,7 +1577,7 @@ impl FnBuilder<'_> {
                             // The object being constructed only: `this.f`, not `other.f`.
                             let this = matches!(obj.kind, ExprKind::This);
                             let c = if this { c } else { u32::MAX };
-                            self.check_final_field(c, &name.name, target.span);
+                            self.check_final_field(c, &name.name, at);
                         }
                         let r = self.materialize(&o)?;
                         Some(Place::Field {
@@ -1642,6 +1648,23 @@ impl FnBuilder<'_> {
                 code::FINAL_ASSIGNMENT,
                 at,
                 format!("final field '{name}' cannot be assigned here"),
+            );
+        }
+    }
+
+    /// LANGUAGE §5.3: a final static is assigned only by a `static {}` block of its class,
+    /// and only if its declaration does not ("only by its initialiser … or a static {}
+    /// block").
+    pub(super) fn check_final_static(&mut self, si: u32, at: Span) {
+        let st = &self.p.statics[si as usize];
+        let in_clinit =
+            matches!(self.job.kind, super::collect::JobKind::Clinit) && st.class == self.class;
+        if st.is_final && !(in_clinit && self.static_initialiser(si).is_none()) {
+            let n = st.name.clone();
+            self.error(
+                code::FINAL_ASSIGNMENT,
+                at,
+                format!("final field '{n}' cannot be assigned here"),
             );
         }
     }
@@ -1781,19 +1804,7 @@ impl FnBuilder<'_> {
             return Val::error();
         }
         if let Place::Static(si) = place {
-            let st = &self.p.statics[si as usize];
-            // Only a `static {}` block of its class may assign it, and only if its
-            // declaration does not (§5.3: "only by its initialiser … or a static {} block").
-            let in_clinit =
-                matches!(self.job.kind, super::collect::JobKind::Clinit) && st.class == self.class;
-            if st.is_final && !(in_clinit && self.static_initialiser(si).is_none()) {
-                let n = st.name.clone();
-                self.error(
-                    code::FINAL_ASSIGNMENT,
-                    target.span,
-                    format!("final field '{n}' cannot be assigned here"),
-                );
-            }
+            self.check_final_static(si, target.span);
         }
         let v = match op {
             None => {

@@ -5,6 +5,7 @@
 //! literals) are typed by a *probe*: the arm is lowered once, its type noted, and the emitted
 //! code and diagnostics are rolled back before the real lowering with the unified type.
 
+use super::expr::Place;
 use super::func::{FnBuilder, Loc, LoopCtx, Own, Reg, Val};
 use super::ty::{self, Num, Ty};
 use crate::ast::{BinOp, CaseLabel, Expr, ExprKind, StmtKind, SwitchArm, SwitchGroup};
@@ -321,9 +322,15 @@ impl FnBuilder<'_> {
     /// `++x`, `--x` (prefix: the new value) and `x++`, `x--` (postfix: the old value), the
     /// target evaluated once as for `op=` (LANGUAGE §8.3).
     pub fn inc_dec(&mut self, target: &Expr, inc: bool, prefix: bool, span: Span) -> Val {
-        let Some(place) = self.place(target) else {
+        // An error of the store is at the construct's first character (LANGUAGE §10.1): the
+        // `++` of `++k`, the target of `k++`.
+        let at = if prefix { span } else { target.span };
+        let Some(place) = self.place_at(target, at) else {
             return Val::error();
         };
+        if let Place::Static(si) = place {
+            self.check_final_static(si, at);
+        }
         let ty = self.place_ty(&place);
         let Some(s) = ty.scalar().filter(|s| s.is_numeric()) else {
             let n = self.ty_name(&ty);
@@ -361,7 +368,7 @@ impl FnBuilder<'_> {
             },
             _ => sum,
         };
-        let stored = self.store_place(place, ty.clone(), new, span, span, target.span);
+        let stored = self.store_place(place, ty.clone(), new, span, span, at);
         match old {
             Some(o) => Val::reg(ty, o),
             None => stored,
