@@ -834,13 +834,25 @@ impl FnBuilder<'_> {
                 );
                 Val::error()
             }
-            _ => {
+            // A known method with other arguments.
+            ("exit" | "currentTimeMillis" | "nanoTime", _) => {
                 self.error(
                     code::UNRESOLVED_METHOD,
                     name.span,
                     format!(
                         "System has no method '{n}' taking {} argument(s)",
                         vals.len()
+                    ),
+                );
+                Val::error()
+            }
+            // Any other member (LANGUAGE §5.9: `System.out`).
+            _ => {
+                self.error(
+                    code::UNKNOWN_SYSTEM_STREAM,
+                    name.span,
+                    format!(
+                        "'System.{n}' is not a known member (use System.stdout or System.stderr)"
                     ),
                 );
                 Val::error()
