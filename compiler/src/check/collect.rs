@@ -362,12 +362,41 @@ impl Program {
                 }
             }
             LibClass::Vector => {
-                let [TypeArg::Type(e), TypeArg::Const(n)] = args else {
-                    return Err(Diag::error(
-                        code::TYPE_MISMATCH,
-                        span,
-                        "Vector takes an element type and a lane count: Vector<T,N>",
-                    ));
+                // An argument of the wrong kind is the Vector code of its place (LANGUAGE §9).
+                let arg_span = |a: &TypeArg| match a {
+                    TypeArg::Type(t) => t.span,
+                    TypeArg::Const(e) => e.span,
+                };
+                let (e, n) = match args {
+                    [TypeArg::Type(e), TypeArg::Const(n)] => (e, n),
+                    [TypeArg::Const(_), _] => {
+                        return Err(Diag::error(
+                            code::VECTOR_ELEMENT_TYPE,
+                            arg_span(&args[0]),
+                            "a Vector's first type argument is its element type: Vector<T,N>",
+                        ))
+                    }
+                    [TypeArg::Type(_), second] => {
+                        return Err(Diag::error(
+                            code::VECTOR_LENGTH,
+                            arg_span(second),
+                            "a Vector's lane count is an integer constant: Vector<T,N>",
+                        ))
+                    }
+                    [TypeArg::Type(_)] => {
+                        return Err(Diag::error(
+                            code::VECTOR_LENGTH,
+                            span,
+                            "a Vector needs a lane count: Vector<T,N>",
+                        ))
+                    }
+                    _ => {
+                        return Err(Diag::error(
+                            code::TYPE_MISMATCH,
+                            span,
+                            "Vector takes an element type and a lane count: Vector<T,N>",
+                        ))
+                    }
                 };
                 let s = match self.resolve_type(unit, e)? {
                     // Numeric lanes, or boolean ones: a mask (`Vector<boolean,N>`).
