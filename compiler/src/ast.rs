@@ -42,6 +42,8 @@ pub struct Unit {
     pub file: FileId,
     /// `package a.b;`, if present.
     pub package: Option<QualName>,
+    /// Annotations before `package` (§5.1; none is known, so each is warned about).
+    pub package_annotations: Vec<Annotation>,
     /// Imports in order.
     pub imports: Vec<Import>,
     /// Top-level classes in order.
@@ -197,6 +199,8 @@ pub struct CtorDecl {
 /// A destructor `~Name() { … }`.
 #[derive(Clone, PartialEq, Debug)]
 pub struct DtorDecl {
+    /// Annotations.
+    pub annotations: Vec<Annotation>,
     /// The class name as written.
     pub name: Ident,
     /// The body.

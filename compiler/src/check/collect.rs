@@ -568,25 +568,27 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         by_qual: HashMap::new(),
     };
     for unit in units {
+        let mut anns: Vec<&ast::Annotation> = unit.package_annotations.iter().collect();
         for c in &unit.classes {
-            let mut anns: Vec<&ast::Annotation> = c.annotations.iter().collect();
+            anns.extend(&c.annotations);
             for m in &c.members {
                 match m {
                     Member::Method(md) => anns.extend(&md.annotations),
                     Member::Field(f) => anns.extend(&f.annotations),
                     Member::Constructor(cd) => anns.extend(&cd.annotations),
+                    Member::Destructor(d) => anns.extend(&d.annotations),
                     _ => {}
                 }
             }
-            for a in anns {
-                let n = a.name.joined();
-                if !KNOWN_ANNOTATIONS.contains(&n.as_str()) {
-                    p.warnings.push(Diag::warning(
-                        code::WARN_UNKNOWN_ANNOTATION,
-                        a.span,
-                        format!("unknown annotation '@{n}' is ignored"),
-                    ));
-                }
+        }
+        for a in anns {
+            let n = a.name.joined();
+            if !KNOWN_ANNOTATIONS.contains(&n.as_str()) {
+                p.warnings.push(Diag::warning(
+                    code::WARN_UNKNOWN_ANNOTATION,
+                    a.span,
+                    format!("unknown annotation '@{n}' is ignored"),
+                ));
             }
         }
     }

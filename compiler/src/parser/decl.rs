@@ -22,6 +22,7 @@ impl Parser {
         let mut unit = Unit {
             file: self.file,
             package: None,
+            package_annotations: Vec::new(),
             imports: Vec::new(),
             classes: Vec::new(),
         };
@@ -65,6 +66,7 @@ impl Parser {
                 self.error(start, "the package declaration must come first");
             } else {
                 unit.package = Some(name);
+                unit.package_annotations = prefix.annotations;
             }
             return Ok(());
         }
@@ -364,6 +366,7 @@ impl Parser {
                 self.bump();
                 let body = self.block()?;
                 Ok(Some(Member::Destructor(DtorDecl {
+                    annotations: prefix.annotations,
                     name,
                     body,
                     span: self.since(start),
