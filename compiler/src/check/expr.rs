@@ -1643,7 +1643,22 @@ impl FnBuilder<'_> {
     /// into the constructors); `c` is `u32::MAX` for a field of another object.
     fn check_final_field(&mut self, c: u32, name: &str, at: Span) {
         let in_ctor = matches!(self.job.kind, super::collect::JobKind::Ctor(_));
-        if !(in_ctor && c == self.class) {
+        // One with an initialiser is assigned by it alone, as a `static final` with one is
+        // (spec-questions 34).
+        let initialised = c == self.class && {
+            let cls = &self.p.classes[c as usize];
+            self.units[cls.unit].classes[cls.index]
+                .members
+                .iter()
+                .any(|m| match m {
+                    crate::ast::Member::Field(f) if !f.modifiers.is_static => f
+                        .vars
+                        .iter()
+                        .any(|(n, init)| n.name == name && init.is_some()),
+                    _ => false,
+                })
+        };
+        if !(in_ctor && c == self.class) || initialised {
             self.error(
                 code::FINAL_ASSIGNMENT,
                 at,
