@@ -119,7 +119,23 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
             _ => (w.as_str(), None),
         };
         match name {
-            "--entry" => o.entry = Some(value(&mut i, name, inline)?),
+            "--entry" => {
+                let v = value(&mut i, name, inline)?;
+                // `pkg.Class.method`, or `Class.method` in the unnamed package (§5.8).
+                let well_formed = v.split('.').count() >= 2
+                    && v.split('.').all(|p| {
+                        p.chars()
+                            .next()
+                            .is_some_and(|c| c.is_alphabetic() || c == '_')
+                            && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+                    });
+                if !well_formed {
+                    return Err(format!(
+                        "invalid entry '{v}' (expected Class.method or pkg.Class.method)"
+                    ));
+                }
+                o.entry = Some(v);
+            }
             "--backend" => {
                 let v = value(&mut i, name, inline)?;
                 if !matches!(v.as_str(), "cpu" | "vulkan" | "cuda" | "auto") {

@@ -370,6 +370,16 @@ fn unknown_entry() {
     let o = cajeta(&["run", "--entry", "M.main", &f]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_clean(&o);
+    // Not `Class.method` at all: a malformed value, a usage error (LANGUAGE §5.10).
+    for bad in ["main", "M..main", "M.", "1M.main"] {
+        let o = cajeta(&["run", "--entry", bad, &f]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("cajeta: usage error: invalid entry"),
+            "{}",
+            stderr(&o)
+        );
+    }
 }
 
 #[test]
