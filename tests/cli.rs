@@ -482,6 +482,24 @@ fn unknown_annotations_warn_on_the_package_and_destructors() {
     }
 }
 
+/// XPU.md §4.2: a launch-borrowed buffer freed with no `sync()` is XPU-K02 at the `free()`,
+/// once — not again where its block ends.
+#[test]
+fn a_freed_borrowed_buffer_is_reported_once() {
+    let d = tmp_dir("k02_once");
+    let f = write(
+        &d,
+        "K.cajeta",
+        b"import cajeta.xpu.*;\npublic class K {\n    @Kernel\n    static void k(KernelBuffer<int32> b) { b[0] = 1; }\n    public static void main() {\n        KernelBuffer<int32> b = heap KernelBuffer<int32>(4);\n        k.launch(grid: [1], block: [1])(b);\n        b.free();\n    }\n}\n",
+    );
+    let o = cajeta(&["check", &f]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    let errors: Vec<&str> = e.lines().filter(|l| l.contains(": error[")).collect();
+    assert_eq!(errors.len(), 1, "{e}");
+    assert!(errors[0].contains("K.cajeta:8:9: error[XPU-K02]"), "{e}");
+}
+
 /// LANGUAGE.md §3.2: a constant warns only if the conversion changes its value — folded
 /// shifts and whole float constants in range included.
 #[test]

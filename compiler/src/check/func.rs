@@ -1365,6 +1365,10 @@ impl<'a> FnBuilder<'a> {
                 "buffer '{name}' is freed while the launch of '{}' (line {}) may still use it; call sync() first",
                 b.kernel, b.line
             ));
+            // Reported once: not again where the block ends.
+            if let Some(s) = self.scopes.last_mut() {
+                s.borrows.retain(|x| x.local != li);
+            }
         }
     }
 
