@@ -152,6 +152,8 @@ pub struct Param {
     pub is_final: bool,
     /// `#Type` (T2; acts as a plain parameter).
     pub transfer: bool,
+    /// Where the parameter's declaration starts (`final`, `#` or the type).
+    pub start: Span,
     /// The type.
     pub ty: TypeExpr,
     /// The name.

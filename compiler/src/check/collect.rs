@@ -1292,7 +1292,7 @@ fn device_signature_errors(
         if prm.transfer {
             out.push(Diag::error(
                 code,
-                prm.ty.span,
+                prm.start.to(prm.ty.span),
                 format!("{what} cannot use '#' types"),
             ));
         } else if matches!(ty, Ty::Array(e) if matches!(**e, Ty::Buffer(_))) {

@@ -528,6 +528,7 @@ impl Parser {
             while self.is_p(P::At) {
                 self.annotation()?;
             }
+            let start = self.span();
             let is_final = self.eat_kw(Kw::Final);
             let transfer = self.eat_p(P::Hash);
             let ty = self.parse_type()?;
@@ -544,6 +545,7 @@ impl Parser {
             params.push(Param {
                 is_final,
                 transfer,
+                start,
                 ty,
                 name,
             });
