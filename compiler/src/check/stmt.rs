@@ -506,6 +506,8 @@ impl FnBuilder<'_> {
                 }
             }
             elem = (*e).clone();
+            // A null array fails here: at the iterable (LANGUAGE §10.3, the failing operation).
+            self.set_pos(iterable.span);
             self.emit(Op::ArrLen, limit, src, 0);
             self.emit_bc(Op::LoadI, k, 0);
         }
