@@ -462,14 +462,14 @@ fn check_prints_warnings_and_run_does_not() {
 }
 
 /// LANGUAGE.md §5.1 allows annotations on the package declaration and every member: an
-/// unknown one warns wherever it is, destructors and the package included.
+/// unknown one warns wherever it is, destructors, parameters and the package included.
 #[test]
-fn unknown_annotations_warn_on_the_package_and_destructors() {
+fn unknown_annotations_warn_on_the_package_destructors_and_parameters() {
     let d = tmp_dir("warn_annotations");
     let f = write(
         &d,
         "W.cajeta",
-        b"@Frobnicate package demo;\nclass P {\n    int32 a;\n    @Tracked ~P() { }\n}\npublic class W {\n    public static void main() { }\n}\n",
+        b"@Frobnicate package demo;\nclass P {\n    int32 a;\n    @Tracked ~P() { }\n}\npublic class W {\n    static void f(@Checked int32 x) { }\n    public static void main() { }\n}\n",
     );
     let o = cajeta(&["check", &f]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -477,6 +477,7 @@ fn unknown_annotations_warn_on_the_package_and_destructors() {
     for at in [
         "W.cajeta:1:1: warning[CAJETA_WARN_UNKNOWN_ANNOTATION]",
         "W.cajeta:4:5: warning[CAJETA_WARN_UNKNOWN_ANNOTATION]",
+        "W.cajeta:7:19: warning[CAJETA_WARN_UNKNOWN_ANNOTATION]",
     ] {
         assert!(e.contains(at), "{at} in\n{e}");
     }

@@ -154,6 +154,8 @@ pub struct Param {
     pub transfer: bool,
     /// Where the parameter's declaration starts (`final`, `#` or the type).
     pub start: Span,
+    /// Annotations before it (none is known: each is warned about).
+    pub annotations: Vec<Annotation>,
     /// The type.
     pub ty: TypeExpr,
     /// The name.

@@ -573,9 +573,15 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             anns.extend(&c.annotations);
             for m in &c.members {
                 match m {
-                    Member::Method(md) => anns.extend(&md.annotations),
+                    Member::Method(md) => {
+                        anns.extend(&md.annotations);
+                        anns.extend(md.params.iter().flat_map(|p| &p.annotations));
+                    }
                     Member::Field(f) => anns.extend(&f.annotations),
-                    Member::Constructor(cd) => anns.extend(&cd.annotations),
+                    Member::Constructor(cd) => {
+                        anns.extend(&cd.annotations);
+                        anns.extend(cd.params.iter().flat_map(|p| &p.annotations));
+                    }
                     Member::Destructor(d) => anns.extend(&d.annotations),
                     _ => {}
                 }

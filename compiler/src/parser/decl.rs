@@ -524,9 +524,10 @@ impl Parser {
             return Ok(params);
         }
         loop {
-            // Parameter annotations are accepted and ignored (the AST has no place for them).
+            // Parameter annotations are accepted (an unknown one is warned about) and ignored.
+            let mut annotations = vec![];
             while self.is_p(P::At) {
-                self.annotation()?;
+                annotations.push(self.annotation()?);
             }
             let start = self.span();
             let is_final = self.eat_kw(Kw::Final);
@@ -546,6 +547,7 @@ impl Parser {
                 is_final,
                 transfer,
                 start,
+                annotations,
                 ty,
                 name,
             });
