@@ -124,10 +124,13 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
                 // `pkg.Class.method`, or `Class.method` in the unnamed package (§5.8).
                 let well_formed = v.split('.').count() >= 2
                     && v.split('.').all(|p| {
-                        p.chars()
-                            .next()
-                            .is_some_and(|c| c.is_alphabetic() || c == '_')
-                            && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+                        // Identifiers (LANGUAGE §1): `A–Z a–z _ $`, digits after the first,
+                        // any code point above U+007F.
+                        let word = |c: char| {
+                            c.is_ascii_alphabetic() || c == '_' || c == '$' || !c.is_ascii()
+                        };
+                        p.chars().next().is_some_and(word)
+                            && p.chars().all(|c| word(c) || c.is_ascii_digit())
                     });
                 if !well_formed {
                     return Err(format!(
