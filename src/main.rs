@@ -391,17 +391,19 @@ fn file_stem(name: &str) -> String {
     }
 }
 
-/// Prints compile diagnostics; returns true if there were errors.
+/// Prints compile diagnostics, errors first — the first line is the first error (LANGUAGE
+/// §10.1: tests compare the first line of the first diagnostic), each kind in source order;
+/// returns true if there were errors.
 fn report(c: &Compilation, warnings: bool) -> bool {
     let _ = std::io::stdout().flush();
     let mut err = std::io::stderr().lock();
+    for d in &c.errors {
+        let _ = err.write_all(driver::render(&c.sources, d).as_bytes());
+    }
     if warnings {
         for d in &c.warnings {
             let _ = err.write_all(driver::render(&c.sources, d).as_bytes());
         }
-    }
-    for d in &c.errors {
-        let _ = err.write_all(driver::render(&c.sources, d).as_bytes());
     }
     !c.errors.is_empty()
 }

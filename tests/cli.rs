@@ -501,6 +501,30 @@ fn a_freed_borrowed_buffer_is_reported_once() {
     assert!(errors[0].contains("K.cajeta:8:9: error[XPU-K02]"), "{e}");
 }
 
+/// LANGUAGE.md §10.1: tests compare the first line of the first diagnostic, so `check` prints
+/// the errors before the warnings, even a warning on an earlier line.
+#[test]
+fn check_prints_errors_before_warnings() {
+    let d = tmp_dir("errors_first");
+    let f = write(
+        &d,
+        "E.cajeta",
+        b"public class E {\n    public static void main() {\n        uint8 b = 300;\n        int32 y = cnt + 1;\n    }\n}\n",
+    );
+    let o = cajeta(&["check", &f]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    let first = e.lines().next().unwrap_or("");
+    assert!(
+        first.contains("E.cajeta:4:19: error[CAJETA_ERROR_VARIABLE_NOT_FOUND]"),
+        "{e}"
+    );
+    assert!(
+        e.contains("E.cajeta:3:19: warning[CAJETA_WARN_LOSSY_CONVERSION]"),
+        "{e}"
+    );
+}
+
 /// LANGUAGE.md §3.2: a constant warns only if the conversion changes its value — folded
 /// shifts and whole float constants in range included.
 #[test]
