@@ -72,11 +72,7 @@ pub(super) fn fma(b: &mut Builder, x: usize, y: usize, z: usize) -> usize {
 
     // Scaled back: is the result below 2^-1022, or in [2^-1023, 2^-1022)?
     let near_bits = b.push(Step::Bits(near));
-    let near_exp = b.push(Step::UShr(near_bits, 52));
-    let field = b.i(0x7ff);
-    let near_exp = b.push(Step::IAnd(near_exp, field));
-    let bias = b.i(1023);
-    let near_exp = b.push(Step::ISub(near_exp, bias));
+    let near_exp = exponent(b, near_bits);
     let result_exp = b.push(Step::IAdd(near_exp, e));
     let min_normal = b.i(-1022);
     let subnormal = b.push(Step::ILt(result_exp, min_normal));
@@ -138,11 +134,7 @@ fn normalise(b: &mut Builder, v: usize) -> (usize, usize) {
     let lifted = b.mulc(v, 2f64.powi(64));
     let w = b.select(sub, lifted, v);
     let w_bits = b.push(Step::Bits(w));
-    let w_field = b.push(Step::UShr(w_bits, 52));
-    let low11 = b.i(0x7ff);
-    let w_field = b.push(Step::IAnd(w_field, low11));
-    let bias = b.i(1023);
-    let e = b.push(Step::ISub(w_field, bias));
+    let e = exponent(b, w_bits);
     let sixty_four = b.i(64);
     let e_sub = b.push(Step::ISub(e, sixty_four));
     let e = b.select(sub, e_sub, e);
@@ -152,6 +144,15 @@ fn normalise(b: &mut Builder, v: usize) -> (usize, usize) {
     let m = b.push(Step::IOr(rest, one));
     let m = b.push(Step::FromBits(m));
     (m, e)
+}
+
+/// The unbiased exponent of the normal float64 with `bits` (int64).
+fn exponent(b: &mut Builder, bits: usize) -> usize {
+    let field = b.push(Step::UShr(bits, 52));
+    let low11 = b.i(0x7ff);
+    let field = b.push(Step::IAnd(field, low11));
+    let bias = b.i(1023);
+    b.push(Step::ISub(field, bias))
 }
 
 /// int64 `v` limited to `[lo, hi]`.

@@ -1266,8 +1266,7 @@ impl FnBuilder<'_> {
 
     fn short_circuit(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> (Val, Vec<bool>, Vec<bool>) {
         let bad = |this: &mut Self, v: &Val, span: Span| {
-            if this.void_value(v, span) {
-            } else if v.ty != Ty::Error {
+            if v.ty != Ty::Error && !this.void_value(v, span) {
                 let n = this.ty_name(&v.ty);
                 this.error(
                     code::TYPE_MISMATCH,
@@ -1645,19 +1644,10 @@ impl FnBuilder<'_> {
         let in_ctor = matches!(self.job.kind, super::collect::JobKind::Ctor(_));
         // One with an initialiser is assigned by it alone, as a `static final` with one is
         // (spec-questions 34).
-        let initialised = c == self.class && {
-            let cls = &self.p.classes[c as usize];
-            self.units[cls.unit].classes[cls.index]
-                .members
-                .iter()
-                .any(|m| match m {
-                    crate::ast::Member::Field(f) if !f.modifiers.is_static => f
-                        .vars
-                        .iter()
-                        .any(|(n, init)| n.name == name && init.is_some()),
-                    _ => false,
-                })
-        };
+        let initialised = c == self.class
+            && self
+                .field_declarator(c, name, false)
+                .is_some_and(|(_, init)| init.is_some());
         if !(in_ctor && c == self.class) || initialised {
             self.error(
                 code::FINAL_ASSIGNMENT,

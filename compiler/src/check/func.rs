@@ -1023,21 +1023,7 @@ impl<'a> FnBuilder<'a> {
             return;
         };
         let skip = self.emit_bc(Op::JmpIfNot, f, 0);
-        // An object whose drop has begun is reached again only through an ownership cycle
-        // (its own field, or a field of what it owns): that drop is the one under way.
-        let dropping = self.p.classes[class as usize]
-            .fields
-            .iter()
-            .position(|x| x.name == super::collect::DROPPING_FIELD)
-            .map(|fi| fi as u16);
-        let again = dropping.map(|fi| {
-            let d = self.temp(Type::BOOL);
-            self.emit(Op::GetField, d, r, fi);
-            let again = self.emit_bc(Op::JmpIf, d, 0);
-            let yes = self.load_bool(true);
-            self.emit(Op::SetField, r, fi, yes);
-            again
-        });
+        let again = self.mark_dropping(r, class);
         let window = self.window(&[Type::Object(class)]);
         self.emit(Op::Mov, window, r, 0);
         self.emit(Op::Call, 0, window, func as u16);
@@ -1049,6 +1035,23 @@ impl<'a> FnBuilder<'a> {
             self.region(RegionKind::If, j as u32, 0, merge);
         }
         self.region(RegionKind::If, skip as u32, 0, merge);
+    }
+
+    /// Marks the instance of `class` in `r` as being dropped, for a class that can own itself
+    /// (one with the hidden `$dropping` field): the jump to take when it already was. An object
+    /// whose drop has begun is reached again only through an ownership cycle (its own field,
+    /// or a field of what it owns), and that drop is the one under way.
+    fn mark_dropping(&mut self, r: Reg, class: u32) -> Option<usize> {
+        let fi = self.p.classes[class as usize]
+            .fields
+            .iter()
+            .position(|x| x.name == super::collect::DROPPING_FIELD)? as u16;
+        let d = self.temp(Type::BOOL);
+        self.emit(Op::GetField, d, r, fi);
+        let again = self.emit_bc(Op::JmpIf, d, 0);
+        let yes = self.load_bool(true);
+        self.emit(Op::SetField, r, fi, yes);
+        Some(again)
     }
 
     /// True if dropping a `ty` runs user code: an instance of a class with a drop function
@@ -1286,18 +1289,7 @@ impl<'a> FnBuilder<'a> {
             let none = self.temp(Type::BOOL);
             self.emit(Op::EqRef, none, v, null);
             exits.push(self.emit_bc(Op::JmpIf, none, 0));
-            // As in `emit_drop`: an object whose drop has begun is reached again only through
-            // an ownership cycle, and that drop is the one under way.
-            if let Some(d) = fields
-                .iter()
-                .position(|x| x.name == super::collect::DROPPING_FIELD)
-            {
-                let again = self.temp(Type::BOOL);
-                self.emit(Op::GetField, again, v, d as u16);
-                exits.push(self.emit_bc(Op::JmpIf, again, 0));
-                let yes = self.load_bool(true);
-                self.emit(Op::SetField, v, d as u16, yes);
-            }
+            exits.extend(self.mark_dropping(v, class));
             self.emit(Op::Mov, this, v, 0);
             self.end_statement();
             let cont = self.pc();
@@ -1316,19 +1308,30 @@ impl<'a> FnBuilder<'a> {
     /// drop); the class's name when it is not found.
     fn field_span(&self, fi: usize) -> Span {
         let cls = &self.p.classes[self.class as usize];
-        let name = &cls.fields[fi].name;
-        let decl = &self.units[cls.unit].classes[cls.index];
-        decl.members
+        match self.field_declarator(self.class, &cls.fields[fi].name, false) {
+            Some((n, _)) => n.span,
+            None => self.units[cls.unit].classes[cls.index].name.span,
+        }
+    }
+
+    /// The declarator `name (= init)?` of the static or instance field `name` of `class`.
+    pub(super) fn field_declarator(
+        &self,
+        class: u32,
+        name: &str,
+        is_static: bool,
+    ) -> Option<&'a (crate::ast::Ident, Option<crate::ast::Expr>)> {
+        let cls = &self.p.classes[class as usize];
+        let units: &'a [crate::ast::Unit] = self.units;
+        units[cls.unit].classes[cls.index]
+            .members
             .iter()
             .find_map(|m| match m {
-                crate::ast::Member::Field(f) if !f.modifiers.is_static => f
-                    .vars
-                    .iter()
-                    .find(|(n, _)| &n.name == name)
-                    .map(|(n, _)| n.span),
+                crate::ast::Member::Field(f) if f.modifiers.is_static == is_static => {
+                    f.vars.iter().find(|(n, _)| n.name == name)
+                }
                 _ => None,
             })
-            .unwrap_or(decl.name.span)
     }
 
     /// The current source line.

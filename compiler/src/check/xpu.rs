@@ -826,16 +826,7 @@ impl FnBuilder<'_> {
     /// The initialiser of static `si` in its declaration, if it has one.
     pub(super) fn static_initialiser(&self, si: u32) -> Option<Expr> {
         let st = &self.p.statics[si as usize];
-        let c = &self.p.classes[st.class as usize];
-        let decl = &self.units[c.unit].classes[c.index];
-        decl.members.iter().find_map(|m| match m {
-            crate::ast::Member::Field(f) if f.modifiers.is_static => f
-                .vars
-                .iter()
-                .find(|(n, _)| n.name == st.name)
-                .and_then(|(_, e)| e.clone()),
-            _ => None,
-        })
+        self.field_declarator(st.class, &st.name, true)?.1.clone()
     }
 
     /// Constant expressions (LANGUAGE §5.3): literals, constants of `class`, primitive casts,
