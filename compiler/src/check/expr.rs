@@ -1301,18 +1301,29 @@ impl FnBuilder<'_> {
         } else {
             lf.clone()
         };
-        self.conditional += 1;
+        self.enter_conditional();
         let (r, rt, rf) = self.bool_expr(rhs);
         if r.ty != Ty::BOOL {
-            self.conditional -= 1;
+            self.leave_conditional();
             return bad(self, &r, rhs.span);
         }
         if let Some(b) = self.materialize(&r) {
             self.emit(Op::Mov, d, b, 0);
         }
-        self.conditional -= 1;
+        let flags = self.leave_conditional();
+        if !flags.is_empty() {
+            // The path that skips the right operand clears its drop flags.
+            let over = self.emit_bc(Op::Jmp, 0, 0);
+            let skip = self.pc();
+            self.patch(j, skip);
+            self.clear_flags(&flags);
+            let merge = self.pc();
+            self.patch(over, merge);
+        }
         let merge = self.pc();
-        self.patch(j, merge);
+        if flags.is_empty() {
+            self.patch(j, merge);
+        }
         self.region(cajeta_bytecode::RegionKind::If, header, 0, merge);
         let and = |x: &[bool], y: &[bool]| {
             x.iter()

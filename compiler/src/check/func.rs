@@ -264,6 +264,11 @@ pub struct FnBuilder<'a> {
     /// switch-expression arms, right operands of `&&`/`||`): a value created there may not
     /// exist where the full expression that began outside them ends.
     pub(super) conditional: u32,
+    /// Per enclosing conditional operand, innermost last: the flags of the values created in
+    /// it whose drop waits for the end of the full expression (see
+    /// [`FnBuilder::drop_at_end`]). Each conditional sets them false on the paths that skip
+    /// the operand.
+    pub(super) cond_flags: Vec<Vec<Reg>>,
     /// Scopes below this index are invisible to name lookup (the caller's, while a function
     /// body is inlined).
     pub(super) scope_floor: usize,
@@ -341,6 +346,7 @@ impl<'a> FnBuilder<'a> {
             inline_frames: vec![],
             full_exprs: vec![],
             conditional: 0,
+            cond_flags: vec![],
             scope_floor: 0,
             dyn_shared: None,
             checked_mems: vec![],

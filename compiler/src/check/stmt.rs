@@ -1,7 +1,7 @@
 //! Lowering of statements: blocks, declarations, `if`, loops, `break`/`continue`, `return`,
 //! with definite assignment (LANGUAGE §7) and drops at every scope exit (§6.4).
 
-use super::func::{FnBuilder, LoopCtx, Own, Val};
+use super::func::{FnBuilder, LoopCtx, Own, Reg, Val};
 use super::ty::Ty;
 use crate::ast::{Expr, ExprKind, ForInit, LocalDecl, Stmt, StmtKind};
 use crate::diag::{code, Span};
@@ -155,13 +155,70 @@ impl FnBuilder<'_> {
 
     /// Drops owned value `v`, stored nowhere, at the end of the innermost full expression
     /// (LANGUAGE §6.4: the receiver of `heap T(…).m()` lives to the end of its statement) —
-    /// or now, where that end is not on every path from here (`v` created in a conditional
-    /// operand the full expression encloses: its register would not be written on the other
-    /// paths) or there is no full expression (field initialisers, device code).
+    /// or now, where there is no full expression (field initialisers, device code). A value
+    /// created in a conditional operand the full expression encloses may not exist where it
+    /// ends: a flag, set here and cleared on the paths that skip the operand
+    /// ([`FnBuilder::leave_conditional`]), guards its drop.
     pub fn drop_at_end(&mut self, v: Val) {
-        match self.full_exprs.last_mut() {
-            Some((depth, waiting)) if *depth == self.conditional && !self.device => waiting.push(v),
-            _ => self.drop_unstored(&v),
+        let depth = match self.full_exprs.last() {
+            Some(&(depth, _)) if !self.device => depth,
+            _ => return self.drop_unstored(&v),
+        };
+        let v = if depth < self.conditional {
+            if !v.ty.is_owned_kind() || self.reg_of(&v).is_none() {
+                return;
+            }
+            let f = self.temp(Type::BOOL);
+            match v.own {
+                Own::No => return,
+                Own::Yes => self.load_bits_into(f, Type::BOOL, 1),
+                Own::Dyn(g) => {
+                    self.emit(Op::Mov, f, g, 0);
+                }
+            }
+            if let Some(flags) = self.cond_flags.last_mut() {
+                flags.push(f);
+            }
+            Val {
+                own: Own::Dyn(f),
+                ..v
+            }
+        } else {
+            v
+        };
+        if let Some((_, waiting)) = self.full_exprs.last_mut() {
+            waiting.push(v);
+        }
+    }
+
+    /// Starts lowering a conditionally evaluated operand (see [`FnBuilder::conditional`]).
+    pub fn enter_conditional(&mut self) {
+        self.conditional += 1;
+        self.cond_flags.push(Vec::new());
+    }
+
+    /// Ends a conditional operand: returns the drop flags of the values created in it, which
+    /// the caller clears on the paths that skip it. They are the enclosing operand's too,
+    /// when that one lies inside the same full expression.
+    pub fn leave_conditional(&mut self) -> Vec<Reg> {
+        self.conditional -= 1;
+        let flags = self.cond_flags.pop().unwrap_or_default();
+        let inside = self
+            .full_exprs
+            .last()
+            .is_some_and(|&(depth, _)| depth < self.conditional);
+        if inside {
+            if let Some(outer) = self.cond_flags.last_mut() {
+                outer.extend(&flags);
+            }
+        }
+        flags
+    }
+
+    /// Clears drop flags (on a path where their values were not created).
+    pub fn clear_flags(&mut self, flags: &[Reg]) {
+        for &f in flags {
+            self.load_bits_into(f, Type::BOOL, 0);
         }
     }
 

@@ -24,6 +24,7 @@ struct Snapshot {
     shared: usize,
     index_cache: Vec<(Reg, Reg, u32)>,
     full_exprs: Vec<(u32, Vec<Val>)>,
+    cond_flags: Vec<Vec<Reg>>,
 }
 
 impl FnBuilder<'_> {
@@ -39,6 +40,7 @@ impl FnBuilder<'_> {
             shared: self.shared.len(),
             index_cache: self.index_cache.clone(),
             full_exprs: self.full_exprs.clone(),
+            cond_flags: self.cond_flags.clone(),
         }
     }
 
@@ -55,6 +57,7 @@ impl FnBuilder<'_> {
         self.index_cache = s.index_cache;
         // Values the probe left to drop at the end of a full expression were never created.
         self.full_exprs = s.full_exprs;
+        self.cond_flags = s.cond_flags;
         // Code emitted by the probe is gone: nothing cached from it may survive.
         self.cache_barrier.set(s.code as u32);
     }
@@ -253,25 +256,38 @@ impl FnBuilder<'_> {
         let jf = self.emit_bc(Op::JmpIfNot, c.unwrap_or(0), 0);
         let header = jf as u32;
         self.da = when_true;
-        self.conditional += 1;
+        self.enter_conditional();
         let v = self.expr(then);
         self.arm_title(titles, v.own);
         let v = self.arm_constant(v, &arms);
         if let Some(r) = self.coerce(v, &t, then.span) {
             self.move_lanes(d, r, &t);
         }
+        let then_flags = self.leave_conditional();
         let da_then = self.da.clone();
         let jend = self.emit_bc(Op::Jmp, 0, 0);
         let pc = self.pc();
         self.patch(jf, pc);
         self.da = when_false;
+        // Each arm's path clears the other arm's drop flags.
+        self.clear_flags(&then_flags);
+        self.enter_conditional();
         let v = self.expr(els);
         self.arm_title(titles, v.own);
         let v = self.arm_constant(v, &arms);
         if let Some(r) = self.coerce(v, &t, els.span) {
             self.move_lanes(d, r, &t);
         }
-        self.conditional -= 1;
+        let else_flags = self.leave_conditional();
+        let jend = if else_flags.is_empty() {
+            jend
+        } else {
+            let over = self.emit_bc(Op::Jmp, 0, 0);
+            let stub = self.pc();
+            self.patch(jend, stub);
+            self.clear_flags(&else_flags);
+            over
+        };
         let merge = self.pc();
         self.patch(jend, merge);
         self.region(cajeta_bytecode::RegionKind::If, header, 0, merge);
@@ -720,22 +736,41 @@ impl FnBuilder<'_> {
         let mut starts = vec![];
         let mut ends = vec![];
         let mut da_out: Option<Vec<bool>> = None;
+        let mut arm_flags: Vec<Vec<Reg>> = Vec::new();
         for a in arms {
             starts.push(self.pc());
             self.da = entry_da.clone();
-            self.conditional += 1;
+            self.enter_conditional();
             let v = self.expr(&a.value);
             self.arm_title(titles, v.own);
             let v = self.arm_constant(v, &types);
             if let Some(x) = self.coerce(v, &t, a.value.span) {
                 self.move_into(d, x);
             }
-            self.conditional -= 1;
+            arm_flags.push(self.leave_conditional());
             da_out = Some(match da_out {
                 None => self.da.clone(),
                 Some(prev) => prev.iter().zip(&self.da).map(|(x, y)| *x && *y).collect(),
             });
             ends.push(self.emit_bc(Op::Jmp, 0, 0));
+        }
+        // Each arm's path clears the other arms' drop flags, on its way to the end.
+        let mut to_end = Vec::new();
+        for (k, &j) in ends.iter().enumerate() {
+            let others: Vec<Reg> = arm_flags
+                .iter()
+                .enumerate()
+                .filter(|&(m, _)| m != k)
+                .flat_map(|(_, f)| f.iter().copied())
+                .collect();
+            if others.is_empty() {
+                to_end.push(j);
+                continue;
+            }
+            let stub = self.pc();
+            self.patch(j, stub);
+            self.clear_flags(&others);
+            to_end.push(self.emit_bc(Op::Jmp, 0, 0));
         }
         let end = self.pc();
         for (g, jumps) in tests.iter().enumerate() {
@@ -744,7 +779,7 @@ impl FnBuilder<'_> {
             }
         }
         self.patch(jdefault, starts[default]);
-        for j in ends {
+        for j in to_end {
             self.patch(j, end);
         }
         self.da = da_out.unwrap_or(entry_da);
