@@ -1,7 +1,8 @@
 //! The Cajeta register bytecode: the instruction set ([`opcodes`]), value types ([`types`]), the
 //! in-memory [`Module`], the `.cjb` file format ([`encode`](mod@encode), [`decode`](mod@decode), specified in
 //! `docs/cjb-format.md`), the [`verify`](mod@verify)er and
-//! the disassembler ([`dis`]).
+//! the disassembler ([`dis`]), and the text of primitive values that `tostr` and the
+//! compiler's constant folding share ([`mod@format`]).
 //!
 //! Architecture invariant: this crate depends on no sibling crate; it is the contract every
 //! other crate (compiler, interpreter, JIT, backends) is written against.
@@ -11,6 +12,7 @@ pub mod decode;
 pub mod dis;
 pub mod encode;
 pub mod float;
+pub mod format;
 pub mod half;
 pub mod module;
 pub mod opcodes;

@@ -26,7 +26,7 @@
 mod api;
 mod embed;
 pub mod error;
-pub mod format;
+pub use cajeta_bytecode::format;
 pub mod heap;
 mod interp;
 mod jit;

@@ -9,7 +9,7 @@ use super::ty::{self, Num, Ty};
 use super::{Access, MethodSig};
 use crate::ast::{Arg, BinOp, Expr, ExprKind, Placement, UnOp};
 use crate::diag::{code, Span};
-use cajeta_bytecode::{Op, Scalar, Type};
+use cajeta_bytecode::{format, half, Op, Scalar, Type};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -2893,6 +2893,17 @@ fn const_string(v: &Val) -> Option<String> {
         (Loc::Null, _) => Some("null".into()),
         (Loc::Enum(o), Ty::Enum(e)) => Some(e.constants()[*o as usize].to_string()),
         (Loc::Num(Num::Int(i)), Ty::Prim(s)) if s.is_int() => Some(i.to_string()),
+        // What `tostr` prints (LANGUAGE §3.5), from the constant's bits in its type.
+        (Loc::Char(c), _) => Some(format::char_text(u64::from(*c)).to_string()),
+        (Loc::Num(n), Ty::Prim(s)) if s.is_float() => {
+            let bits = ty::const_cell(*n, *s);
+            Some(match s {
+                Scalar::F32 => format::fmt_g(f64::from(f32::from_bits(bits as u32))),
+                Scalar::F16 => format::fmt_g(f64::from(half::f16_to_f32(bits as u16))),
+                Scalar::BF16 => format::fmt_g(f64::from(half::bf16_to_f32(bits as u16))),
+                _ => format::fmt_g(f64::from_bits(bits)),
+            })
+        }
         _ => None,
     }
 }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 /// `inf`/`-inf` and −0.0 as `-0` (LANGUAGE §3.6).
 ///
 /// ```
-/// use cajeta_vm::format::fmt_g;
+/// use cajeta_bytecode::format::fmt_g;
 /// assert_eq!(fmt_g(1.0 / 3.0), "0.333333");
 /// assert_eq!(fmt_g(1234567.0), "1.23457e+06");
 /// ```
@@ -89,7 +89,7 @@ fn strip_fraction_zeros(s: &str) -> &str {
 /// (LANGUAGE §5.9). NaN prints `nan` (whatever its sign bit), infinities `inf`/`-inf`.
 ///
 /// ```
-/// use cajeta_vm::format::fmt_fixed;
+/// use cajeta_bytecode::format::fmt_fixed;
 /// assert_eq!(fmt_fixed(253687315.46875, 6), "253687315.468750");
 /// assert_eq!(fmt_fixed(-0.125, 2), "-0.12");
 /// ```
