@@ -179,6 +179,11 @@ pub struct VulkanBackend {
     /// Storage buffers one compute kernel may bind (the device's per-stage and per-set
     /// limits): buffer parameters plus the fault buffer.
     max_storage_buffers: u32,
+    /// The device's push-constant limit in bytes (kernel scalars and buffer ranges live there).
+    max_push_bytes: u32,
+    /// The device's workgroup counts per axis in one dispatch: a launch's grid is cut into
+    /// dispatches of at most these, each at its base workgroup (`vkCmdDispatchBase`).
+    dispatch_max: [u32; 3],
     stats: Arc<Mutex<MemStats>>,
     state: Mutex<State>,
 }
@@ -457,7 +462,9 @@ impl VulkanBackend {
             wave_width: wave,
             max_items: limits.max_compute_work_group_invocations,
             max_block: limits.max_compute_work_group_size,
-            max_grid: limits.max_compute_work_group_count,
+            // Any grid the spec allows (XPU §3.4): one beyond the device's dispatch limit
+            // runs as several dispatches (`dispatch_max`).
+            max_grid: [u32::MAX; 3],
             max_shared_bytes: u64::from(limits.max_compute_shared_memory_size),
             device_memory_host_accessible: (cpu || integrated) && !force_staging,
             atomics_64: have.atomic_int64,
@@ -468,6 +475,8 @@ impl VulkanBackend {
             .min(limits.max_descriptor_set_storage_buffers);
         Ok(VulkanBackend {
             max_storage_buffers,
+            max_push_bytes: limits.max_push_constants_size,
+            dispatch_max: limits.max_compute_work_group_count,
             dev,
             queue,
             pool,
@@ -686,6 +695,12 @@ impl VulkanBackend {
                 self.max_storage_buffers
             ));
         }
+        if lowered.push_size > self.max_push_bytes {
+            return Err(format!(
+                "its parameters need {} bytes of push constants, beyond the device's limit of {}",
+                lowered.push_size, self.max_push_bytes
+            ));
+        }
         let ranges = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
             .offset(0)
@@ -824,6 +839,7 @@ impl VulkanBackend {
             }
         }
         let info = [vk::ComputePipelineCreateInfo::default()
+            .flags(vk::PipelineCreateFlags::DISPATCH_BASE)
             .stage(stage)
             .layout(k.layout)];
         // SAFETY: the shader module and layout are alive; the create info lives across the
@@ -1006,12 +1022,11 @@ impl VulkanBackend {
         if dims.grid.contains(&0) || dims.block.contains(&0) {
             return Ok(());
         }
-        for a in 0..3 {
-            if dims.grid[a] > self.caps.max_grid[a] {
-                return Err(refuse(format!(
-                    "grid of {} exceeds the limit {}",
-                    dims.grid[a], self.caps.max_grid[a]
-                )));
+        // The whole grid, which the shader reads instead of its dispatch's count.
+        let g = kg.lowered.grid_offset as usize;
+        for (a, &n) in dims.grid.iter().enumerate() {
+            if let Some(d) = push.get_mut(g + 4 * a..g + 4 * a + 4) {
+                d.copy_from_slice(&n.to_le_bytes());
             }
         }
         let pipeline = self
@@ -1078,7 +1093,9 @@ impl VulkanBackend {
             if !push.is_empty() {
                 dev.cmd_push_constants(cmd, kg.layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
             }
-            dev.cmd_dispatch(cmd, dims.grid[0], dims.grid[1], dims.grid[2]);
+            for (base, count) in dispatches(dims.grid, self.dispatch_max) {
+                dev.cmd_dispatch_base(cmd, base[0], base[1], base[2], count[0], count[1], count[2]);
+            }
         }
         self.barrier(cmd);
         drop(kg);
@@ -1496,5 +1513,61 @@ impl Backend for VulkanBackend {
             self.missing_feature(&l.features).is_none()
                 && l.wave_width.is_none_or(|w| self.supports_wave_width(w))
         })
+    }
+}
+
+/// A grid cut into dispatches of at most `max` workgroups per axis: (base workgroup, count)
+/// for each, in order (x fastest). The workgroups of one launch run in no particular order,
+/// so its dispatches need no barrier between them.
+fn dispatches(grid: [u32; 3], max: [u32; 3]) -> Vec<([u32; 3], [u32; 3])> {
+    let starts = |a: usize| {
+        let step = max[a].max(1);
+        (0..grid[a])
+            .step_by(step as usize)
+            .map(move |b| (b, step.min(grid[a] - b)))
+    };
+    let mut out = Vec::new();
+    for (bz, cz) in starts(2) {
+        for (by, cy) in starts(1) {
+            for (bx, cx) in starts(0) {
+                out.push(([bx, by, bz], [cx, cy, cz]));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dispatches;
+
+    #[test]
+    fn a_grid_is_cut_into_dispatches_within_the_limit_covering_it_once() {
+        assert_eq!(
+            dispatches([10, 1, 1], [65535; 3]),
+            vec![([0, 0, 0], [10, 1, 1])]
+        );
+        let d = dispatches([70000, 2, 1], [65535, 1, 65535]);
+        assert_eq!(
+            d,
+            vec![
+                ([0, 0, 0], [65535, 1, 1]),
+                ([65535, 0, 0], [4465, 1, 1]),
+                ([0, 1, 0], [65535, 1, 1]),
+                ([65535, 1, 0], [4465, 1, 1]),
+            ]
+        );
+        // The largest grid: every workgroup of every axis in exactly one dispatch.
+        let d = dispatches([u32::MAX, 3, 1], [65535, 2, 1]);
+        let x: u64 = d
+            .iter()
+            .filter(|(b, _)| b[1] == 0)
+            .map(|(_, c)| u64::from(c[0]))
+            .sum();
+        assert_eq!(x, u64::from(u32::MAX));
+        assert!(d
+            .iter()
+            .all(|(_, c)| c[0] <= 65535 && c[1] <= 2 && c[2] == 1));
+        assert!(dispatches([0, 1, 1], [65535; 3]).is_empty());
     }
 }

@@ -165,6 +165,10 @@ pub struct Lowered {
     pub params: Vec<ParamSlot>,
     /// Size of the push-constant block in bytes (0: none).
     pub push_size: u32,
+    /// Byte offset in the push constants of the launch's whole grid (three `u32`), which
+    /// the shader reads where it would read `NumWorkgroups`: a launch beyond the device's
+    /// dispatch limits runs as several dispatches, each of which sees only its own count.
+    pub grid_offset: u32,
     /// Binding of the fault buffer.
     pub fault_binding: u32,
     /// Bounds-checked accesses, by site number.
@@ -266,6 +270,7 @@ pub fn lower_for(module: &Module, kernel: u32, target: Target) -> Result<Lowered
         name: k.simple_name().to_string(),
         params: cx.params,
         push_size: cx.push_size,
+        grid_offset: cx.grid_offset,
         fault_binding: u32::from(k.params),
         sites: cx.sites,
         features: cx.features,
@@ -333,6 +338,10 @@ struct Cx<'m> {
     push_size: u32,
     /// The push-constant member that always holds 0 ([`Target::opaque_float_constants`]).
     zero_member: Option<u32>,
+    /// The push-constant members holding the whole grid (x, y, z from this one) and their
+    /// byte offset ([`Lowered::grid_offset`]).
+    grid_member: u32,
+    grid_offset: u32,
     fault_var: Word,
     fault_fn: Word,
     wg_size: [Word; 3],
@@ -388,6 +397,8 @@ impl<'m> Cx<'m> {
             params: vec![],
             push_size: 0,
             zero_member: None,
+            grid_member: 0,
+            grid_offset: 0,
             fault_var: 0,
             fault_fn: 0,
             dyn_len: None,
@@ -607,6 +618,13 @@ impl<'m> Cx<'m> {
             offsets.push(off);
             off += 4;
         }
+        self.grid_member = members.len() as u32;
+        self.grid_offset = off;
+        for _ in 0..3 {
+            members.push(self.t_u32);
+            offsets.push(off);
+            off += 4;
+        }
         self.push_size = off.next_multiple_of(8);
         if !members.is_empty() {
             let id = self.b.id();
@@ -707,6 +725,10 @@ impl<'m> Cx<'m> {
 
     /// Component `c` of a `uvec3` built-in (or the scalar built-in when `c` is `None`).
     fn builtin(&mut self, bi: BuiltIn, c: Option<u32>) -> R<Word> {
+        if let (BuiltIn::NumWorkgroups, Some(c)) = (bi, c) {
+            // The launch's grid, not this dispatch's ([`Lowered::grid_offset`]).
+            return self.push_load(self.grid_member + c);
+        }
         let v = self.input(bi, c.is_some());
         match c {
             Some(c) => {
