@@ -111,6 +111,14 @@ pub(crate) enum FaultKind {
         /// The reported item stopped at a wave collective.
         collective: bool,
     },
+    /// The item's `shuffleSync` or `rotate` (`rotate: true`) read wave lane `lane`, which is
+    /// inactive (raised by the scheduler).
+    InactiveLane {
+        /// The collective was a rotate.
+        rotate: bool,
+        /// The lane read.
+        lane: u32,
+    },
     /// The call depth exceeded the kernel's plan (impossible for a plan-checked kernel).
     Stack,
     /// An instruction the device cannot run or a control transfer outside the code (excluded

@@ -642,7 +642,7 @@ fn switching(
                 // The returned item may be the last member a rendezvous waited for.
                 if waves[k].collective.is_some() && waves[k].arrived == waves[k].live {
                     complete_collective(items, status, &mut waves[k], k * w, w)
-                        .map_err(|(j, site)| divergent(l, env, &items[j], site, true))?;
+                        .map_err(|e| inactive_read(l, env, items, e))?;
                     cur = cur.min(k * w);
                 }
                 if barrier.is_some() && at_barrier == live {
@@ -685,7 +685,7 @@ fn switching(
                 status[i] = Status::AtCollective(value);
                 if ws.arrived == ws.live {
                     complete_collective(items, status, ws, k * w, w)
-                        .map_err(|(j, site)| divergent(l, env, &items[j], site, true))?;
+                        .map_err(|e| inactive_read(l, env, items, e))?;
                     cur = cur.min(k * w);
                 }
             }
@@ -722,6 +722,28 @@ fn divergent(
     f
 }
 
+/// The fault of a collective's lane that read an inactive lane (see [`complete_collective`]).
+fn inactive_read(l: &Launch<'_>, env: &Env<'_>, items: &[Item], e: InactiveRead) -> KernelFault {
+    let kind = FaultKind::InactiveLane {
+        rotate: e.op == WaveOp::Rotate,
+        lane: e.lane as u32,
+    };
+    let mut f = describe(l, env, &items[e.item], kind);
+    if let Some(top) = f.frames.first_mut() {
+        *top = e.site;
+    }
+    f
+}
+
+/// A shuffle or rotate lane reading an inactive lane: the reader (index in `items`), the
+/// collective's site and operation, and the lane read.
+struct InactiveRead {
+    item: usize,
+    site: Site,
+    op: WaveOp,
+    lane: usize,
+}
+
 /// Completes the pending barrier: every waiting item becomes runnable.
 fn release_barrier(
     status: &mut [Status],
@@ -745,14 +767,14 @@ fn release_barrier(
 /// waiting members (the active lanes), writes each member's result and makes it runnable.
 ///
 /// # Errors
-/// The item (index in `items`) that read an inactive lane, and the collective's site.
+/// The item that read an inactive lane.
 fn complete_collective(
     items: &mut [Item],
     status: &mut [Status],
     ws: &mut WaveState,
     first: usize,
     w: usize,
-) -> Result<(), (usize, Site)> {
+) -> Result<(), InactiveRead> {
     let Some(p) = ws.collective.take() else {
         return Ok(());
     };
@@ -766,7 +788,12 @@ fn complete_collective(
     }
     let mut out = [0u64; MAX_WAVE];
     // Missing lanes of a partial wave stay inactive (None).
-    wave::reduce(p.op, &lanes[..w], &mut out[..w]).map_err(|j| (first + j, p.site))?;
+    wave::reduce(p.op, &lanes[..w], &mut out[..w]).map_err(|(j, lane)| InactiveRead {
+        item: first + j,
+        site: p.site,
+        op: p.op,
+        lane,
+    })?;
     for ((it, st), &v) in items[first..end]
         .iter_mut()
         .zip(&mut status[first..end])
@@ -862,6 +889,13 @@ pub(crate) fn describe(l: &Launch<'_>, env: &Env<'_>, it: &Item, kind: FaultKind
                 } else {
                     "barrier"
                 }
+            ),
+        ),
+        FaultKind::InactiveLane { rotate, lane } => (
+            "XPU-E-DIVERGENT",
+            format!(
+                "kernel {k}: {} reads inactive lane {lane} ({at})",
+                if rotate { "rotate" } else { "shuffleSync" }
             ),
         ),
         FaultKind::Stack => (

@@ -77,8 +77,12 @@ impl WaveOp {
 ///
 /// # Errors
 /// The first active lane (in lane order) whose shuffle or rotate source lane is inactive
-/// (`XPU-E-DIVERGENT` on `cpu`).
-pub(crate) fn reduce(op: WaveOp, lanes: &[Option<u64>], out: &mut [u64]) -> Result<(), usize> {
+/// (`XPU-E-DIVERGENT` on `cpu`), and that source lane.
+pub(crate) fn reduce(
+    op: WaveOp,
+    lanes: &[Option<u64>],
+    out: &mut [u64],
+) -> Result<(), (usize, usize)> {
     let w = lanes.len().min(MAX_WAVE).min(out.len());
     let lo = |v: &u64| *v as u32;
     let all = |out: &mut [u64], v: u32| out.iter_mut().for_each(|o| *o = u64::from(v));
@@ -127,7 +131,7 @@ pub(crate) fn reduce(op: WaveOp, lanes: &[Option<u64>], out: &mut [u64]) -> Resu
                 let src = (if op == WaveOp::Shuffle { n } else { j + n }) & (w - 1);
                 match lanes[src] {
                     Some(v) => out[j] = u64::from(v as u32),
-                    None => return Err(j),
+                    None => return Err((j, src)),
                 }
             }
         }
@@ -231,7 +235,8 @@ mod tests {
         reduce(WaveOp::Rotate, &lanes, &mut out).unwrap();
         assert_eq!(out, [13, 10, 12, 10]);
         let lanes = [with(10, 1), None, with(12, 0), with(13, 0)];
-        assert_eq!(reduce(WaveOp::Shuffle, &lanes, &mut out), Err(0));
+        assert_eq!(reduce(WaveOp::Shuffle, &lanes, &mut out), Err((0, 1)));
+        assert_eq!(reduce(WaveOp::Rotate, &lanes, &mut out), Err((0, 1)));
     }
 
     #[test]
