@@ -373,6 +373,9 @@ pub enum StmtKind {
     ForEach {
         /// The optional index variable (type and name).
         index: Option<(TypeExpr, Ident)>,
+        /// Which of the index and element variables are `final` (as in Java; our extension
+        /// of LANGUAGE §7's grammar: spec-questions 37).
+        finals: (bool, bool),
         /// The element variable's type.
         ty: TypeExpr,
         /// The element variable.

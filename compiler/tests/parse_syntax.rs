@@ -229,17 +229,20 @@ fn st(s: &Stmt) -> String {
         }
         StmtKind::ForEach {
             index,
+            finals,
             ty: t,
             name,
             iterable,
             body,
         } => {
+            let fin = |f: bool| if f { "final " } else { "" };
             let i = index
                 .as_ref()
-                .map(|(t, n)| format!("{} {}, ", ty(t), n.name))
+                .map(|(t, n)| format!("{}{} {}, ", fin(finals.0), ty(t), n.name))
                 .unwrap_or_default();
             format!(
-                "(foreach {i}{} {} : {} {})",
+                "(foreach {i}{}{} {} : {} {})",
+                fin(finals.1),
                 ty(t),
                 name.name,
                 ex(iterable),
@@ -674,6 +677,18 @@ fn control_statements() {
     assert_eq!(
         body("for (Foo f : foos) f.run();"),
         "(foreach Foo f : foos (call f.run ))"
+    );
+    assert_eq!(
+        body("for (final float32 v : xs) s += v;"),
+        "(foreach final float32 v : xs (+= s v))"
+    );
+    assert_eq!(
+        body("for (final int32 i, final float32 v : xs) {}"),
+        "(foreach final int32 i, final float32 v : xs {})"
+    );
+    assert_eq!(
+        body("for (int32 i, final float32 v : xs) {}"),
+        "(foreach int32 i, final float32 v : xs {})"
     );
     assert_eq!(
         body("outer: while (true) { continue outer; }"),

@@ -655,10 +655,27 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         p.envs.push(env);
     }
     library_classes(&mut p);
-    // Imports must name something that exists.
+    // Imports must name something that exists, and one simple name one class.
     for unit in units {
+        let mut singles: HashMap<String, String> = HashMap::new();
         for imp in &unit.imports {
             let q = imp.path.joined();
+            if !imp.wildcard {
+                let simple = q.rsplit('.').next().unwrap_or_default().to_string();
+                match singles.get(&simple) {
+                    Some(first) if *first != q => {
+                        errors.push(Diag::error(
+                            code::UNRESOLVED_TYPE,
+                            imp.path.span,
+                            format!("'{simple}' is ambiguous: imported as '{first}' and as '{q}'"),
+                        ));
+                        continue;
+                    }
+                    _ => {
+                        singles.insert(simple, q.clone());
+                    }
+                }
+            }
             let ok = if imp.wildcard {
                 builtins::is_library_package(&q) || p.classes.iter().any(|c| c.package == q)
             } else {

@@ -2147,6 +2147,23 @@ impl FnBuilder<'_> {
         let resolved = self.p.resolve_type(self.unit, t);
         // A Vector is a value (LANGUAGE §6.1: heap/stack just produce it), also on the device.
         if let Ok(Ty::Vector(s, n)) = resolved {
+            if s == Scalar::Bool {
+                // A mask is a comparison's result, never built (XPU §2.11: T numeric).
+                let at = match &t.kind {
+                    crate::ast::TypeKind::Named { args, .. } => match args.first() {
+                        Some(crate::ast::TypeArg::Type(e)) => e.span,
+                        _ => t.span,
+                    },
+                    _ => t.span,
+                };
+                self.error(
+                    code::VECTOR_ELEMENT_TYPE,
+                    at,
+                    "'boolean' is not a Vector element type (a numeric type); a mask \
+                     (Vector<boolean,N>) comes from a comparison",
+                );
+                return Val::error();
+            }
             return self.vector_new(s, n, args, span);
         }
         // A later-tier type is that, also in device code (`stack Matrix<…>(…)`).

@@ -120,11 +120,12 @@ impl FnBuilder<'_> {
             }
             StmtKind::ForEach {
                 index,
+                finals,
                 ty,
                 name,
                 iterable,
                 body,
-            } => self.for_each(label, index.as_ref(), ty, name, iterable, body),
+            } => self.for_each(label, index.as_ref(), *finals, ty, name, iterable, body),
             StmtKind::Switch { selector, groups } => self.switch_stmt(selector, groups, s.span),
         }
         self.end_statement();
@@ -388,10 +389,12 @@ impl FnBuilder<'_> {
     /// For-each over an array (T2) and the grid-stride loop `for (I i, T v : buf.range(n))`
     /// of device code (XPU §3.5). Both count with an int64 `k`: from 0 by 1 below `count()`,
     /// or from `globalIdX()` by `gx · bx` below `n` (computed in 64 bits, so it never wraps).
+    #[allow(clippy::too_many_arguments)]
     fn for_each(
         &mut self,
         label: Option<String>,
         index: Option<&(crate::ast::TypeExpr, crate::ast::Ident)>,
+        (index_final, elem_final): (bool, bool),
         ty: &crate::ast::TypeExpr,
         name: &crate::ast::Ident,
         iterable: &Expr,
@@ -598,7 +601,7 @@ impl FnBuilder<'_> {
         // The index and a copy of the element, taken at the start of each iteration.
         if let (Some((_, iname)), Some(ity)) = (index, &index_ty) {
             let r = self.new_reg(ity.reg());
-            if let Some(li) = self.add_local(&iname.name, ity.clone(), r, false, iname.span) {
+            if let Some(li) = self.add_local(&iname.name, ity.clone(), r, index_final, iname.span) {
                 let s = ity.scalar().expect("integer index");
                 let conv = self.convert(k, Scalar::I64, s);
                 self.move_into(r, conv);
@@ -606,7 +609,7 @@ impl FnBuilder<'_> {
             }
         }
         let er = self.new_reg(elem_decl.reg());
-        if let Some(li) = self.add_local(&name.name, elem_decl.clone(), er, false, name.span) {
+        if let Some(li) = self.add_local(&name.name, elem_decl.clone(), er, elem_final, name.span) {
             self.set_pos(iterable.span);
             let got = match (&elem, range.is_some()) {
                 (Ty::Prim(s), true) => self.def(
@@ -633,6 +636,7 @@ impl FnBuilder<'_> {
                 self.emit_bc(Op::LoadI, f, 0);
             }
             self.store_local(li, v, name.span, true);
+            self.mark_assigned(li);
         }
         self.end_statement();
         self.stmt(body);

@@ -343,17 +343,22 @@ impl Parser {
                 let ty = self.local_type()?;
                 let name = self.ident("a variable name")?;
                 if self.eat_p(P::Colon) {
-                    return self.for_each_rest(None, ty, name);
+                    return self.for_each_rest(None, (false, is_final), ty, name);
                 }
                 if self.is_p(P::Comma) {
                     // `for (I i, T v : e)`: try the index form first.
                     let saved = self.save();
                     self.bump();
+                    let final2 = self.is_kw(Kw::Final);
+                    if final2 {
+                        self.bump();
+                    }
                     if let Ok(ty2) = self.parse_type() {
                         if self.is_ident() && self.nth_is_p(1, P::Colon) {
                             let name2 = self.ident("a variable name")?;
                             self.bump();
-                            return self.for_each_rest(Some((ty, name)), ty2, name2);
+                            let finals = (is_final, final2);
+                            return self.for_each_rest(Some((ty, name)), finals, ty2, name2);
                         }
                     }
                     self.restore(saved);
@@ -390,6 +395,7 @@ impl Parser {
     fn for_each_rest(
         &mut self,
         index: Option<(TypeExpr, Ident)>,
+        finals: (bool, bool),
         ty: TypeExpr,
         name: Ident,
     ) -> PResult<StmtKind> {
@@ -398,6 +404,7 @@ impl Parser {
         let body = self.body("for")?;
         Ok(StmtKind::ForEach {
             index,
+            finals,
             ty,
             name,
             iterable,
