@@ -349,7 +349,7 @@ mod tests {
             check(&r, x, y, rng.float(30, 30), &mut bad);
             check(&r, x, y, -(x * y) * 0.75, &mut bad);
             // Products exactly halfway between subnormals, z as the sticky bit.
-            let half = f64::from_bits(rng.next() % (1 << 52) | 1);
+            let half = f64::from_bits((rng.next() % (1 << 52)) | 1);
             check(
                 &r,
                 half,

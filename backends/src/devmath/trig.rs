@@ -406,7 +406,7 @@ mod tests {
         let mut n = 0u64;
         while !t.is_zero() {
             let term = t.div_small(2 * n + 1);
-            sum = if n % 2 == 0 {
+            sum = if n.is_multiple_of(2) {
                 sum.add(&term)
             } else {
                 sum.sub(&term)
