@@ -1590,6 +1590,7 @@ impl FnBuilder<'_> {
                             self.check_final_field(c, &name.name, at);
                         }
                         let r = self.materialize(&o)?;
+                        self.store_base_drops(o);
                         Some(Place::Field {
                             obj: r,
                             field: fi as u16,
@@ -1639,12 +1640,23 @@ impl FnBuilder<'_> {
                 };
                 let ar = self.materialize(&a)?;
                 let idx = self.index_reg(index)?;
+                self.store_base_drops(a);
                 Some(Place::Elem { arr: ar, idx, elem })
             }
             _ => {
                 self.error(code::SYNTAX, target.span, "not an assignable target");
                 None
             }
+        }
+    }
+
+    /// The object a store goes into, when it is stored nowhere (`heap P().f = v`,
+    /// `make()[0] = v`): it drops at the end of the full expression, after the store
+    /// (LANGUAGE §6.4). Outside a full expression (a field initialiser) it is left alone
+    /// rather than dropped before the store.
+    fn store_base_drops(&mut self, base: Val) {
+        if !self.full_exprs.is_empty() {
+            self.drop_at_end(base);
         }
     }
 
