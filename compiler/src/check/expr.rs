@@ -1310,20 +1310,11 @@ impl FnBuilder<'_> {
         if let Some(b) = self.materialize(&r) {
             self.emit(Op::Mov, d, b, 0);
         }
+        // The path that skips the right operand clears its drop flags.
         let flags = self.leave_conditional();
-        if !flags.is_empty() {
-            // The path that skips the right operand clears its drop flags.
-            let over = self.emit_bc(Op::Jmp, 0, 0);
-            let skip = self.pc();
-            self.patch(j, skip);
-            self.clear_flags(&flags);
-            let merge = self.pc();
-            self.patch(over, merge);
-        }
+        let j = self.clearing_edge(j, &flags);
         let merge = self.pc();
-        if flags.is_empty() {
-            self.patch(j, merge);
-        }
+        self.patch(j, merge);
         self.region(cajeta_bytecode::RegionKind::If, header, 0, merge);
         let and = |x: &[bool], y: &[bool]| {
             x.iter()

@@ -223,6 +223,21 @@ impl FnBuilder<'_> {
         }
     }
 
+    /// Makes the pending forward `jump` (still to be patched to the merge point) clear
+    /// `flags` on its way, through a stub emitted here that the code falling through skips.
+    /// Returns the jump to patch to the merge point: `jump` itself when there is nothing to
+    /// clear.
+    pub fn clearing_edge(&mut self, jump: usize, flags: &[Reg]) -> usize {
+        if flags.is_empty() {
+            return jump;
+        }
+        let over = self.emit_bc(Op::Jmp, 0, 0);
+        let stub = self.pc();
+        self.patch(jump, stub);
+        self.clear_flags(flags);
+        over
+    }
+
     /// Drops an owned value that is stored nowhere (LANGUAGE §6.4).
     pub fn drop_unstored(&mut self, v: &Val) {
         if !v.ty.is_owned_kind() {

@@ -279,15 +279,7 @@ impl FnBuilder<'_> {
             self.move_lanes(d, r, &t);
         }
         let else_flags = self.leave_conditional();
-        let jend = if else_flags.is_empty() {
-            jend
-        } else {
-            let over = self.emit_bc(Op::Jmp, 0, 0);
-            let stub = self.pc();
-            self.patch(jend, stub);
-            self.clear_flags(&else_flags);
-            over
-        };
+        let jend = self.clearing_edge(jend, &else_flags);
         let merge = self.pc();
         self.patch(jend, merge);
         self.region(cajeta_bytecode::RegionKind::If, header, 0, merge);
