@@ -179,8 +179,6 @@ pub struct VulkanBackend {
     /// Storage buffers one compute kernel may bind (the device's per-stage and per-set
     /// limits): buffer parameters plus the fault buffer.
     max_storage_buffers: u32,
-    /// The device's push-constant limit in bytes (kernel scalars and buffer ranges live there).
-    max_push_bytes: u32,
     /// The device's workgroup counts per axis in one dispatch: a launch's grid is cut into
     /// dispatches of at most these, each at its base workgroup (`vkCmdDispatchBase`).
     dispatch_max: [u32; 3],
@@ -278,7 +276,7 @@ impl VulkanBackend {
             && props
                 .device_name_as_c_str()
                 .is_ok_and(|n| n.to_bytes().starts_with(b"llvmpipe"));
-        let target = if lavapipe {
+        let mut target = if lavapipe {
             spirv::Target::LAVAPIPE
         } else {
             spirv::Target::default()
@@ -470,12 +468,12 @@ impl VulkanBackend {
             atomics_64: have.atomic_int64,
             f64: have.float64,
         };
+        target.max_push_bytes = limits.max_push_constants_size;
         let max_storage_buffers = limits
             .max_per_stage_descriptor_storage_buffers
             .min(limits.max_descriptor_set_storage_buffers);
         Ok(VulkanBackend {
             max_storage_buffers,
-            max_push_bytes: limits.max_push_constants_size,
             dispatch_max: limits.max_compute_work_group_count,
             dev,
             queue,
@@ -670,10 +668,11 @@ impl VulkanBackend {
 
     fn compile(&self, lowered: Lowered) -> Result<Kernel, String> {
         let dev = &self.dev.device;
-        let nbind = lowered.fault_binding + 1;
+        let nbind = lowered.params_binding.unwrap_or(lowered.fault_binding) + 1;
         let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..nbind)
             .filter(|&b| {
                 b == lowered.fault_binding
+                    || Some(b) == lowered.params_binding
                     || matches!(
                         lowered.params.get(b as usize),
                         Some(ParamSlot::Buffer { .. })
@@ -689,16 +688,15 @@ impl VulkanBackend {
             .collect();
         // Beyond the limit lavapipe crashes instead of failing the pipeline's creation.
         if bindings.len() as u64 > u64::from(self.max_storage_buffers) {
+            let hidden = if lowered.params_binding.is_some() {
+                "two are the fault record and the parameters"
+            } else {
+                "one is the fault record"
+            };
             return Err(format!(
-                "{} buffer parameters exceed the device's limit of {} storage buffers per kernel (one is the fault record)",
-                bindings.len() - 1,
+                "{} buffer parameters exceed the device's limit of {} storage buffers per kernel ({hidden})",
+                bindings.len() - 1 - usize::from(lowered.params_binding.is_some()),
                 self.max_storage_buffers
-            ));
-        }
-        if lowered.push_size > self.max_push_bytes {
-            return Err(format!(
-                "its parameters need {} bytes of push constants, beyond the device's limit of {}",
-                lowered.push_size, self.max_push_bytes
             ));
         }
         let ranges = [vk::PushConstantRange::default()
@@ -726,7 +724,7 @@ impl VulkanBackend {
             };
             let sets = [set_layout];
             let mut info = vk::PipelineLayoutCreateInfo::default().set_layouts(&sets);
-            if lowered.push_size > 0 {
+            if lowered.push_size > 0 && lowered.params_binding.is_none() {
                 info = info.push_constant_ranges(&ranges);
             }
             let layout = match dev.create_pipeline_layout(&info, None) {
@@ -1064,6 +1062,19 @@ impl VulkanBackend {
             .range(FAULT_RECORD)]);
         let mut bindings: Vec<u32> = bufs.iter().map(|(b, _, _)| *b).collect();
         bindings.push(kg.lowered.fault_binding);
+        // A parameter block beyond the push constants: a host-visible buffer of its own.
+        let params = match kg.lowered.params_binding {
+            Some(b) => {
+                let s = self.parameter_storage(&push).map_err(&refuse)?;
+                infos.push([vk::DescriptorBufferInfo::default()
+                    .buffer(s.buffer)
+                    .offset(0)
+                    .range(vk::WHOLE_SIZE)]);
+                bindings.push(b);
+                Some(s)
+            }
+            None => None,
+        };
         let writes: Vec<vk::WriteDescriptorSet> = infos
             .iter()
             .zip(&bindings)
@@ -1090,7 +1101,7 @@ impl VulkanBackend {
                 &[set],
                 &[],
             );
-            if !push.is_empty() {
+            if !push.is_empty() && params.is_none() {
                 dev.cmd_push_constants(cmd, kg.layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
             }
             for (base, count) in dispatches(dims.grid, self.dispatch_max) {
@@ -1103,12 +1114,25 @@ impl VulkanBackend {
             st.batch.used.insert(id);
             st.batch.keep.push(s);
         }
+        st.batch.keep.extend(params);
         st.batch.launches.push(Recorded {
             kernel: k,
             slot,
             lens,
         });
         Ok(())
+    }
+
+    /// A host-visible storage holding a launch's parameter block `bytes` (see
+    /// [`spirv::Lowered::params_binding`]).
+    fn parameter_storage(&self, bytes: &[u8]) -> Result<Arc<Storage>, String> {
+        let s = create_storage(&self.dev, bytes.len() as u64, true, true, None)
+            .map_err(|e| e.message)?;
+        let p = s.mapped.ok_or("parameter buffer not mapped")?;
+        // SAFETY: the mapping holds at least `bytes.len()` bytes and is ours alone; no batch
+        // uses the buffer yet.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+        Ok(Arc::new(s))
     }
 
     /// Copies `data` into storage `s` at `offset` through a staging buffer (recorded).

@@ -7,7 +7,10 @@
 //!   block holding a runtime array of the element type. Views are bound as their whole storage;
 //!   the view's element offset and length travel in the push constants.
 //! * Scalar parameters, then one `(offset, length)` pair of `uint32` per buffer parameter, form
-//!   the push-constant block ([`Lowered::params`] gives each one's offset and type).
+//!   the parameter block ([`Lowered::params`] gives each one's offset and type): the push
+//!   constants, or — when it is larger than the device's push constants
+//!   ([`Target::max_push_bytes`]) — a read-only storage buffer at binding
+//!   [`Lowered::params_binding`], after the fault buffer's.
 //! * The workgroup size is three specialization constants (ids 0, 1, 2) decorated as the
 //!   `WorkgroupSize` built-in, so one module serves every block shape.
 //! * Every element access is bounds-checked: an out-of-range access touches no memory (a read
@@ -163,8 +166,12 @@ pub struct Lowered {
     pub name: String,
     /// One slot per kernel parameter.
     pub params: Vec<ParamSlot>,
-    /// Size of the push-constant block in bytes (0: none).
+    /// Size of the parameter block in bytes (0: none): the push constants, or the buffer at
+    /// [`Lowered::params_binding`].
     pub push_size: u32,
+    /// The binding of the storage buffer holding the parameter block, when it does not fit
+    /// the device's push constants (`None`: it is the push constants).
+    pub params_binding: Option<u32>,
     /// Byte offset in the push constants of the launch's whole grid (three `u32`), which
     /// the shader reads where it would read `NumWorkgroups`: a launch beyond the device's
     /// dispatch limits runs as several dispatches, each of which sees only its own count.
@@ -187,7 +194,7 @@ pub struct Lowered {
 }
 
 /// What the lowering may assume of the device it targets.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     /// Emit atomics with no memory semantics (Relaxed). Only for a device that runs every
     /// atomic sequentially consistent whatever its semantics say, as lavapipe does (its
@@ -211,7 +218,26 @@ pub struct Target {
     /// functions (lavapipe's `asin` is up to ~3 800 ulps off, its `log` of a subnormal that of
     /// 2^−127, its `sin` of 1e10 ±1). Needs float64 on the device.
     pub float32_math_in_float64: bool,
+    /// The device's push-constant bytes (`maxPushConstantsSize`); a larger parameter block
+    /// goes in a storage buffer. Vulkan guarantees 128, lavapipe offers no more.
+    pub max_push_bytes: u32,
 }
+
+impl Default for Target {
+    /// A device with no workaround, and the push constants every device has.
+    fn default() -> Target {
+        Target {
+            relaxed_atomics: false,
+            drain_returns: false,
+            opaque_float_constants: false,
+            float32_math_in_float64: false,
+            max_push_bytes: MIN_PUSH_BYTES,
+        }
+    }
+}
+
+/// The push-constant bytes Vulkan guarantees (`maxPushConstantsSize`'s required minimum).
+pub const MIN_PUSH_BYTES: u32 = 128;
 
 impl Target {
     /// Mesa's lavapipe (llvmpipe), the software device: every workaround on.
@@ -220,6 +246,7 @@ impl Target {
         drain_returns: true,
         opaque_float_constants: true,
         float32_math_in_float64: true,
+        max_push_bytes: MIN_PUSH_BYTES,
     };
 }
 
@@ -270,6 +297,7 @@ pub fn lower_for(module: &Module, kernel: u32, target: Target) -> Result<Lowered
         name: k.simple_name().to_string(),
         params: cx.params,
         push_size: cx.push_size,
+        params_binding: cx.params_binding,
         grid_offset: cx.grid_offset,
         fault_binding: u32::from(k.params),
         sites: cx.sites,
@@ -330,6 +358,10 @@ struct Cx<'m> {
     buf_vars: Vec<Option<Word>>,
     shared_vars: Vec<Word>,
     push_var: Option<Word>,
+    /// Where the parameter block lives: `PushConstant`, or `StorageBuffer` (at
+    /// `params_binding`) when it outgrows the device's push constants.
+    push_class: StorageClass,
+    params_binding: Option<u32>,
     /// Per kernel parameter: its push-constant member index (scalars) or the member index of
     /// its `(offset, length)` pair (buffers).
     push_member: Vec<u32>,
@@ -392,6 +424,8 @@ impl<'m> Cx<'m> {
             buf_vars: vec![],
             shared_vars: vec![],
             push_var: None,
+            push_class: StorageClass::PushConstant,
+            params_binding: None,
             push_member: vec![],
             push_types: vec![],
             params: vec![],
@@ -638,8 +672,23 @@ impl<'m> Cx<'m> {
                     [Operand::LiteralBit32(*o)],
                 );
             }
-            let p = self.ptr(StorageClass::PushConstant, st);
-            self.push_var = Some(self.b.variable(p, None, StorageClass::PushConstant, None));
+            if self.push_size > self.target.max_push_bytes {
+                // After the fault buffer's binding (`Lowered::fault_binding`).
+                let binding = u32::from(k.params) + 1;
+                self.push_class = StorageClass::StorageBuffer;
+                self.params_binding = Some(binding);
+                let p = self.ptr(StorageClass::StorageBuffer, st);
+                let v = self.b.variable(p, None, StorageClass::StorageBuffer, None);
+                self.b
+                    .decorate(v, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
+                self.b
+                    .decorate(v, Decoration::Binding, [Operand::LiteralBit32(binding)]);
+                self.b.decorate(v, Decoration::NonWritable, []);
+                self.push_var = Some(v);
+            } else {
+                let p = self.ptr(StorageClass::PushConstant, st);
+                self.push_var = Some(self.b.variable(p, None, StorageClass::PushConstant, None));
+            }
             self.push_types = members;
         }
         // Shared arrays.
@@ -904,12 +953,12 @@ impl<'m> Cx<'m> {
             .map_err(be)
     }
 
-    /// A push-constant member's value.
+    /// A parameter-block member's value.
     fn push_load(&mut self, member: u32) -> R<Word> {
         let (Some(var), Some(&t)) = (self.push_var, self.push_types.get(member as usize)) else {
             return Err("push constant missing".into());
         };
-        let p = self.ptr(StorageClass::PushConstant, t);
+        let p = self.ptr(self.push_class, t);
         let m = self.k32(member);
         let a = self.b.access_chain(p, None, var, [m]).map_err(be)?;
         self.b.load(t, None, a, None, []).map_err(be)
