@@ -174,7 +174,7 @@ impl Function {
     /// are int64 registers: the compiler converts a uint64 with a `wrap.i64` just before the
     /// access, whose source register's type tells — when no branch lands between the two
     /// (then the conversion is the value's only definition there). An explicit `(int64)` cast
-    /// of a uint64 is the same instruction, so it reads unsigned too.
+    /// of a uint64 ends in a `mov` of the conversion, so its value reads signed.
     pub fn index_holds_u64(&self, pc: u32) -> bool {
         use crate::opcodes::{Op, Operand, RegClass};
         use crate::types::Scalar;

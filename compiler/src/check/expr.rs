@@ -1466,7 +1466,13 @@ impl FnBuilder<'_> {
                 let Some(r) = self.materialize(&v) else {
                     return Val::error();
                 };
-                let d = self.convert(r, from, to);
+                let mut d = self.convert(r, from, to);
+                if (from, to) == (Scalar::U64, Scalar::I64) {
+                    // The cast's value is signed: a copy, so that an index error does not
+                    // read it as an index's own conversion of a uint64, which prints
+                    // unsigned (`Function::index_holds_u64`).
+                    d = self.def(Op::Mov, Type::Scalar(to), d, 0);
+                }
                 Val::reg(Ty::Prim(to), d)
             }
         }
