@@ -620,23 +620,27 @@ impl FnBuilder<'_> {
                 if !arity(want, self) {
                     return Val::error();
                 }
-                // Promote all operands (untyped constants adopt the others' type).
-                let mut t = vals[0].ty.scalar().unwrap_or(Scalar::I32);
-                for v in &vals[1..] {
-                    let s = v.ty.scalar().unwrap_or(Scalar::I32);
-                    t = if v.untyped && !vals[0].untyped {
-                        t
-                    } else {
-                        ty::promote(t, s)
-                    };
-                }
-                if vals.iter().all(|v| v.untyped) {
-                    t = vals
-                        .iter()
-                        .fold(vals[0].ty.scalar().unwrap_or(Scalar::I32), |a, v| {
-                            ty::promote(a, v.ty.scalar().unwrap_or(a))
-                        });
-                }
+                // Promote all operands, as a binary operator does (LANGUAGE §3.3, §3.4): an
+                // untyped constant adopts the typed operands' type when its value fits it, and
+                // otherwise keeps its own (`Math.max(u8, 300)` is the int32 300).
+                let own = |v: &Val| v.ty.scalar().unwrap_or(Scalar::I32);
+                let typed = vals
+                    .iter()
+                    .filter(|v| !v.untyped)
+                    .map(own)
+                    .reduce(ty::promote);
+                let operand: Vec<Scalar> = vals
+                    .iter()
+                    .map(|v| match typed {
+                        Some(base) if v.untyped => Self::adopt(v, base),
+                        _ => own(v),
+                    })
+                    .collect();
+                let mut t = operand
+                    .iter()
+                    .copied()
+                    .reduce(ty::promote)
+                    .unwrap_or(Scalar::I32);
                 // float16/bfloat16 are computed in float32 (LANGUAGE §4), as by an operator.
                 if t.is_half() {
                     t = Scalar::F32;
@@ -644,7 +648,8 @@ impl FnBuilder<'_> {
                 // Mixed signedness orders like a comparison: signed if either side is signed.
                 let any_signed = vals
                     .iter()
-                    .any(|v| v.ty.scalar().is_some_and(Scalar::is_signed) && !v.untyped);
+                    .zip(&operand)
+                    .any(|(v, s)| s.is_signed() && !(v.untyped && typed == Some(*s)));
                 let w = if t.is_int() && !t.is_signed() && any_signed {
                     super::expr::signed_of(t)
                 } else {
