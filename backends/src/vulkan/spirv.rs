@@ -2801,6 +2801,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 let v = self.b().select(t, None, up, r, tr).map_err(be)?;
                 self.with_sign_of(s == Scalar::F64, t, x, v)?
             }
+            MathFn::Rsqrt if s == Scalar::F32 && self.cx.target.float32_math_in_float64 => {
+                // As the reference: 1 / sqrt(x) in float64, rounded once to float32 (in
+                // float32 the quotient of a rounded root is a second rounding, 1 ulp off).
+                let d = self.cx.f64t();
+                let wide = self.b().f_convert(d, None, x).map_err(be)?;
+                let q = self.cx.glsl1(d, GLOp::Sqrt, wide)?;
+                let one = self.cx.konst(d, 1f64.to_bits());
+                let r = self.b().f_div(d, None, one, q).map_err(be)?;
+                self.b().f_convert(t, None, r).map_err(be)?
+            }
             MathFn::Rsqrt => {
                 let q = self.cx.glsl1(t, GLOp::Sqrt, x)?;
                 self.b().f_div(t, None, one, q).map_err(be)?
