@@ -1220,10 +1220,12 @@ impl<'a, 'm> FnCx<'a, 'm> {
                         changed = true;
                     }
                     (Some(x), Some(y)) if x != y => {
+                        // (SPIR-V's logical addressing has no pointer to choose at run
+                        // time; docs/notes/conformance-gaps.md, "Still open".)
                         return Err(format!(
-                            "register r{a} of `{}` may hold several buffers",
-                            f.name
-                        ))
+                            "`{}` chooses between buffers at run time (`?:` of buffer parameters), which the vulkan backend cannot lower yet",
+                            f.simple_name()
+                        ));
                     }
                     _ => {}
                 }

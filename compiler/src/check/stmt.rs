@@ -326,6 +326,19 @@ impl FnBuilder<'_> {
                 self.emit_bc(Op::LoadI, f, 0);
             }
             if let Some(init) = &var.init {
+                if matches!(ty, Ty::Shared(_))
+                    && !matches!(init.kind, crate::ast::ExprKind::SharedArray { .. })
+                {
+                    // XPU §2.6: each declaration denotes its own workgroup array; a Shared is
+                    // never stored (an alias, or one chosen by `?:`).
+                    self.error(
+                        code::XPU_N01,
+                        init.span,
+                        "a Shared variable is initialised only by a `shared T[n]` placement",
+                    );
+                    self.mark_assigned(li);
+                    continue;
+                }
                 self.begin_full_expr();
                 let v = self.expr_for(init, &ty);
                 let v = if var.transfer {
