@@ -418,3 +418,43 @@ fn backend_names_the_environments_choice() {
     );
     assert_eq!(status, 0);
 }
+
+/// Redefining a class with another layout starts its variables afresh (null), and with them
+/// their owns-flags: nothing drops at the end (the new destructor once ran on null there).
+#[test]
+fn a_variable_reset_by_a_class_redefinition_owns_nothing() {
+    check(
+        r#"class P { int32 v = 7; ~P() { System.stdout.println("~P " + v); } }
+P p = heap P();
+class P { int32 v = 8; int32 w; ~P() { System.stdout.println("~P2 " + v); } }
+p
+P q = heap P();
+:quit
+"#,
+        ": P = null\n~P2 8\n",
+    );
+}
+
+/// An error in a destructor that runs after its entry's turn (at the session's end, for a
+/// redeclared variable, for `:drop`) prints after the destructor's output, with its
+/// position in what was typed (`<entry N>`), not in the generated session source.
+#[test]
+fn errors_of_later_drops_follow_their_output_and_point_at_the_entries() {
+    check(
+        r#"class P { int32 d; ~P() { System.stdout.println("dtor " + d); System.stdout.println(1 / d); } }
+P p = heap P();
+P p = null;
+P r = heap P();
+:drop r
+P s = heap P();
+:quit
+"#,
+        "dtor 0\n\
+         cajeta: runtime error: E-DIVZERO: integer division by zero\n  at P.~P (<entry 1>:1:85)\n\
+         dtor 0\n\
+         cajeta: runtime error: E-DIVZERO: integer division by zero\n  at P.~P (<entry 1>:1:85)\n\
+         dropped r\n\
+         dtor 0\n\
+         cajeta: runtime error: E-DIVZERO: integer division by zero\n  at P.~P (<entry 1>:1:85)\n",
+    );
+}

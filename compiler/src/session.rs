@@ -178,11 +178,27 @@ impl Compiled {
     /// Maps a runtime trace position in [`GENERATED_FILE`] (`line`, `col`, both 1-based) back
     /// to `(label, line, col)` of the text the user typed; `None` for generated glue.
     pub fn remap_frame(&self, line: u32, col: u32) -> Option<(String, u32, u32)> {
+        self.remap(line, col, false)
+    }
+
+    /// As [`Compiled::remap_frame`], for code that runs after this entry's turn (a drop at
+    /// the session's end, of a redeclared variable, `:drop`): this entry is `<entry N>`
+    /// then, not `<input>`.
+    pub fn remap_frame_later(&self, line: u32, col: u32) -> Option<(String, u32, u32)> {
+        self.remap(line, col, true)
+    }
+
+    fn remap(&self, line: u32, col: u32, later: bool) -> Option<(String, u32, u32)> {
         let off = offset_of(&self.gen.text, line, col)?;
         let (origin, at) = self.gen.locate(off)?;
         let o = &self.session.origins[origin];
         let (l, c) = crate::diag::SourceFile::new(o.label.clone(), o.text.clone()).line_col(at);
-        Some((o.label.clone(), l, c))
+        let label = if later && o.label == INPUT_LABEL {
+            format!("<entry {}>", o.entry)
+        } else {
+            o.label.clone()
+        };
+        Some((label, l, c))
     }
 
     /// The generated unit's text (for debugging).

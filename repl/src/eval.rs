@@ -74,6 +74,9 @@ pub struct Repl {
     interrupt: InterruptHandle,
     /// `System.exit` ended the session.
     exited: bool,
+    /// The entry whose module the VM runs: it maps the positions of errors raised later, by
+    /// drops at the session's end, of redeclared variables or by `:drop`.
+    last: Option<Arc<Compiled>>,
 }
 
 /// A VM with no program yet, set up with the session's options.
@@ -150,6 +153,7 @@ impl Repl {
             memory_limit: options.memory_limit,
             interrupt,
             exited: false,
+            last: None,
         }
     }
 
@@ -200,7 +204,7 @@ impl Repl {
         for name in &compiled.redeclared {
             if let Err(e) = self.vm.reset_static(&format!("{SESSION_CLASS}.{name}")) {
                 self.vm.flush();
-                error(&e.to_string());
+                self.report_later(e);
             }
         }
         let module = Arc::new(compiled.module.clone());
@@ -209,6 +213,8 @@ impl Repl {
             return Flow::Continue;
         }
         self.session = compiled.session.clone();
+        let compiled = Arc::new(compiled);
+        self.last = Some(Arc::clone(&compiled));
         // Static initialisers of the classes this entry (re)defined.
         for &f in &module.init {
             let name = &module.functions[f as usize].name;
@@ -229,7 +235,7 @@ impl Repl {
         self.vm.flush();
         let flow = match result {
             Ok(v) => {
-                self.echo(&compiled.echo, v);
+                self.echo(&compiled, v);
                 Flow::Continue
             }
             Err(e) => self.runtime_error(e, &compiled),
@@ -241,8 +247,8 @@ impl Repl {
     }
 
     /// Prints the echo of a result and releases an owned (fresh) result object.
-    fn echo(&mut self, echo: &Echo, v: Option<Value>) {
-        match (echo, v) {
+    fn echo(&mut self, compiled: &Compiled, v: Option<Value>) {
+        match (&compiled.echo, v) {
             (Echo::Null, _) => say(": null = null"),
             (Echo::Value(ty), Some(v)) => {
                 say(&show::echo_line(&self.vm, &v, ty));
@@ -250,7 +256,8 @@ impl Repl {
                     if self.vm.result_owned() {
                         let dropped = self.vm.release_result(h);
                         self.vm.flush();
-                        if let Err(e) = dropped {
+                        if let Err(mut e) = dropped {
+                            remap(&mut e, |l, c| compiled.remap_frame(l, c));
                             error(&e.to_string());
                         }
                     }
@@ -267,20 +274,18 @@ impl Repl {
             self.exited = true;
             return Flow::Exit(e.message.parse::<i64>().map_or(0, |c| (c & 0xFF) as u8));
         }
-        for f in &mut e.trace {
-            if f.file == GENERATED_FILE {
-                if let Some((label, line, col)) = compiled.remap_frame(f.line, f.col) {
-                    f.file = label;
-                    f.line = line;
-                    f.col = col;
-                }
-            }
-            if f.function == format!("{SESSION_CLASS}.{RUN_FN}") {
-                f.function = INPUT_LABEL.to_string();
-            }
-        }
+        remap(&mut e, |l, c| compiled.remap_frame(l, c));
         error(&e.to_string());
         Flow::Continue
+    }
+
+    /// Prints an error raised after its entry's turn (see [`Repl::last`]); stdout first.
+    fn report_later(&mut self, mut e: RuntimeError) {
+        self.vm.flush();
+        if let Some(c) = &self.last {
+            remap(&mut e, |l, col| c.remap_frame_later(l, col));
+        }
+        error(&e.to_string());
     }
 
     /// Runs a `:command`.
@@ -361,13 +366,14 @@ impl Repl {
             return;
         }
         if let Err(e) = self.vm.finish() {
-            error(&e.to_string());
+            self.report_later(e);
         }
         self.vm.flush();
     }
 
     fn reset(&mut self) {
         self.finish();
+        self.last = None;
         self.vm = fresh_vm(&self.backend, self.jit, self.memory_limit, &self.interrupt);
         self.session = Session::new();
     }
@@ -522,17 +528,18 @@ impl Repl {
         }
         // Dropped as the program's code would: destructors run; a borrow drops nothing.
         let dropped = self.vm.reset_static(&format!("{SESSION_CLASS}.{name}"));
-        self.vm.flush();
         if let Err(e) = dropped {
-            error(&e.to_string());
+            self.report_later(e);
         }
+        self.vm.flush();
         // Forget the variable too, unless a function still refers to it (then it stays,
         // now zero/null).
         let mut without = self.session.clone();
         without.remove_var(name);
         if let Ok(c) = without.compile("", INPUT_LABEL, &[]) {
-            if self.vm.replace_module(Arc::new(c.module)).is_ok() {
-                self.session = c.session;
+            if self.vm.replace_module(Arc::new(c.module.clone())).is_ok() {
+                self.session = c.session.clone();
+                self.last = Some(Arc::new(c));
             }
         }
         say(&format!("dropped {name}"));
@@ -554,5 +561,35 @@ fn parse_range(s: &str) -> Option<(Option<u64>, Option<u64>)> {
             let i: u64 = s.parse().ok()?;
             Some((Some(i), Some(i.checked_add(1)?)))
         }
+    }
+}
+
+/// Maps the frames of `e`'s trace in the generated session source through `to_typed` (the
+/// text the user typed), and names the entry's own function `<input>`. Frames of the
+/// session's own glue (the drops at its end) map to nothing typed and are left out, unless
+/// the trace would be left empty.
+fn remap(e: &mut RuntimeError, to_typed: impl Fn(u32, u32) -> Option<(String, u32, u32)>) {
+    let mut glue = vec![];
+    for (k, f) in e.trace.iter_mut().enumerate() {
+        if f.file == GENERATED_FILE {
+            match to_typed(f.line, f.col) {
+                Some((label, line, col)) => {
+                    f.file = label;
+                    f.line = line;
+                    f.col = col;
+                }
+                None => glue.push(k),
+            }
+        }
+        if f.function == format!("{SESSION_CLASS}.{RUN_FN}") {
+            f.function = INPUT_LABEL.to_string();
+        }
+    }
+    if glue.len() < e.trace.len() {
+        let mut k = 0;
+        e.trace.retain(|_| {
+            k += 1;
+            !glue.contains(&(k - 1))
+        });
     }
 }

@@ -134,11 +134,26 @@ impl Vm {
         // Statics: carried over by (name, type), else zero; the old ones left over go.
         let mut statics = vec![0u64; module.statics.len()];
         let mut carried = vec![false; old.statics.len()];
+        let mut kept = vec![false; module.statics.len()];
         for (j, s) in module.statics.iter().enumerate() {
             if let Some(i) = old.statics.iter().position(|o| o.name == s.name) {
                 if !carried[i] && types.same_type(old.statics[i].ty, s.ty) {
                     statics[j] = self.statics.get(i).copied().unwrap_or(0);
                     carried[i] = true;
+                    kept[j] = true;
+                }
+            }
+        }
+        // An owns-flag (`C.$own.f`, LANGUAGE §6.2) goes with its field: a field that starts
+        // afresh (its type changed) owns nothing, whatever the old flag said.
+        for (j, s) in module.statics.iter().enumerate() {
+            let Some((class, field)) = s.name.split_once(".$own.") else {
+                continue;
+            };
+            let owner = format!("{class}.{field}");
+            if let Some(k) = module.statics.iter().position(|o| o.name == owner) {
+                if !kept[k] {
+                    statics[j] = 0;
                 }
             }
         }
