@@ -1,7 +1,7 @@
 //! Lowering of statements: blocks, declarations, `if`, loops, `break`/`continue`, `return`,
 //! with definite assignment (LANGUAGE §7) and drops at every scope exit (§6.4).
 
-use super::func::{FnBuilder, LoopCtx, Own, Reg, Val};
+use super::func::{FnBuilder, Loc, LoopCtx, Own, Reg, Val};
 use super::ty::Ty;
 use crate::ast::{Expr, ExprKind, ForInit, LocalDecl, Stmt, StmtKind};
 use crate::diag::{code, Span};
@@ -256,6 +256,28 @@ impl FnBuilder<'_> {
                 self.emit_drop(r, f, &v.ty);
             }
         }
+    }
+
+    /// Keeps owned value `v` (stored nowhere) in a hidden local of the current scope, which
+    /// drops it when the scope closes; returns that local's register (`None`: `v` owns
+    /// nothing, and nothing is kept).
+    fn hold_to_scope_end(&mut self, v: &Val, span: Span) -> Option<Reg> {
+        let r = self.reg_of(v)?;
+        if v.own == Own::No || !v.ty.is_owned_kind() {
+            return None;
+        }
+        let held = self.new_reg(v.ty.reg());
+        self.emit(Op::Mov, held, r, 0);
+        let f = self.new_reg(Type::BOOL);
+        match v.own {
+            Own::Dyn(o) => self.emit(Op::Mov, f, o, 0),
+            _ => self.emit_bc(Op::LoadI, f, 1),
+        };
+        if let Some(li) = self.add_local("$held", v.ty.clone(), held, true, span) {
+            self.locals[li].flag = Some(f);
+            self.mark_assigned(li);
+        }
+        Some(held)
     }
 
     fn reg_of(&self, v: &Val) -> Option<u16> {
@@ -559,7 +581,14 @@ impl FnBuilder<'_> {
             self.emit(Op::MulI64, st, gx64, bx64);
             stride = Some(st);
         } else {
+            self.begin_full_expr();
             let a = self.expr(iterable);
+            // The owned values the iterable's expression made and stored nowhere (the `Bag`
+            // of `heap Bag().items`) live as long as the iterable: to the loop's end.
+            let waiting = self.full_exprs.pop().map(|(_, w)| w).unwrap_or_default();
+            for v in &waiting {
+                self.hold_to_scope_end(v, iterable.span);
+            }
             let Ty::Array(e) = a.ty.clone() else {
                 if a.ty != Ty::Error {
                     let n = self.ty_name(&a.ty);
@@ -577,22 +606,20 @@ impl FnBuilder<'_> {
                 return;
             };
             // The iterable is evaluated once and lives until the loop ends (LANGUAGE §6.4).
-            src = self.new_reg(a.ty.reg());
-            self.emit(Op::Mov, src, ar, 0);
-            if a.own != Own::No && a.ty.is_owned_kind() {
-                let f = self.new_reg(Type::BOOL);
-                match a.own {
-                    Own::Dyn(o) => self.emit(Op::Mov, f, o, 0),
-                    _ => self.emit_bc(Op::LoadI, f, 1),
-                };
-                // Dropped when the loop's scope closes.
-                if let Some(li) =
-                    self.add_local("$iterable", a.ty.clone(), src, true, iterable.span)
-                {
-                    self.locals[li].flag = Some(f);
-                    self.mark_assigned(li);
+            src = match self.hold_to_scope_end(
+                &Val {
+                    loc: Loc::Reg(ar),
+                    ..a.clone()
+                },
+                iterable.span,
+            ) {
+                Some(held) => held,
+                None => {
+                    let r = self.new_reg(a.ty.reg());
+                    self.emit(Op::Mov, r, ar, 0);
+                    r
                 }
-            }
+            };
             elem = (*e).clone();
             // A null array fails here: at the iterable (LANGUAGE §10.3, the failing operation).
             self.set_pos(iterable.span);
