@@ -238,7 +238,7 @@ impl FnBuilder<'_> {
                     self.error(
                         code::VARIABLE_NOT_FOUND,
                         e.span,
-                        "'this' is only available in constructors",
+                        "'this' is only available in constructors, destructors and instance methods",
                     );
                     Val::error()
                 }
