@@ -458,3 +458,19 @@ P s = heap P();
          cajeta: runtime error: E-DIVZERO: integer division by zero\n  at P.~P (<entry 1>:1:85)\n",
     );
 }
+
+/// A destructor that fails while its variable is reassigned stops the entry before the store,
+/// but the variable owns nothing from the drop's start: the session's end does not drop the
+/// object a second time (LANGUAGE §6.5).
+#[test]
+fn a_destructor_that_failed_does_not_run_again_at_the_end() {
+    check(
+        r#"class P { int32 d; ~P() { System.stdout.println("dtor " + d); System.stdout.println(1 / d); } }
+P p = heap P();
+p = null;
+:quit
+"#,
+        "dtor 0\n\
+         cajeta: runtime error: E-DIVZERO: integer division by zero\n  at P.~P (<entry 1>:1:85)\n  at <input> (<input>:1:1)\n",
+    );
+}

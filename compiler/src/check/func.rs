@@ -1156,6 +1156,10 @@ impl<'a> FnBuilder<'a> {
         let (old, old_flag) = (self.temp(ty.reg()), self.temp(Type::BOOL));
         self.emit(Op::GetField, old, obj, field);
         self.emit(Op::GetField, old_flag, obj, flag_index as u16);
+        // Owning nothing while the old object drops: a destructor's error stops the store,
+        // and a REPL session goes on (and ends) with the field as it is then.
+        let none = self.load_bool(false);
+        self.emit(Op::SetField, obj, flag_index as u16, none);
         self.emit_drop(old, old_flag, &ty);
         self.emit(Op::SetField, obj, field, r);
         let flag = match own {
@@ -1178,6 +1182,10 @@ impl<'a> FnBuilder<'a> {
         let (old, old_flag) = (self.temp(ty.reg()), self.temp(Type::BOOL));
         self.emit(Op::GetStatic, old, si as u16, 0);
         self.emit(Op::GetStatic, old_flag, flag as u16, 0);
+        // Owning nothing while the old object drops (see `store_field`): no object drops
+        // twice (LANGUAGE §6.5).
+        let none = self.load_bool(false);
+        self.emit(Op::SetStatic, none, flag as u16, 0);
         self.emit_drop(old, old_flag, &ty);
         self.emit(Op::SetStatic, r, si as u16, 0);
         let owns = match own {
