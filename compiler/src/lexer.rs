@@ -783,8 +783,10 @@ impl<'a> Lexer<'a> {
 
     // ----- chars and strings -----
 
-    /// Reads one piece (a character or an escape) at `self.pos`, which is not a quote or EOL.
-    fn piece(&mut self) -> Piece {
+    /// Reads one piece (a character or an escape) at `self.pos`, which is not a quote or EOL,
+    /// of the literal starting at `lit`: a bad escape is reported from there, the construct's
+    /// first character (LANGUAGE §10.1), through the escape.
+    fn piece(&mut self, lit: usize) -> Piece {
         let start = self.pos;
         let Some(c) = self.char_at(start) else {
             return Piece::Bad;
@@ -794,11 +796,11 @@ impl<'a> Lexer<'a> {
             return Piece::Cp(c as u32);
         }
         let Some(e) = self.char_at(self.pos) else {
-            self.error(start, self.pos, "incomplete escape sequence");
+            self.error(lit, self.pos, "incomplete escape sequence");
             return Piece::Bad;
         };
         if e == '\n' || e == '\r' {
-            self.error(start, self.pos, "incomplete escape sequence");
+            self.error(lit, self.pos, "incomplete escape sequence");
             return Piece::Bad;
         }
         self.pos += e.len_utf8();
@@ -844,7 +846,7 @@ impl<'a> Lexer<'a> {
                     .scan_while(self.pos, |c| c.is_ascii_hexdigit())
                     .min(self.pos + 4);
                 self.error(
-                    start,
+                    lit,
                     end,
                     "invalid unicode escape: expected four hexadecimal digits",
                 );
@@ -859,55 +861,53 @@ impl<'a> Lexer<'a> {
                 Piece::Cp(v)
             };
         }
-        self.error(start, self.pos, format!("invalid escape sequence '\\{e}'"));
+        self.error(lit, self.pos, format!("invalid escape sequence '\\{e}'"));
         Piece::Bad
     }
 
     /// Reads the contents of a char or string literal up to `quote` (exclusive), pairing
     /// surrogate escapes. Returns the code points and whether the closing quote was found
-    /// (in which case it is consumed).
-    fn literal_body(&mut self, quote: u8) -> (Vec<u32>, bool) {
+    /// (in which case it is consumed). `lit`: where the literal starts (its quote).
+    fn literal_body(&mut self, quote: u8, lit: usize) -> (Vec<u32>, bool) {
         let mut out = Vec::new();
         let mut pending_high: Option<(u32, usize)> = None;
         loop {
             match self.byte(self.pos) {
                 None | Some(b'\n' | b'\r') => {
-                    self.flush_high(&mut pending_high);
+                    self.flush_high(&mut pending_high, lit);
                     return (out, false);
                 }
                 Some(c) if c == quote => {
-                    self.flush_high(&mut pending_high);
+                    self.flush_high(&mut pending_high, lit);
                     self.pos += 1;
                     return (out, true);
                 }
                 _ => {}
             }
             let piece_start = self.pos;
-            match self.piece() {
+            match self.piece(lit) {
                 Piece::Surrogate(v) if (0xDC00..=0xDFFF).contains(&v) => {
                     match pending_high.take() {
                         Some((hi, _)) => out.push(0x10000 + ((hi - 0xD800) << 10) + (v - 0xDC00)),
-                        None => {
-                            self.error(piece_start, self.pos, "lone surrogate in unicode escape")
-                        }
+                        None => self.error(lit, self.pos, "lone surrogate in unicode escape"),
                     }
                 }
                 Piece::Surrogate(v) => {
-                    self.flush_high(&mut pending_high);
+                    self.flush_high(&mut pending_high, lit);
                     pending_high = Some((v, piece_start));
                 }
                 Piece::Cp(v) => {
-                    self.flush_high(&mut pending_high);
+                    self.flush_high(&mut pending_high, lit);
                     out.push(v);
                 }
-                Piece::Bad => self.flush_high(&mut pending_high),
+                Piece::Bad => self.flush_high(&mut pending_high, lit),
             }
         }
     }
 
-    fn flush_high(&mut self, pending: &mut Option<(u32, usize)>) {
+    fn flush_high(&mut self, pending: &mut Option<(u32, usize)>, lit: usize) {
         if let Some((_, at)) = pending.take() {
-            self.error(at, at + 6, "lone surrogate in unicode escape");
+            self.error(lit, at + 6, "lone surrogate in unicode escape");
         }
     }
 
@@ -915,7 +915,7 @@ impl<'a> Lexer<'a> {
         let start = self.pos;
         self.pos += 1;
         let errors_before = self.diags.len();
-        let (cps, closed) = self.literal_body(b'\'');
+        let (cps, closed) = self.literal_body(b'\'', start);
         if self.diags.len() > errors_before {
             // A bad escape was reported; "empty" or "unterminated" would only repeat it.
             return Some(Tok::Char(0));
@@ -958,7 +958,7 @@ impl<'a> Lexer<'a> {
             return Some(Tok::Str(String::new()));
         }
         self.pos += 1;
-        let (cps, closed) = self.literal_body(b'"');
+        let (cps, closed) = self.literal_body(b'"', start);
         if !closed {
             self.error(start, self.pos, "unterminated string literal");
         }

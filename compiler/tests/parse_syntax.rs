@@ -460,7 +460,8 @@ fn literals_in_expressions() {
         body_diags("float64 x = 1e309;"),
         ["1:13 CAJETA_ERROR_SYNTAX"]
     );
-    assert_eq!(body_diags("char c = '\\q';"), ["1:11 CAJETA_ERROR_SYNTAX"]);
+    // A bad escape is reported at the literal's quote (§10.1: its first character).
+    assert_eq!(body_diags("char c = '\\q';"), ["1:10 CAJETA_ERROR_SYNTAX"]);
     let err = ["1:11 CAJETA_ERROR_SYNTAX"];
     assert_eq!(body_diags("int64 x = 9223372036854775809L;"), err);
     assert_eq!(
