@@ -127,7 +127,14 @@ impl FnBuilder<'_> {
                 Some((*first).clone())
             }
             _ => {
-                let names: Vec<String> = arms.iter().map(|a| self.ty_name(&a.0)).collect();
+                // Each type once, in the arms' order: `String and char`.
+                let mut names: Vec<String> = Vec::new();
+                for a in arms {
+                    let n = self.ty_name(&a.0);
+                    if !names.contains(&n) {
+                        names.push(n);
+                    }
+                }
                 self.error(
                     code::TYPE_MISMATCH,
                     span,
