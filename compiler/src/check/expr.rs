@@ -1674,7 +1674,77 @@ impl FnBuilder<'_> {
                 at,
                 format!("final field '{name}' cannot be assigned here"),
             );
+        } else {
+            self.final_field_assigned(false, name, at);
         }
+    }
+
+    /// Starts tracking the final fields of this class that its code assigns: the instance
+    /// ones without an initialiser in a constructor, the static ones in the class initialiser
+    /// (`statics`). Each is assigned once, where it is definitely unassigned (LANGUAGE §5.3:
+    /// "assigned only by …", read with §7's rule for final locals, as Java does); after
+    /// `this(…)` (`chained`) the chosen constructor has assigned them all.
+    pub(super) fn track_final_fields(&mut self, statics: bool, chained: bool) {
+        let c = self.class;
+        let names: Vec<String> = if statics {
+            self.p.classes[c as usize]
+                .statics
+                .iter()
+                .filter(|&&si| {
+                    self.p.statics[si as usize].is_final && self.static_initialiser(si).is_none()
+                })
+                .map(|&si| self.p.statics[si as usize].name.clone())
+                .collect()
+        } else {
+            self.p.classes[c as usize]
+                .fields
+                .iter()
+                .filter(|f| f.is_final)
+                .filter(|f| {
+                    self.field_declarator(c, &f.name, false)
+                        .is_some_and(|(_, init)| init.is_none())
+                })
+                .map(|f| f.name.clone())
+                .collect()
+        };
+        for name in names {
+            let assigned = self.da.len();
+            self.da.push(chained);
+            self.da.push(!chained);
+            self.final_fields.push(super::func::FinalField {
+                is_static: statics,
+                name,
+                assigned,
+                unassigned: assigned + 1,
+            });
+        }
+    }
+
+    /// Records an allowed assignment of tracked final field `name` (see
+    /// [`FnBuilder::track_final_fields`]): `FINAL_ASSIGNMENT` where it may be assigned already.
+    fn final_field_assigned(&mut self, is_static: bool, name: &str, at: Span) {
+        let Some(f) = self
+            .final_fields
+            .iter()
+            .find(|f| f.is_static == is_static && f.name == name)
+        else {
+            return;
+        };
+        let (a, u) = (f.assigned, f.unassigned);
+        if !self.da[u] {
+            let why = if self.da[a] {
+                "is assigned twice"
+            } else {
+                "might already have been assigned"
+            };
+            self.error(
+                code::FINAL_ASSIGNMENT,
+                at,
+                format!("final field '{name}' {why}"),
+            );
+        }
+        self.da[a] = true;
+        self.da[u] = false;
     }
 
     /// LANGUAGE §5.3: a final static is assigned only by a `static {}` block of its class,
@@ -1691,6 +1761,9 @@ impl FnBuilder<'_> {
                 at,
                 format!("final field '{n}' cannot be assigned here"),
             );
+        } else if st.is_final {
+            let n = st.name.clone();
+            self.final_field_assigned(true, &n, at);
         }
     }
 

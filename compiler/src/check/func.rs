@@ -269,6 +269,11 @@ pub struct FnBuilder<'a> {
     /// [`FnBuilder::drop_at_end`]). Each conditional sets them false on the paths that skip
     /// the operand.
     pub(super) cond_flags: Vec<Vec<Reg>>,
+    /// The final fields a constructor (instance) or the class initialiser (static) assigns,
+    /// with their *definitely assigned* and *definitely unassigned* facts in the
+    /// definite-assignment set: assigned only where definitely unassigned, as a final local
+    /// (see `FnBuilder::track_final_fields`).
+    pub(super) final_fields: Vec<FinalField>,
     /// Scopes below this index are invisible to name lookup (the caller's, while a function
     /// body is inlined).
     pub(super) scope_floor: usize,
@@ -347,6 +352,7 @@ impl<'a> FnBuilder<'a> {
             full_exprs: vec![],
             conditional: 0,
             cond_flags: vec![],
+            final_fields: vec![],
             scope_floor: 0,
             dyn_shared: None,
             checked_mems: vec![],
@@ -454,10 +460,12 @@ impl<'a> FnBuilder<'a> {
                     let rest = match body.stmts.split_first() {
                         Some((first, rest)) if chain_args(first).is_some() => {
                             self.chain_constructor(first);
+                            self.track_final_fields(false, true);
                             rest
                         }
                         _ => {
                             self.lower_field_inits();
+                            self.track_final_fields(false, false);
                             &body.stmts[..]
                         }
                     };
@@ -533,6 +541,7 @@ impl<'a> FnBuilder<'a> {
     }
 
     fn lower_clinit(&mut self) {
+        self.track_final_fields(true, false);
         let c = &self.p.classes[self.class as usize];
         let decl = &self.units[c.unit].classes[c.index];
         for m in &decl.members {
@@ -1696,6 +1705,20 @@ pub fn conv_op(from: Scalar, to: Scalar) -> Op {
         (_, true) => Op::F32ToU32,
         (_, false) => Op::F64ToU32,
     }
+}
+
+/// A final field whose assignments a constructor or class initialiser tracks (see
+/// `FnBuilder::track_final_fields`).
+#[derive(Clone, Debug)]
+pub struct FinalField {
+    /// A static (in the class initialiser), or an instance field (in a constructor).
+    pub is_static: bool,
+    /// The field's name.
+    pub name: String,
+    /// Its *definitely assigned* fact.
+    pub assigned: usize,
+    /// Its *definitely unassigned* fact.
+    pub unassigned: usize,
 }
 
 /// The arguments of a `this(…);` statement.

@@ -932,6 +932,18 @@ impl FnBuilder<'_> {
             self.inline_return(value, span);
             return;
         }
+        if matches!(self.job.kind, super::collect::JobKind::Clinit) {
+            // LANGUAGE §7: `return` only in methods and constructors, not in `static {}`.
+            self.error(
+                code::SYNTAX,
+                span,
+                "a static initialiser block cannot return",
+            );
+            if let Some(v) = value {
+                let _ = self.expr(v);
+            }
+            return;
+        }
         let ret = self.ret.clone();
         if let (None, Some((depth, _))) = (value, &self.dtor_returns) {
             // `return;` in a destructor ends its statements; the fields still drop (§6.5).
