@@ -2074,7 +2074,7 @@ impl FnBuilder<'_> {
     fn index(&mut self, target: &Expr, index: &Expr, span: Span) -> Val {
         let a = self.expr(target);
         let elem = match &a.ty {
-            Ty::Vector(..) => return self.vector_index(a, index),
+            Ty::Vector(..) => return self.vector_index(a, index, span),
             Ty::Array(e) => (**e).clone(),
             Ty::Error => return Val::error(),
             Ty::Buffer(s) | Ty::Shared(s) if self.device => {

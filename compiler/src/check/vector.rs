@@ -177,9 +177,11 @@ impl FnBuilder<'_> {
         Val::reg(ty, base)
     }
 
-    /// The lane index of `v[k]` on a vector of `n` lanes: a constant lane, or an int64
-    /// register checked at run time to be in `0…n−1`; `None` after an error.
-    fn lane_index(&mut self, index: &Expr, n: u8, base: Reg) -> Option<Lane> {
+    /// The lane index of `v[k]` (the access `at`) on the vector of `n` lanes at `base`: a
+    /// constant lane, or an int64 register checked at run time to be in `0…n−1`, whose fault
+    /// points at the access's first character, as an array's does (LANGUAGE §10.3); `None`
+    /// after an error.
+    fn lane_index(&mut self, index: &Expr, n: u8, base: Reg, at: Span) -> Option<Lane> {
         let iv = self.expr(index);
         match (iv.num(), iv.ty.is_int()) {
             (Some(Num::Int(k)), true) if (0..n as i128).contains(&k) => {
@@ -196,8 +198,8 @@ impl FnBuilder<'_> {
             _ if iv.ty == Ty::Error => None,
             (_, true) => {
                 let idx = self.coerce(iv, &Ty::Prim(Scalar::I64), index.span)?;
-                self.set_pos(index.span);
-                self.lane_check(idx, n, base, index.span)?;
+                self.set_pos(at);
+                self.lane_check(idx, n, base, at)?;
                 Some(Lane::Dyn(idx))
             }
             _ => {
@@ -253,15 +255,15 @@ impl FnBuilder<'_> {
         Val::reg(Ty::Prim(s), base + k as u16)
     }
 
-    /// `v[k]` read.
-    pub fn vector_index(&mut self, v: Val, index: &Expr) -> Val {
+    /// `v[k]` read (the access `at`).
+    pub fn vector_index(&mut self, v: Val, index: &Expr, at: Span) -> Val {
         let Ty::Vector(s, n) = v.ty else {
             return Val::error();
         };
         let Some(base) = self.materialize(&v) else {
             return Val::error();
         };
-        match self.lane_index(index, n, base) {
+        match self.lane_index(index, n, base, at) {
             Some(Lane::Const(k)) => Val::reg(Ty::Prim(s), base + k as u16),
             Some(Lane::Dyn(idx)) => {
                 Val::reg(Ty::Prim(s), self.lane_select(base, n, idx, s, index.span))
@@ -373,7 +375,7 @@ impl FnBuilder<'_> {
         let reg = self.locals[li].reg;
         let k = match lane {
             Ok(name) => self.named_lane(name, n, &ty).map(Lane::Const),
-            Err(index) => self.lane_index(index, n, reg),
+            Err(index) => self.lane_index(index, n, reg, target.span),
         };
         Some(k.map(|k| match k {
             Lane::Const(k) => Place::Lane {
