@@ -1223,7 +1223,7 @@ impl<'a, 'm> FnCx<'a, 'm> {
                         // (SPIR-V's logical addressing has no pointer to choose at run
                         // time; docs/notes/conformance-gaps.md, "Still open".)
                         return Err(format!(
-                            "`{}` chooses between buffers at run time (`?:` of buffer parameters), which the vulkan backend cannot lower yet",
+                            "`{}` chooses between buffers at run time (`?:` of buffer parameters): that needs variable pointers, which the vulkan backend does not emit (XPU §8.4)",
                             f.simple_name()
                         ));
                     }
