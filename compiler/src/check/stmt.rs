@@ -348,8 +348,12 @@ impl FnBuilder<'_> {
                 self.emit_bc(Op::LoadI, f, 0);
             }
             if let Some(init) = &var.init {
+                let mut placed = init;
+                while let ExprKind::Paren(inner) = &placed.kind {
+                    placed = inner;
+                }
                 if matches!(ty, Ty::Shared(_))
-                    && !matches!(init.kind, crate::ast::ExprKind::SharedArray { .. })
+                    && !matches!(placed.kind, ExprKind::SharedArray { .. })
                 {
                     // XPU §2.6: each declaration denotes its own workgroup array; a Shared is
                     // never stored (an alias, or one chosen by `?:`).
