@@ -662,8 +662,14 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             let q = imp.path.joined();
             if !imp.wildcard {
                 let simple = q.rsplit('.').next().unwrap_or_default().to_string();
+                // A library class and its `cajeta.xpu.core` alias are one class (XPU §1).
+                let same = |first: &String| {
+                    *first == q
+                        || builtins::library_class(first)
+                            .is_some_and(|a| builtins::library_class(&q) == Some(a))
+                };
                 match singles.get(&simple) {
-                    Some(first) if *first != q => {
+                    Some(first) if !same(first) => {
                         errors.push(Diag::error(
                             code::UNRESOLVED_TYPE,
                             imp.path.span,
