@@ -509,6 +509,11 @@ pub fn arg_rank(arg: &Ty, param: &Ty) -> Option<u32> {
         }
         (Ty::Null, p) if p.is_ref() => Some(1),
         (Ty::Enum(_), Ty::Prim(Scalar::I32)) => Some(500),
+        // A half vector and a float32 vector of one length convert as in assignment: widening
+        // exact, narrowing lossy (docs/spec-decisions.md, "Vector").
+        (Ty::Vector(a, m), Ty::Vector(p, k)) if m == k && super::vector::half_pair(*a, *p) => {
+            Some(if conversion_is_lossy(*a, *p) { 1000 } else { 1 })
+        }
         _ => None,
     }
 }
