@@ -288,7 +288,8 @@ impl FnBuilder<'_> {
     }
 
     fn local_decl(&mut self, d: &LocalDecl) {
-        let ty = match self.p.resolve_type(self.unit, &d.ty) {
+        let mut refused = false;
+        let mut ty = match self.p.resolve_type(self.unit, &d.ty) {
             Ok(t) => t,
             Err(diag) => {
                 self.diags.push(diag);
@@ -320,7 +321,10 @@ impl FnBuilder<'_> {
                     d.ty.span,
                     format!("device code cannot declare {n} variables"),
                 );
-                return;
+                // Declared all the same, untyped and without its initialiser: its uses
+                // raise nothing more.
+                ty = Ty::Error;
+                refused = true;
             }
             _ => {}
         }
@@ -346,6 +350,10 @@ impl FnBuilder<'_> {
                 };
                 self.locals[li].flag = Some(f);
                 self.emit_bc(Op::LoadI, f, 0);
+            }
+            if refused {
+                self.mark_assigned(li);
+                continue;
             }
             if let Some(init) = &var.init {
                 let mut placed = init;
