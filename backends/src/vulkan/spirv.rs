@@ -1222,8 +1222,13 @@ impl<'a, 'm> FnCx<'a, 'm> {
                     (Some(x), Some(y)) if x != y => {
                         // (SPIR-V's logical addressing has no pointer to choose at run
                         // time; docs/notes/conformance-gaps.md, "Still open".)
+                        let what = if matches!(t, Type::Shared(_)) {
+                            "shared arrays"
+                        } else {
+                            "buffers"
+                        };
                         return Err(format!(
-                            "`{}` chooses between buffers at run time (`?:` of buffer parameters): that needs variable pointers, which the vulkan backend does not emit (XPU §8.4)",
+                            "`{}` chooses between {what} at run time (`?:`): that needs variable pointers, which the vulkan backend does not emit (XPU §8.4)",
                             f.simple_name()
                         ));
                     }
