@@ -427,12 +427,13 @@ impl Vm {
                 ),
             ));
         };
-        if let Err(AllocError::Memory { in_use, limit, .. }) = self.heap.check_room(bytes64) {
+        // (Not what is in use: that depends on when the executor last collected garbage.)
+        if let Err(AllocError::Memory { limit, .. }) = self.heap.check_room(bytes64) {
             return Err(err(
                 ErrorCode::XpuOom,
                 format!(
                     "cannot allocate {bytes} bytes of {} memory on backend {}: memory limit \
-                     exceeded ({in_use} of {limit} bytes in use)",
+                     exceeded (the limit is {limit} bytes)",
                     kind.name(),
                     backend.capabilities().name
                 ),

@@ -876,7 +876,7 @@ impl FnBuilder<'_> {
             .iter()
             .filter_map(|l| {
                 let u = l.unassigned?;
-                let (at_head, round) = (*head_da.get(u)?, self.da[u]);
+                let (at_head, round) = (*head_da.get(u)?, *self.da.get(u)?);
                 (at_head && !round).then(|| (l.name.clone(), l.assigned_at.unwrap_or_default()))
             })
             .collect();

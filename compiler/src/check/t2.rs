@@ -645,9 +645,14 @@ impl FnBuilder<'_> {
             self.reachable = true;
             let mut merged = entry_da.clone();
             merged.resize(self.da.len(), false);
-            for l in &self.locals {
-                if let Some(u) = l.unassigned.filter(|&u| u >= entry_da.len()) {
-                    merged[u] = true;
+            // (Only the switch's own locals: those of closed scopes, such as an inlined
+            // call's parameters, name facts that no longer exist.)
+            for scope in &self.scopes[depth..] {
+                for &li in &scope.locals {
+                    let u = self.locals[li].unassigned;
+                    if let Some(u) = u.filter(|&u| u >= entry_da.len() && u < merged.len()) {
+                        merged[u] = true;
+                    }
                 }
             }
             for (m, d) in merged.iter_mut().zip(&self.da) {

@@ -36,11 +36,7 @@ pub(crate) enum Fault {
     /// The object table is full.
     TableFull,
     /// A host allocation of `requested` bytes would pass the VM's memory limit.
-    Memory {
-        requested: u64,
-        in_use: u64,
-        limit: u64,
-    },
+    Memory { requested: u64, limit: u64 },
     /// The system refused a host allocation of `requested` bytes under the memory limit.
     OutOfMemory { requested: u64 },
     /// The fuel ran out (at a call or a backward jump).
@@ -71,14 +67,8 @@ impl From<AllocError> for Fault {
         match e {
             AllocError::TableFull => Fault::TableFull,
             AllocError::Memory {
-                requested,
-                in_use,
-                limit,
-            } => Fault::Memory {
-                requested,
-                in_use,
-                limit,
-            },
+                requested, limit, ..
+            } => Fault::Memory { requested, limit },
             AllocError::System { requested } => Fault::OutOfMemory { requested },
         }
     }
@@ -262,15 +252,14 @@ impl Vm {
                 ErrorCode::Size,
                 "object table full (2^32 - 1 live objects)".into(),
             ),
-            Fault::Memory {
-                requested,
-                in_use,
-                limit,
-            } => (
+            // What is in use depends on when the executor last collected garbage (the
+            // interpreter and the JIT differ): the message names only what every executor
+            // shares, so that their errors are identical.
+            Fault::Memory { requested, limit } => (
                 ErrorCode::Memory,
                 format!(
-                    "memory limit exceeded: allocating {requested} bytes with {in_use} of \
-                     {limit} in use"
+                    "memory limit exceeded: allocating {requested} bytes would pass the limit of \
+                     {limit} bytes"
                 ),
             ),
             Fault::OutOfMemory { requested } => (
