@@ -721,17 +721,8 @@ impl FnBuilder<'_> {
         init: bool,
     ) -> Option<Reg> {
         let l = self.locals[li].clone();
-        if l.unassigned.is_some_and(|u| !self.da[u]) {
-            let why = if self.da[l.da] {
-                "is assigned twice"
-            } else {
-                "might already have been assigned"
-            };
-            self.error(
-                code::FINAL_ASSIGNMENT,
-                at,
-                format!("final variable '{}' {why}", l.name),
-            );
+        if let Some(u) = l.unassigned {
+            self.check_final_unassigned(&format!("variable '{}'", l.name), l.da, u, at);
         }
         let own = v.own;
         let r = self.coerce(v, &l.ty, span)?;
@@ -1731,20 +1722,23 @@ impl FnBuilder<'_> {
             return;
         };
         let (a, u) = (f.assigned, f.unassigned);
-        if !self.da[u] {
-            let why = if self.da[a] {
-                "is assigned twice"
-            } else {
-                "might already have been assigned"
-            };
-            self.error(
-                code::FINAL_ASSIGNMENT,
-                at,
-                format!("final field '{name}' {why}"),
-            );
-        }
+        self.check_final_unassigned(&format!("field '{name}'"), a, u, at);
         self.da[a] = true;
         self.da[u] = false;
+    }
+
+    /// `FINAL_ASSIGNMENT` at `at` unless the final `what` (`variable 'x'`, `field 'v'`) is
+    /// definitely unassigned there (its facts: `assigned`, `unassigned`).
+    fn check_final_unassigned(&mut self, what: &str, assigned: usize, unassigned: usize, at: Span) {
+        if self.da[unassigned] {
+            return;
+        }
+        let why = if self.da[assigned] {
+            "is assigned twice"
+        } else {
+            "might already have been assigned"
+        };
+        self.error(code::FINAL_ASSIGNMENT, at, format!("final {what} {why}"));
     }
 
     /// LANGUAGE §5.3: a final static is assigned only by a `static {}` block of its class,
