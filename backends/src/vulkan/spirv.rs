@@ -1606,6 +1606,16 @@ impl<'a, 'm> FnCx<'a, 'm> {
                 // Leaving region `r`: allowed for its own merge, or a break from selections
                 // nested in a loop.
                 if depth > 0 && (crossed_loop || r.kind == Kind::If) {
+                    // Where an `if` ends may also be where its loop continues (`if (a) { …
+                    // if (b) { continue; } … }` as a loop's last statement): a continue edge.
+                    let innermost_loop = inside[depth..]
+                        .iter()
+                        .map(|&j| self.regions[j])
+                        .find(|l| l.kind == Kind::Loop);
+                    if !crossed_loop && innermost_loop.is_some_and(|l| l.cont == t && src < l.cont)
+                    {
+                        return Ok(self.labels.block[&t]);
+                    }
                     return Err(bad());
                 }
                 return Ok(self.labels.merge[i]);
