@@ -177,6 +177,7 @@ pub fn lex(file: FileId, text: &str) -> (Vec<Token>, Vec<Diag>) {
         file,
         toks: Vec::new(),
         diags: Vec::new(),
+        reported_literal: None,
     };
     lx.run();
     (lx.toks, lx.diags)
@@ -199,6 +200,9 @@ struct Lexer<'a> {
     file: FileId,
     toks: Vec<Token>,
     diags: Vec<Diag>,
+    /// The start of the literal whose first bad escape was reported (see
+    /// [`Lexer::escape_error`]).
+    reported_literal: Option<usize>,
 }
 
 /// One decoded piece of a char or string literal.
@@ -223,6 +227,19 @@ impl<'a> Lexer<'a> {
     fn error(&mut self, start: usize, end: usize, msg: impl Into<String>) {
         let span = self.span(start, end);
         self.diags.push(Diag::error(code::SYNTAX, span, msg));
+    }
+
+    /// A bad escape (`start..end`) in the literal starting at `lit`: the literal's first one is
+    /// reported from its quote, the construct's first character (LANGUAGE §10.1), any later
+    /// one at itself (diagnostics at one position are reported once).
+    fn escape_error(&mut self, lit: usize, start: usize, end: usize, msg: impl Into<String>) {
+        let from = if self.reported_literal == Some(lit) {
+            start
+        } else {
+            lit
+        };
+        self.reported_literal = Some(lit);
+        self.error(from, end, msg);
     }
 
     fn byte(&self, p: usize) -> Option<u8> {
@@ -796,11 +813,11 @@ impl<'a> Lexer<'a> {
             return Piece::Cp(c as u32);
         }
         let Some(e) = self.char_at(self.pos) else {
-            self.error(lit, self.pos, "incomplete escape sequence");
+            self.escape_error(lit, start, self.pos, "incomplete escape sequence");
             return Piece::Bad;
         };
         if e == '\n' || e == '\r' {
-            self.error(lit, self.pos, "incomplete escape sequence");
+            self.escape_error(lit, start, self.pos, "incomplete escape sequence");
             return Piece::Bad;
         }
         self.pos += e.len_utf8();
@@ -845,8 +862,9 @@ impl<'a> Lexer<'a> {
                 let end = self
                     .scan_while(self.pos, |c| c.is_ascii_hexdigit())
                     .min(self.pos + 4);
-                self.error(
+                self.escape_error(
                     lit,
+                    start,
                     end,
                     "invalid unicode escape: expected four hexadecimal digits",
                 );
@@ -861,7 +879,12 @@ impl<'a> Lexer<'a> {
                 Piece::Cp(v)
             };
         }
-        self.error(lit, self.pos, format!("invalid escape sequence '\\{e}'"));
+        self.escape_error(
+            lit,
+            start,
+            self.pos,
+            format!("invalid escape sequence '\\{e}'"),
+        );
         Piece::Bad
     }
 
@@ -889,7 +912,12 @@ impl<'a> Lexer<'a> {
                 Piece::Surrogate(v) if (0xDC00..=0xDFFF).contains(&v) => {
                     match pending_high.take() {
                         Some((hi, _)) => out.push(0x10000 + ((hi - 0xD800) << 10) + (v - 0xDC00)),
-                        None => self.error(lit, self.pos, "lone surrogate in unicode escape"),
+                        None => self.escape_error(
+                            lit,
+                            piece_start,
+                            self.pos,
+                            "lone surrogate in unicode escape",
+                        ),
                     }
                 }
                 Piece::Surrogate(v) => {
@@ -907,7 +935,7 @@ impl<'a> Lexer<'a> {
 
     fn flush_high(&mut self, pending: &mut Option<(u32, usize)>, lit: usize) {
         if let Some((_, at)) = pending.take() {
-            self.error(lit, at + 6, "lone surrogate in unicode escape");
+            self.escape_error(lit, at, at + 6, "lone surrogate in unicode escape");
         }
     }
 

@@ -655,7 +655,11 @@ impl FnBuilder<'_> {
                 } else {
                     t
                 };
-                let regs: Option<Vec<Reg>> = vals.iter().map(|v| self.math_operand(v, t)).collect();
+                let regs: Option<Vec<Reg>> = vals
+                    .iter()
+                    .zip(&operand)
+                    .map(|(v, &adopted)| self.math_operand(v, adopted, t))
+                    .collect();
                 let Some(mut regs) = regs else {
                     return Val::error();
                 };
@@ -712,7 +716,10 @@ impl FnBuilder<'_> {
                     return Val::error();
                 }
                 let t = float_result(&vals);
-                let regs: Option<Vec<Reg>> = vals.iter().map(|v| self.math_operand(v, t)).collect();
+                let regs: Option<Vec<Reg>> = vals
+                    .iter()
+                    .map(|v| self.math_operand(v, v.ty.scalar().unwrap_or(t), t))
+                    .collect();
                 let Some(regs) = regs else {
                     return Val::error();
                 };
@@ -745,7 +752,8 @@ impl FnBuilder<'_> {
                     return Val::error();
                 }
                 let t = float_result(&vals);
-                let Some(r) = self.math_operand(&vals[0], t) else {
+                let own = vals[0].ty.scalar().unwrap_or(t);
+                let Some(r) = self.math_operand(&vals[0], own, t) else {
                     return Val::error();
                 };
                 self.set_pos(span);
@@ -755,9 +763,11 @@ impl FnBuilder<'_> {
         }
     }
 
-    fn math_operand(&mut self, v: &Val, t: Scalar) -> Option<Reg> {
+    /// Operand `v` of a `Math` function computed in `t`; a constant takes the type it
+    /// `adopted` first (`Math.max(h, 70000)` with a float16 `h`: the float16 infinity).
+    fn math_operand(&mut self, v: &Val, adopted: Scalar, t: Scalar) -> Option<Reg> {
         if let Some(n) = v.num() {
-            let own = v.ty.scalar()?;
+            let own = if v.untyped { adopted } else { v.ty.scalar()? };
             let cell = ty::const_cell(n, own);
             return Some(
                 self.load_bits(Type::Scalar(t), ty::const_cell(ty::cell_num(cell, own), t)),

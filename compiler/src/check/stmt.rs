@@ -273,7 +273,9 @@ impl FnBuilder<'_> {
             Own::Dyn(o) => self.emit(Op::Mov, f, o, 0),
             _ => self.emit_bc(Op::LoadI, f, 1),
         };
-        if let Some(li) = self.add_local("$held", v.ty.clone(), held, true, span) {
+        // A hidden name of its own: a scope may hold several.
+        let name = format!("$held{held}");
+        if let Some(li) = self.add_local(&name, v.ty.clone(), held, true, span) {
             self.locals[li].flag = Some(f);
             self.mark_assigned(li);
         }

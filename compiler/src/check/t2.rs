@@ -642,6 +642,8 @@ impl FnBuilder<'_> {
             // Each group is entered from a test (or falls through from the previous one). A
             // local declared in an earlier group is in scope here; a test's jump skipped its
             // declaration: not assigned, and (a final one) definitely unassigned.
+            // Only a group the previous one falls into shares that one's facts.
+            let falls_through = self.reachable;
             self.reachable = true;
             let mut merged = entry_da.clone();
             merged.resize(self.da.len(), false);
@@ -655,8 +657,10 @@ impl FnBuilder<'_> {
                     }
                 }
             }
-            for (m, d) in merged.iter_mut().zip(&self.da) {
-                *m = *m && *d;
+            if falls_through {
+                for (m, d) in merged.iter_mut().zip(&self.da) {
+                    *m = *m && *d;
+                }
             }
             self.da = merged;
             self.block_stmts(&g.body);
