@@ -474,3 +474,14 @@ p = null;
          cajeta: runtime error: E-DIVZERO: integer division by zero\n  at P.~P (<entry 1>:1:85)\n  at <input> (<input>:1:1)\n",
     );
 }
+
+/// `:drop` is a command, not a typed entry: the entries after it keep their numbers.
+#[test]
+fn drop_does_not_count_as_an_entry() {
+    check(
+        "class T { int32 a; T(int32 x) { a = x; } }\nT y = heap T(0);\n:drop y\n\
+         int32 f(int32 i) { int32[] a = heap int32[1]; return a[i]; }\nf(3)\n",
+        "dropped y\n\
+         cajeta: runtime error: E-BOUNDS: index 3 out of bounds for length 1\n  at Repl.f (<entry 3>:1:54)\n  at <input> (<input>:1:1)\n",
+    );
+}

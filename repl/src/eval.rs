@@ -536,7 +536,8 @@ impl Repl {
         // now zero/null).
         let mut without = self.session.clone();
         without.remove_var(name);
-        if let Ok(c) = without.compile("", INPUT_LABEL, &[]) {
+        // (Under a label of its own: a command is no typed entry, and `<entry N>` counts those.)
+        if let Ok(c) = without.compile("", ":drop", &[]) {
             if self.vm.replace_module(Arc::new(c.module.clone())).is_ok() {
                 self.session = c.session.clone();
                 self.last = Some(Arc::new(c));
