@@ -173,8 +173,10 @@ impl Function {
     /// uint64 value, so that a bounds or size error prints its bits unsigned. Index operands
     /// are int64 registers: the compiler converts a uint64 with a `wrap.i64` just before the
     /// access, whose source register's type tells — when no branch lands between the two
-    /// (then the conversion is the value's only definition there). An explicit `(int64)` cast
-    /// of a uint64 ends in a `mov` of the conversion, so its value reads signed.
+    /// (then the conversion is the value's only definition there), and whose destination is
+    /// a temporary: a conversion into a named local is an assignment's (`int64 z = u;`), a
+    /// signed value. An explicit `(int64)` cast of a uint64 ends in a `mov` of the
+    /// conversion, so its value reads signed too.
     pub fn index_holds_u64(&self, pc: u32) -> bool {
         use crate::opcodes::{Op, Operand, RegClass};
         use crate::types::Scalar;
@@ -214,6 +216,7 @@ impl Function {
             && !entered
             && !between
             && self.regs.get(d.b as usize) == Some(&Type::Scalar(Scalar::U64))
+            && !self.locals.iter().any(|l| l.reg == d.a)
     }
 
     /// The simple name (after the last `.`).
