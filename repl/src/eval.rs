@@ -570,27 +570,21 @@ fn parse_range(s: &str) -> Option<(Option<u64>, Option<u64>)> {
 /// session's own glue (the drops at its end) map to nothing typed and are left out, unless
 /// the trace would be left empty.
 fn remap(e: &mut RuntimeError, to_typed: impl Fn(u32, u32) -> Option<(String, u32, u32)>) {
-    let mut glue = vec![];
-    for (k, f) in e.trace.iter_mut().enumerate() {
+    let glue =
+        |f: &cajeta_vm::TraceFrame| f.file == GENERATED_FILE && to_typed(f.line, f.col).is_none();
+    if !e.trace.iter().all(glue) {
+        e.trace.retain(|f| !glue(f));
+    }
+    for f in &mut e.trace {
         if f.file == GENERATED_FILE {
-            match to_typed(f.line, f.col) {
-                Some((label, line, col)) => {
-                    f.file = label;
-                    f.line = line;
-                    f.col = col;
-                }
-                None => glue.push(k),
+            if let Some((label, line, col)) = to_typed(f.line, f.col) {
+                f.file = label;
+                f.line = line;
+                f.col = col;
             }
         }
         if f.function == format!("{SESSION_CLASS}.{RUN_FN}") {
             f.function = INPUT_LABEL.to_string();
         }
-    }
-    if glue.len() < e.trace.len() {
-        let mut k = 0;
-        e.trace.retain(|_| {
-            k += 1;
-            !glue.contains(&(k - 1))
-        });
     }
 }
