@@ -208,10 +208,7 @@ fn view_regs(
     let body = &f.code[header as usize..=end as usize];
     let mut regs: Vec<(u16, u32)> = Vec::new();
     let mut statics: Vec<(u16, u16)> = Vec::new();
-    if body
-        .iter()
-        .any(|i| i.op == Op::Drop && !never_owns(f, i.b) || i.op == Op::Call && frees(i.c))
-    {
+    if body.iter().any(|i| may_free(f, i, frees)) {
         return (regs, statics);
     }
     let written = |r: u16| body.iter().any(|i| writes(i, r));
@@ -254,6 +251,44 @@ fn view_regs(
 /// The registers a range may look up once, with their view kinds, and those of them that
 /// are loaded from a static, with the static (see [`HoistedLoop::statics`]).
 type ViewRegs = (Vec<(u16, u32)>, Vec<(u16, u16)>);
+
+/// Whether instruction `i` of `f` may release an array or an instance: a `drop` of a
+/// possibly owned object, or a `call` of a function for which `frees` says so. Every other
+/// instruction works on registers or reaches the heap through a hook that may allocate but
+/// never frees, so element and field storage found before it stays where it is.
+pub(crate) fn may_free(f: &Function, i: &Instr, frees: &dyn Fn(u16) -> bool) -> bool {
+    i.op == Op::Drop && !never_owns(f, i.b) || i.op == Op::Call && frees(i.c)
+}
+
+/// [`may_free`] for every pc of `f`, in one pass over its code.
+pub(crate) fn free_points(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<bool> {
+    // `never_owns` of every register at once: set when a parameter or written otherwise
+    // than by `loadi r, 0`.
+    let mut owns: Vec<bool> = (0..f.regs.len())
+        .map(|r| r < usize::from(f.params))
+        .collect();
+    for i in f
+        .code
+        .iter()
+        .filter(|i| !(i.op == Op::LoadI && i.bc() == 0))
+    {
+        for r in [i.a, i.b, i.c] {
+            if writes(i, r) {
+                if let Some(x) = owns.get_mut(usize::from(r)) {
+                    *x = true;
+                }
+            }
+        }
+    }
+    f.code
+        .iter()
+        .map(|i| match i.op {
+            Op::Drop => owns.get(usize::from(i.b)).copied().unwrap_or(true),
+            Op::Call => frees(i.c),
+            _ => false,
+        })
+        .collect()
+}
 
 /// Whether the owns-flag register `flag` of `f` is false wherever it is read: not a
 /// parameter, and only ever set by `loadi flag, 0` (a borrowed local's flag).

@@ -30,8 +30,9 @@ use cajeta_bytecode::{Const, Function, Instr, MathFn, Module, Op, Operand, Scala
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::{Ieee32, Ieee64};
 use cranelift_codegen::ir::{
-    types, AbiParam, AliasRegionData, Block, BlockArg, FuncRef, Inst, InstBuilder, MemFlagsData,
-    SigRef, Signature, StackSlot, StackSlotData, StackSlotKind, Value,
+    types, AbiParam, AliasRegionData, Block, BlockArg, FuncRef, Inst, InstBuilder, InstructionData,
+    MemFlagsData, Opcode, SigRef, Signature, StackSlot, StackSlotData, StackSlotKind, Value,
+    ValueDef,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, Variable};
@@ -257,6 +258,7 @@ impl Tr<'_, '_> {
             }
             if tr.blocks[pc].is_some() {
                 tr.checked.clear();
+                tr.seen.clear();
                 split = tr.version_point(pc);
             }
             if let Some((at, end, pairs, early)) = split.take_if(|(at, ..)| *at == pc) {
@@ -266,6 +268,7 @@ impl Tr<'_, '_> {
             // A check is about the registers' values: forget it when one is written.
             tr.checked
                 .retain(|&(a, x)| !loops::writes(&ins, a) && !loops::writes(&ins, x));
+            tr.forget_views(pc, &ins);
         }
         if !terminated || n == 0 {
             // V-TERM: the last instruction is a terminator.
@@ -424,6 +427,7 @@ impl Tr<'_, '_> {
         self.b.ins().brif(ok, unchecked, &[], checked, &[]);
         self.b.switch_to_block(unchecked);
         let before = self.checked.clone();
+        let seen = self.seen.clone();
         self.checked.extend(pairs);
         let mut terminated = false;
         for pc in at..end {
@@ -434,12 +438,15 @@ impl Tr<'_, '_> {
                 self.checked
                     .retain(|&(a, x)| !loops::writes(&ins, a) && !loops::writes(&ins, x));
             }
+            self.forget_views(pc, &ins);
         }
         if !terminated {
             let next = self.branch_block(end as u32 - 1, end as u32)?;
             self.b.ins().jump(next, &[]);
         }
         self.checked = before;
+        // (The unchecked copy's lookups do not dominate the checked copy.)
+        self.seen = seen;
         self.b.switch_to_block(checked);
         Ok(())
     }
@@ -523,8 +530,26 @@ struct Tr<'a, 'b> {
     /// (array register, index register) pairs whose bounds check passed earlier in the
     /// current bytecode block, through a hoisted view (see [`Tr::object_data`]).
     checked: Vec<(u16, u16)>,
+    /// Objects looked up earlier in the current bytecode block outside hoisting loops (host
+    /// code only), reused by later accesses (see [`Tr::object_data`]).
+    seen: Vec<SeenView>,
+    /// Per pc, whether its instruction may release an object ([`loops::free_points`]): it
+    /// ends every [`SeenView`].
+    free_at: Vec<bool>,
     /// The calls inlined into this function's code (see [`crate::inline`]).
     sites: Vec<inline::Site>,
+}
+
+/// An object that an access looked up earlier in the current bytecode block: its data address
+/// and (arrays) length stay valid until the register is written or an instruction may release
+/// an object ([`loops::may_free`]); and the greatest constant index already checked against it.
+#[derive(Clone, Copy)]
+struct SeenView {
+    reg: u16,
+    kind: u32,
+    data: Value,
+    len: Option<Value>,
+    max_checked: Option<u64>,
 }
 
 /// A hoisting loop, its preheader block, per hoisted register (in the loop's order) the
@@ -715,6 +740,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             deferred: Vec::new(),
             dev: None,
             checked: Vec::new(),
+            seen: Vec::new(),
+            free_at: loops::free_points(f, &frees),
             sites: Vec::new(),
         };
         let check = tr.native_stack_check(&params[3..]);
@@ -2296,6 +2323,10 @@ impl<'a, 'b> Tr<'a, 'b> {
             self.b.switch_to_block(live);
             return self.b.use_var(data_var);
         }
+        if let Some(data) = self.seen_view(pc, reg, kind, index, slow) {
+            return data;
+        }
+        let index_reg = index.map(|(_, r)| r);
         let index = index.map(|(v, _)| v);
         let error = self.error_block(pc, slow);
         let handle = self.get(reg);
@@ -2308,6 +2339,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         let want = self.want_tag(handle, kind);
         let b = &mut self.b;
         let mut bad = b.ins().icmp(IntCC::NotEqual, tag, want);
+        let mut len = None;
         if let Some(index) = index {
             // One branch for both checks: an entry's `len` is readable even when its tag
             // does not match.
@@ -2315,11 +2347,90 @@ impl<'a, 'b> Tr<'a, 'b> {
             // A negative index is a huge unsigned one: out of bounds too.
             let outside = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, index, n);
             bad = b.ins().bor(bad, outside);
+            len = Some(n);
         }
         let live = b.create_block();
         b.ins().brif(bad, error, &[], live, &[]);
         b.switch_to_block(live);
-        b.ins().load(I64, vf, entry, off::VIEW_DATA)
+        let data = b.ins().load(I64, vf, entry, off::VIEW_DATA);
+        if self.dev.is_none() {
+            self.seen.retain(|v| v.reg != reg);
+            self.seen.push(SeenView {
+                reg,
+                kind,
+                data,
+                len,
+                max_checked: index.and_then(|i| self.constant(i)),
+            });
+            self.checked.extend(index_reg.map(|x| (reg, x)));
+        }
+        data
+    }
+
+    /// The data address of `reg` as `kind` from an earlier lookup in this bytecode block
+    /// ([`SeenView`]), with `index` checked against its length unless an earlier check
+    /// covers it (the same index register, or a constant no greater than one checked); `None`
+    /// when there is no such lookup (or it did not load the length `index` needs).
+    fn seen_view(
+        &mut self,
+        pc: u32,
+        reg: u16,
+        kind: u32,
+        index: Option<(Value, u16)>,
+        slow: (usize, &[types::Type], &[Value]),
+    ) -> Option<Value> {
+        let k = self
+            .seen
+            .iter()
+            .position(|v| v.reg == reg && v.kind == kind)?;
+        let view = self.seen[k];
+        let Some((index, x)) = index else {
+            return Some(view.data);
+        };
+        let len = view.len?;
+        let c = self.constant(index);
+        let covered = self.checked.contains(&(reg, x))
+            || c.zip(view.max_checked).is_some_and(|(c, m)| c <= m);
+        if !covered {
+            let error = self.error_block(pc, slow);
+            let bad = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, index, len);
+            let live = self.b.create_block();
+            self.b.ins().brif(bad, error, &[], live, &[]);
+            self.b.switch_to_block(live);
+            self.checked.push((reg, x));
+            if let Some(c) = c {
+                self.seen[k].max_checked = Some(view.max_checked.map_or(c, |m| m.max(c)));
+            }
+        }
+        Some(view.data)
+    }
+
+    /// The value of `v` when it is a 64-bit integer constant.
+    fn constant(&self, v: Value) -> Option<u64> {
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(inst, _) = dfg.value_def(dfg.resolve_aliases(v)) else {
+            return None;
+        };
+        match dfg.insts[inst] {
+            InstructionData::UnaryImm {
+                opcode: Opcode::Iconst,
+                imm,
+            } if dfg.value_type(v) == I64 => Some(imm.bits() as u64),
+            _ => None,
+        }
+    }
+
+    /// Ends the [`SeenView`]s that instruction `ins` at `pc` invalidates: its register's, when
+    /// it writes it, and all of them when it may release an object.
+    fn forget_views(&mut self, pc: usize, ins: &Instr) {
+        if self.free_at.get(pc).copied().unwrap_or(true) {
+            self.seen.clear();
+        } else {
+            self.seen.retain(|v| !loops::writes(ins, v.reg));
+        }
     }
 
     /// The address of `handle`'s view entry, and whether its slot index is inside the table
@@ -2791,6 +2902,8 @@ impl<'a, 'b> Tr<'a, 'b> {
         let kinds = std::mem::replace(&mut self.kinds, kinds);
         let vars = std::mem::replace(&mut self.vars, vars);
         let hoisted = std::mem::take(&mut self.hoisted);
+        let seen = std::mem::take(&mut self.seen);
+        let checked = std::mem::take(&mut self.checked);
         let sites = std::mem::take(&mut self.sites);
         let tail = self.tail.take();
         let emitted = self.emit_prefix(start, slow, (done, zero));
@@ -2799,6 +2912,8 @@ impl<'a, 'b> Tr<'a, 'b> {
         self.kinds = kinds;
         self.vars = vars;
         self.hoisted = hoisted;
+        self.seen = seen;
+        self.checked = checked;
         self.sites = sites;
         emitted
     }
@@ -2819,6 +2934,9 @@ impl<'a, 'b> Tr<'a, 'b> {
         let mut budget = PREFIX_BUDGET;
         while let Some(first) = work.pop() {
             self.b.switch_to_block(blocks[&first]);
+            // (Lookups of one block do not dominate the next.)
+            self.seen.clear();
+            self.checked.clear();
             let mut pc = first;
             loop {
                 let mut block_of = |tr: &mut Self, t: u32| {

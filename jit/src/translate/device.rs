@@ -275,6 +275,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             deferred: Vec::new(),
             dev: None,
             checked: Vec::new(),
+            seen: Vec::new(),
+            free_at: Vec::new(),
             sites: Vec::new(),
         };
         // The views of buffer parameters never written.
