@@ -2291,7 +2291,8 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// its length). Every other case goes to a cold block that calls the instruction's hook
     /// (`slow`: address, parameter types, arguments), which raises the error, and leaves the
     /// function. Inside a hoisting loop the lookup was made in the preheader and only the
-    /// index (or, for instances, the lookup's success) is checked here.
+    /// index (or, for instances, the lookup's success) is checked here; elsewhere an earlier
+    /// lookup in the same bytecode block is reused ([`Tr::seen_view`]).
     fn object_data(
         &mut self,
         pc: u32,
