@@ -111,10 +111,9 @@ pub(crate) fn writes(i: &Instr, r: u16) -> bool {
 /// have strength-reduced multiplications ([`Reduced`]), innermost last among loops sharing
 /// code; loops with neither are left out.
 ///
-/// `frees(g)` tells whether a call of function `g` may free an object (see
-/// [`crate::translate`]'s `pure_function`); a loop that makes no such call (and has no
-/// `drop`) keeps its views.
-pub(crate) fn hoisted_loops(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<HoistedLoop> {
+/// `free_at[pc]` tells whether the instruction at `pc` may release an object
+/// ([`free_points`]); a loop with no such instruction keeps its views.
+pub(crate) fn hoisted_loops(f: &Function, free_at: &[bool]) -> Vec<HoistedLoop> {
     let code = &f.code;
     // Liveness only matters to registers loaded from statics in a loop: computed the first
     // time one is a candidate.
@@ -122,7 +121,7 @@ pub(crate) fn hoisted_loops(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<Ho
     let dead_at = |pc: u32, r: u16| {
         !live.get_or_init(|| crate::liveness::live_in(f))[pc as usize].contains(r)
     };
-    let view_regs = |header, end| view_regs(f, header, end, frees, &dead_at);
+    let view_regs = |header, end| view_regs(f, header, end, free_at, &dead_at);
     // header -> furthest backward branch.
     let mut ranges: Vec<(u32, u32)> = Vec::new();
     for (pc, i) in code.iter().enumerate() {
@@ -196,19 +195,19 @@ fn single_entry(code: &[Instr], header: u32, end: u32) -> bool {
 /// The object registers whose views the range `[header, end]` may look up once: those an
 /// element or field instruction in it uses and nothing in it writes, or only a `getstatic`
 /// (then also listed with the static; `dead_at(pc, r)`: `r` is dead at `pc`) — none when
-/// something in it may free an object (a `drop` of a possibly owned object, or a `call` for
-/// which `frees` says so).
+/// something in it may free an object (`free_at`, see [`free_points`]).
 fn view_regs(
     f: &Function,
     header: u32,
     end: u32,
-    frees: &dyn Fn(u16) -> bool,
+    free_at: &[bool],
     dead_at: &dyn Fn(u32, u16) -> bool,
 ) -> ViewRegs {
-    let body = &f.code[header as usize..=end as usize];
+    let range = header as usize..=end as usize;
+    let body = &f.code[range.clone()];
     let mut regs: Vec<(u16, u32)> = Vec::new();
     let mut statics: Vec<(u16, u16)> = Vec::new();
-    if body.iter().any(|i| may_free(f, i, frees)) {
+    if free_at.get(range).is_none_or(|r| r.contains(&true)) {
         return (regs, statics);
     }
     let written = |r: u16| body.iter().any(|i| writes(i, r));
@@ -252,18 +251,14 @@ fn view_regs(
 /// are loaded from a static, with the static (see [`HoistedLoop::statics`]).
 type ViewRegs = (Vec<(u16, u32)>, Vec<(u16, u16)>);
 
-/// Whether instruction `i` of `f` may release an array or an instance: a `drop` of a
-/// possibly owned object, or a `call` of a function for which `frees` says so. Every other
-/// instruction works on registers or reaches the heap through a hook that may allocate but
-/// never frees, so element and field storage found before it stays where it is.
-pub(crate) fn may_free(f: &Function, i: &Instr, frees: &dyn Fn(u16) -> bool) -> bool {
-    i.op == Op::Drop && !never_owns(f, i.b) || i.op == Op::Call && frees(i.c)
-}
-
-/// [`may_free`] for every pc of `f`, in one pass over its code.
+/// Per pc of `f`, whether its instruction may release an array or an instance: a `drop` of a
+/// possibly owned object, or a `call` of a function `g` for which `frees(g)` says so (see
+/// [`crate::translate`]'s `pure_function`). Every other instruction works on registers or
+/// reaches the heap through a hook that may allocate but never frees, so element and field
+/// storage found before it stays where it is.
 pub(crate) fn free_points(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<bool> {
-    // `never_owns` of every register at once: set when a parameter or written otherwise
-    // than by `loadi r, 0`.
+    // Whether a register may hold a set owns-flag: a parameter, or written otherwise than
+    // by `loadi r, 0` (a borrowed local's flag is only ever cleared).
     let mut owns: Vec<bool> = (0..f.regs.len())
         .map(|r| r < usize::from(f.params))
         .collect();
@@ -288,16 +283,6 @@ pub(crate) fn free_points(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<bool
             _ => false,
         })
         .collect()
-}
-
-/// Whether the owns-flag register `flag` of `f` is false wherever it is read: not a
-/// parameter, and only ever set by `loadi flag, 0` (a borrowed local's flag).
-fn never_owns(f: &Function, flag: u16) -> bool {
-    flag >= f.params
-        && f.code
-            .iter()
-            .filter(|i| writes(i, flag))
-            .all(|i| i.op == Op::LoadI && i.bc() == 0)
 }
 
 /// The strength-reducible multiplications of the loop `body` starting at pc `header`.
@@ -340,6 +325,11 @@ mod tests {
     use super::*;
     use cajeta_bytecode::FnKind;
 
+    /// The hoisted loops of `f` when every call frees an object (`frees`) or none does.
+    fn hoist(f: &Function, frees: bool) -> Vec<HoistedLoop> {
+        hoisted_loops(f, &free_points(f, &|_| frees))
+    }
+
     /// `for (i = 0; i < n; i++) x = a[i];` with `extra` inserted in the loop body and `entry`
     /// as the instruction before the loop.
     fn sum_loop(extra: Option<Instr>, entry: Instr) -> Function {
@@ -377,7 +367,7 @@ mod tests {
 
     #[test]
     fn an_invariant_array_is_hoisted() {
-        let loops = hoisted_loops(&sum_loop(None, START), &|_| true);
+        let loops = hoist(&sum_loop(None, START), true);
         let kind = ObjectView::array_kind(Scalar::F64);
         assert_eq!(
             loops,
@@ -412,7 +402,7 @@ mod tests {
 
     #[test]
     fn a_product_of_an_invariant_and_an_induction_variable_is_reduced() {
-        let loops = hoisted_loops(&product_loop(None), &|_| true);
+        let loops = hoist(&product_loop(None), true);
         let want = Reduced {
             mul: 4,
             x: 0,
@@ -425,14 +415,14 @@ mod tests {
         // Either operand order; a call does not matter (registers are the frame's own).
         let mut swapped = product_loop(Some(Instr::new(Op::Call, 3, 6, 0)));
         swapped.code[4] = Instr::new(Op::MulI64, 3, 1, 0);
-        let loops = hoisted_loops(&swapped, &|_| true);
+        let loops = hoist(&swapped, true);
         assert_eq!(loops[0].reduced, vec![Reduced { inc: 6, ..want }]);
         // A second write of j, or any write of x, keeps the multiplication.
         for extra in [
             Instr::new(Op::AddI64, 1, 1, 5),
             Instr::new(Op::LoadI, 0, 0, 0),
         ] {
-            assert!(hoisted_loops(&product_loop(Some(extra)), &|_| true).is_empty());
+            assert!(hoist(&product_loop(Some(extra)), true).is_empty());
         }
     }
 
@@ -452,14 +442,14 @@ mod tests {
             .collect();
         f.code.splice(7..7, second);
         let kind = ObjectView::array_kind(Scalar::F64);
-        let loops = hoisted_loops(&f, &|_| true);
+        let loops = hoist(&f, true);
         assert_eq!(loops.len(), 2);
         assert_eq!((loops[0].header, loops[0].end), (2, 12));
         assert_eq!(loops[0].regs, vec![(0, kind)]);
         assert_eq!((loops[1].header, loops[1].end), (8, 12));
         // A write of the array between them: each keeps its own.
         f.code[7] = Instr::new(Op::LoadNull, 0, 0, 0);
-        let loops = hoisted_loops(&f, &|_| true);
+        let loops = hoist(&f, true);
         assert_eq!((loops[0].header, loops[0].end), (2, 6));
     }
 
@@ -471,17 +461,17 @@ mod tests {
         let mut f = f;
         f.code.swap(4, 5);
         let kind = ObjectView::array_kind(Scalar::F64);
-        let loops = hoisted_loops(&f, &|_| true);
+        let loops = hoist(&f, true);
         assert_eq!(loops.len(), 1);
         assert_eq!(loops[0].regs, vec![(0, kind)]);
         assert_eq!(loops[0].statics, vec![(0, 3)]);
         // Read before the `getstatic` (its older value may be seen): not hoisted.
         let g = sum_loop(Some(get), START);
-        assert!(hoisted_loops(&g, &|_| true).is_empty());
+        assert!(hoist(&g, true).is_empty());
         // A loop that writes the static: not hoisted.
         let mut h = f.clone();
         h.code[6] = Instr::new(Op::SetStatic, 3, 3, 0);
-        assert!(hoisted_loops(&h, &|_| true).is_empty());
+        assert!(hoist(&h, true).is_empty());
     }
 
     #[test]
@@ -491,28 +481,25 @@ mod tests {
         let mut f = sum_loop(Some(drop), START);
         f.code[1] = Instr::with_bc(Op::LoadI, 5, 0);
         f.regs[5] = Type::BOOL;
-        assert_eq!(hoisted_loops(&f, &|_| true).len(), 1);
+        assert_eq!(hoist(&f, true).len(), 1);
         // A flag that may be set: the drop may free.
         f.code[1] = Instr::with_bc(Op::LoadI, 5, 1);
-        assert!(hoisted_loops(&f, &|_| true).is_empty());
+        assert!(hoist(&f, true).is_empty());
     }
 
     #[test]
     fn calls_drops_writes_and_side_entries_prevent_hoisting() {
         let call = Instr::new(Op::Call, 3, 6, 0);
-        assert!(hoisted_loops(&sum_loop(Some(call), START), &|_| true).is_empty());
+        assert!(hoist(&sum_loop(Some(call), START), true).is_empty());
         // A callee that cannot free anything does not count.
-        assert_eq!(
-            hoisted_loops(&sum_loop(Some(call), START), &|_| false).len(),
-            1
-        );
+        assert_eq!(hoist(&sum_loop(Some(call), START), false).len(), 1);
         let drop = Instr::new(Op::Drop, 0, 4, 0);
-        assert!(hoisted_loops(&sum_loop(Some(drop), START), &|_| true).is_empty());
+        assert!(hoist(&sum_loop(Some(drop), START), true).is_empty());
         // The array register is written in the loop.
         let write = Instr::new(Op::LoadNull, 0, 0, 0);
-        assert!(hoisted_loops(&sum_loop(Some(write), START), &|_| true).is_empty());
+        assert!(hoist(&sum_loop(Some(write), START), true).is_empty());
         // A jump from before the loop into its body, past the header.
         let side = Instr::with_bc(Op::Jmp, 0, 4);
-        assert!(hoisted_loops(&sum_loop(None, side), &|_| true).is_empty());
+        assert!(hoist(&sum_loop(None, side), true).is_empty());
     }
 }

@@ -542,7 +542,7 @@ struct Tr<'a, 'b> {
 
 /// An object that an access looked up earlier in the current bytecode block: its data address
 /// and (arrays) length stay valid until the register is written or an instruction may release
-/// an object ([`loops::may_free`]); and the greatest constant index already checked against it.
+/// an object ([`loops::free_points`]); and the greatest constant index already checked against it.
 #[derive(Clone, Copy)]
 struct SeenView {
     reg: u16,
@@ -699,8 +699,8 @@ impl<'a, 'b> Tr<'a, 'b> {
 
         let mem = ObjectMem::new(&mut b);
         // Loops with views to hoist or products to keep (views only with inline objects).
-        let frees = |g: u16| !pure_function(s.module, usize::from(g));
-        let hoisted: Vec<Hoist> = loops::hoisted_loops(f, &frees)
+        let free_at = loops::free_points(f, &|g| !pure_function(s.module, usize::from(g)));
+        let hoisted: Vec<Hoist> = loops::hoisted_loops(f, &free_at)
             .into_iter()
             .map(|mut l| {
                 if !s.inline_objects {
@@ -741,7 +741,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             dev: None,
             checked: Vec::new(),
             seen: Vec::new(),
-            free_at: loops::free_points(f, &frees),
+            free_at,
             sites: Vec::new(),
         };
         let check = tr.native_stack_check(&params[3..]);
