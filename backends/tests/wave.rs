@@ -288,6 +288,7 @@ fn split(a: Op, b: Op) -> Function {
     k.op(Op::Geom, lane, 16, 0)
         .loadi(four, 4)
         .loadi(one, 1)
+        .loadi(r, 0)
         .op(Op::LtU32, c, lane, four)
         .jump(Op::JmpIfNot, c, "else");
     let operands = |op| if op == Op::Barrier { (0, 0) } else { (r, one) };

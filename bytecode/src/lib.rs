@@ -16,11 +16,13 @@ pub mod format;
 pub mod half;
 pub mod module;
 pub mod opcodes;
+pub mod regset;
 pub mod types;
 pub mod verify;
 
 pub use module::*;
 pub use opcodes::{Instr, MathFn, Op, Operand, RegClass};
+pub use regset::RegSet;
 pub use types::{Elem, Scalar, Type};
 
 pub use decode::{decode, FormatError};

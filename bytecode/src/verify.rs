@@ -67,6 +67,14 @@
 //!   frame starts at caller register `b` and may extend beyond the caller's frame: the VM
 //!   checks stack room once per call. Note `b` itself may equal `regs.len()` when `F` has no
 //!   parameters.
+//! - **V-DEF** (definite assignment, `verify/assign.rs`): on every path from the entry, each
+//!   register an instruction reads (its `Src` operands, the destination of `fma` and the
+//!   atomics, and the registers the opcode rules name: call arguments, launch windows, …) was
+//!   written in this frame after the last `call` whose frame covers it. A `call a b c` leaves
+//!   the caller's registers `b .. b + F.regs.len()` unwritten (the callee's values are there),
+//!   except its result `a`; parameters count as written at entry. So no read sees a cell of
+//!   another frame, and V-CANON holds for every value read. A function whose blocks ×
+//!   registers exceed the check's budget is refused with V-DEF.
 //! - **V-RET**: `ret a`: the function returns `Some(t)` and `regs[a] == t`; `retown a b`: the
 //!   function returns `Some(t)` with `t` a reference type, `regs[a] == t` and `regs[b]` is
 //!   `boolean`; `retvoid`: the function returns `void`.
@@ -110,11 +118,6 @@
 //!
 //! # Not proven yet (TODO)
 //!
-//! - **Definite assignment**: a register may be read before any write in the current frame
-//!   (including `fma`, which reads its destination). Because frames overlap the registers of
-//!   finished calls, such a read sees a stale cell, which may be non-canonical for its type or a
-//!   stale handle. The interpreter must therefore zero-fill a new frame's non-parameter
-//!   registers (or prove definite assignment here) before relying on V-CANON for reads.
 //! - **Structure vs. code**: V-REGION checks the shape of the region table, not that it matches
 //!   the branches (that an if's header holds its conditional branch, that every jump stays
 //!   inside its region or targets a loop's header/merge/continue, that every loop has one back
@@ -128,6 +131,8 @@
 //! - **Char values**: a `char` cell may hold any 32-bit value, not only a Unicode scalar value.
 
 use std::fmt;
+
+mod assign;
 
 use crate::module::{Const, FnKind, Function, Module, RegionKind};
 use crate::opcodes::{Instr, MathFn, Op, Operand, RegClass};
@@ -561,6 +566,27 @@ impl<'m> Verifier<'m> {
         fv.lines()?;
         fv.regions()?;
         fv.inlined()?;
+        if let Err(e) = assign::check(self.m, f) {
+            return Err(match e {
+                assign::Unassigned::Read { pc, reg } => fail(
+                    "V-DEF",
+                    Some(f),
+                    Some(pc),
+                    format!(
+                        "r{reg} is read, but a path reaches here without writing it (a call \
+                         leaves its frame's registers, from its argument register up, unwritten)"
+                    ),
+                ),
+                assign::Unassigned::TooLarge { blocks, regs } => fail(
+                    "V-DEF",
+                    Some(f),
+                    None,
+                    format!(
+                        "the function is too large to check ({blocks} blocks of {regs} registers)"
+                    ),
+                ),
+            });
+        }
         for l in &f.locals {
             if usize::from(l.reg) >= f.regs.len() {
                 return Err(fail(

@@ -31,9 +31,12 @@ fn sample_with(f: impl FnOnce(&mut Module)) -> Module {
 }
 
 /// A one-function module with the given register types and code followed by `retvoid`.
+/// Every register is a parameter, so that no read is of an unwritten register (V-DEF).
 fn body(regs: Vec<Type>, mut code: Vec<Instr>) -> Module {
     code.push(Instr::new(Op::RetVoid, 0, 0, 0));
+    let params = regs.len() as u16;
     let mut m = one_function(regs, None, code);
+    m.functions[0].params = params;
     m.consts = vec![
         Const::Bits(1),
         Const::Str("s".into()),
@@ -50,6 +53,13 @@ fn body(regs: Vec<Type>, mut code: Vec<Instr>) -> Module {
         name: "S.n".into(),
         ty: Type::I32,
     }];
+    m
+}
+
+/// `m` with every register of its first function a parameter (so that V-DEF holds).
+fn params_only(mut m: Module) -> Module {
+    let f = &mut m.functions[0];
+    f.params = f.regs.len() as u16;
     m
 }
 
@@ -457,6 +467,133 @@ fn v_mathfn() {
     .unwrap();
 }
 
+/// `Main.main(int32 p)` with registers `regs` (r0 the parameter) and `code` then `retvoid`.
+fn da(regs: Vec<Type>, mut code: Vec<Instr>) -> Module {
+    code.push(Instr::new(Op::RetVoid, 0, 0, 0));
+    let mut m = one_function(regs, None, code);
+    m.functions[0].params = 1;
+    m
+}
+
+fn jmp(op: Op, a: u16, to: u32) -> Instr {
+    Instr::with_bc(op, a, to)
+}
+
+#[test]
+fn v_def_reads_need_a_write_on_every_path() {
+    // r0 int32 (parameter), r1 int32, r2 boolean.
+    let regs = || vec![I32, I32, BOOL];
+    let e = rejects(&da(regs(), vec![i(Op::AddI32, 0, 0, 1)]), "V-DEF");
+    assert_eq!(e.pc, Some(0));
+    assert!(e.message.contains("r1 is read"), "{e}");
+    verify(&da(
+        regs(),
+        vec![i(Op::Mov, 1, 0, 0), i(Op::AddI32, 0, 0, 1)],
+    ))
+    .unwrap();
+    // Written on one arm of an if only: 0 r2 := r0 < r0; 1 if !r2 goto 3; 2 r1 := r0; 3 read.
+    let one_arm = vec![
+        i(Op::LtI32, 2, 0, 0),
+        jmp(Op::JmpIfNot, 2, 3),
+        i(Op::Mov, 1, 0, 0),
+        i(Op::AddI32, 0, 0, 1),
+    ];
+    assert_eq!(rejects(&da(regs(), one_arm.clone()), "V-DEF").pc, Some(3));
+    // Both arms write it.
+    let both = vec![
+        i(Op::LtI32, 2, 0, 0),
+        jmp(Op::JmpIfNot, 2, 4),
+        i(Op::Mov, 1, 0, 0),
+        jmp(Op::Jmp, 0, 5),
+        Instr::with_bc(Op::LoadI, 1, 7),
+        i(Op::AddI32, 0, 0, 1),
+    ];
+    verify(&da(regs(), both)).unwrap();
+    // A loop whose body writes it after the header reads it: 0 r2 := r0 < r0;
+    // 1 r0 := r0 + r1 (the first iteration reads r1 unwritten); 2 r1 := r0; 3 if r2 goto 1.
+    let in_loop = vec![
+        i(Op::LtI32, 2, 0, 0),
+        i(Op::AddI32, 0, 0, 1),
+        i(Op::Mov, 1, 0, 0),
+        jmp(Op::JmpIf, 2, 1),
+    ];
+    assert_eq!(rejects(&da(regs(), in_loop), "V-DEF").pc, Some(1));
+    // Code no path reaches is not checked: it cannot run.
+    verify(&da(
+        regs(),
+        vec![jmp(Op::Jmp, 0, 2), i(Op::AddI32, 0, 0, 1)],
+    ))
+    .unwrap();
+}
+
+#[test]
+fn v_def_instructions_that_read_their_destination() {
+    let f64 = Type::F64;
+    let fma = |code| da(vec![I32, f64, f64], code);
+    rejects(&fma(vec![i(Op::FmaF64, 1, 2, 2)]), "V-DEF");
+    let mut m = fma(vec![
+        Instr::with_bc(Op::LoadK, 1, 0),
+        i(Op::FmaF64, 2, 1, 1),
+    ]);
+    m.consts = vec![Const::Bits(0)];
+    rejects(&m, "V-DEF");
+    m.functions[0].code[1] = i(Op::FmaF64, 1, 1, 1);
+    verify(&m).unwrap();
+}
+
+#[test]
+fn v_def_a_call_frame_clobbers_the_callers_registers_from_its_argument_register() {
+    // Main.main(int32 r0) calls `T.f(int32) -> int32` (3 registers) with its
+    // argument in r2 and its result in r1; r3 and r4 lie inside the callee's frame.
+    let callee = function(
+        "T.f",
+        FnKind::Host,
+        1,
+        Some(I32),
+        vec![I32, I32, I32],
+        vec![
+            i(Op::AddI32, 1, 0, 0),
+            i(Op::Mov, 2, 1, 0),
+            i(Op::Ret, 2, 0, 0),
+        ],
+    );
+    let caller = |after: Instr| {
+        let mut m = da(
+            vec![I32, I32, I32, I32, I32],
+            vec![
+                i(Op::Mov, 2, 0, 0),
+                i(Op::Mov, 3, 0, 0),
+                i(Op::Mov, 4, 0, 0),
+                i(Op::Call, 1, 2, 1),
+                after,
+            ],
+        );
+        m.functions.push(callee.clone());
+        m
+    };
+    // The result and the registers below the frame are the caller's.
+    verify(&caller(i(Op::AddI32, 0, 0, 1))).unwrap();
+    // The argument register, and the registers above it inside the callee's frame, are not.
+    for r in [2, 3, 4] {
+        let e = rejects(&caller(i(Op::AddI32, 0, 0, r)), "V-DEF");
+        assert_eq!(e.pc, Some(4), "r{r}");
+    }
+    // Written again after the call: fine.
+    let mut m = caller(i(Op::Mov, 3, 1, 0));
+    m.functions[0].code.insert(5, i(Op::AddI32, 0, 0, 3));
+    verify(&m).unwrap();
+}
+
+#[test]
+fn v_def_refuses_functions_too_large_to_check() {
+    // 65 535 registers and 5 000 blocks: beyond the check's memory budget.
+    let mut code: Vec<Instr> = (1..=5000).map(|pc| jmp(Op::Jmp, 0, pc)).collect();
+    code.push(Instr::new(Op::RetVoid, 0, 0, 0));
+    let m = one_function(vec![I32; 65535], None, code);
+    let e = rejects(&m, "V-DEF");
+    assert!(e.message.contains("too large"), "{e}");
+}
+
 #[test]
 fn v_mov() {
     rejects(&body(vec![I32, I64], vec![i(Op::Mov, 0, 1, 0)]), "V-MOV");
@@ -586,7 +723,14 @@ fn kernel_call(call: Instr, regs: Vec<Type>) -> Module {
     // registers than `regs`.
     sample_with(|m| {
         let f = &mut m.functions[F_KERNEL as usize];
-        f.code = vec![call, Instr::with_bc(Op::Jmp, 0, 2), i(Op::RetVoid, 0, 0, 0)];
+        // The registers after the kernel's two parameters written first (V-DEF).
+        f.code = Regs::with_params(regs.clone(), 2).prologue(K_ZERO);
+        let exit = f.code.len() as u32 + 2;
+        f.code.extend([
+            call,
+            Instr::with_bc(Op::Jmp, 0, exit),
+            i(Op::RetVoid, 0, 0, 0),
+        ]);
         f.lines.clear();
         f.regions.clear();
         f.locals.clear();
@@ -667,21 +811,45 @@ fn v_call() {
 fn v_ret() {
     // ret in a void function, retvoid in a non-void one.
     rejects(&body(vec![I32], vec![i(Op::Ret, 0, 0, 0)]), "V-RET");
-    let mut m = one_function(vec![I32], Some(I32), vec![i(Op::RetVoid, 0, 0, 0)]);
+    let mut m = params_only(one_function(
+        vec![I32],
+        Some(I32),
+        vec![i(Op::RetVoid, 0, 0, 0)],
+    ));
     rejects(&m, "V-RET");
     m.functions[0].code[0] = i(Op::Ret, 0, 0, 0);
     verify(&m).unwrap();
     // Wrong returned type.
-    let m = one_function(vec![I64], Some(I32), vec![i(Op::Ret, 0, 0, 0)]);
+    let m = params_only(one_function(
+        vec![I64],
+        Some(I32),
+        vec![i(Op::Ret, 0, 0, 0)],
+    ));
     rejects(&m, "V-RET");
     // retown needs a reference result.
-    let m = one_function(vec![I32, BOOL], Some(I32), vec![i(Op::RetOwn, 0, 1, 0)]);
+    let m = params_only(one_function(
+        vec![I32, BOOL],
+        Some(I32),
+        vec![i(Op::RetOwn, 0, 1, 0)],
+    ));
     rejects(&m, "V-RET");
-    let m = one_function(vec![STR, BOOL], None, vec![i(Op::RetOwn, 0, 1, 0)]);
+    let m = params_only(one_function(
+        vec![STR, BOOL],
+        None,
+        vec![i(Op::RetOwn, 0, 1, 0)],
+    ));
     rejects(&m, "V-RET");
-    let m = one_function(vec![STR, BOOL], Some(STR), vec![i(Op::RetOwn, 0, 1, 0)]);
+    let m = params_only(one_function(
+        vec![STR, BOOL],
+        Some(STR),
+        vec![i(Op::RetOwn, 0, 1, 0)],
+    ));
     verify(&m).unwrap();
-    let m = one_function(vec![STR, I32], Some(STR), vec![i(Op::RetOwn, 0, 1, 0)]);
+    let m = params_only(one_function(
+        vec![STR, I32],
+        Some(STR),
+        vec![i(Op::RetOwn, 0, 1, 0)],
+    ));
     rejects(&m, "V-OPTYPE");
 }
 
@@ -802,6 +970,7 @@ fn every_opcode_has_a_rejected_operand_mutation() {
         let ret = regs.of(STR);
         let mut m = sample_module();
         let f = &mut m.functions[0];
+        f.params = regs.types.len() as u16;
         f.regs = regs.types;
         f.code = vec![instr, i(Op::Ret, ret, 0, 0)];
         f.lines.clear();
@@ -833,17 +1002,19 @@ fn v_devmem_compare_exchange_desired_register() {
     let cas = |desired: Type| {
         sample_with(|m| {
             let f = &mut m.functions[F_KERNEL as usize];
-            f.code = vec![
+            f.params = 0;
+            f.regs = vec![Type::Buffer(Scalar::I32), I32, desired, I64];
+            f.code = Regs::with_params(f.regs.clone(), 0).prologue(K_ZERO);
+            let exit = f.code.len() as u32 + 2;
+            f.code.extend([
                 i(Op::AtomicCasI32, 1, 0, 3),
-                Instr::with_bc(Op::Jmp, 0, 2),
+                Instr::with_bc(Op::Jmp, 0, exit),
                 i(Op::RetVoid, 0, 0, 0),
-            ];
+            ]);
             f.lines.clear();
             f.regions.clear();
             f.locals.clear();
             f.shared.clear();
-            f.params = 0;
-            f.regs = vec![Type::Buffer(Scalar::I32), I32, desired, I64];
         })
     };
     verify(&cas(I32)).unwrap();

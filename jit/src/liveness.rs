@@ -11,42 +11,10 @@
 //! end a register's life. An opcode that reads registers beyond its operand slots must be
 //! listed in [`reads`].
 
-use cajeta_bytecode::{Function, Instr, Op, Operand};
+use cajeta_bytecode::{Function, Instr, Op, Operand, RegSet};
 
 /// A set of registers.
-#[derive(Clone, PartialEq, Eq, Debug, Default)]
-pub(crate) struct Regs(Vec<u64>);
-
-impl Regs {
-    fn new(n: usize) -> Regs {
-        Regs(vec![0; n.div_ceil(64)])
-    }
-
-    fn insert(&mut self, r: u16) {
-        if let Some(w) = self.0.get_mut(usize::from(r) / 64) {
-            *w |= 1 << (r % 64);
-        }
-    }
-
-    fn remove(&mut self, r: u16) {
-        if let Some(w) = self.0.get_mut(usize::from(r) / 64) {
-            *w &= !(1 << (r % 64));
-        }
-    }
-
-    /// Whether `r` is in the set.
-    pub(crate) fn contains(&self, r: u16) -> bool {
-        self.0
-            .get(usize::from(r) / 64)
-            .is_some_and(|w| w & (1 << (r % 64)) != 0)
-    }
-
-    fn union_with(&mut self, other: &Regs) {
-        for (a, b) in self.0.iter_mut().zip(&other.0) {
-            *a |= b;
-        }
-    }
-}
+pub(crate) type Regs = RegSet;
 
 /// The registers live on entry to each instruction of `f`.
 pub(crate) fn live_in(f: &Function) -> Vec<Regs> {

@@ -653,6 +653,7 @@ fn null_and_dropped_references() {
             ibc(Op::LoadI, 2, 1),
             i(Op::Drop, 0, 2, 0),
             ibc(Op::LoadI, 1, 0),
+            ibc(Op::LoadI, 3, 0),
             i(Op::ArrSetI32, 0, 1, 3),
             i(Op::RetVoid, 0, 0, 0),
         ],

@@ -1,7 +1,7 @@
 //! Unit tests of the cpu backend's internals: opcode coverage of the interpreter, the kernel
 //! plan, and deferred release through the backend's registry.
 
-use cajeta_bytecode::{verify, FnKind, Function, Instr, Module, Op, Operand, Scalar, Type};
+use cajeta_bytecode::{verify, Const, FnKind, Function, Instr, Module, Op, Operand, Scalar, Type};
 
 use super::interp::{self, Env, FaultKind, Item, Stop};
 use super::plan::{device_op, plan, Plan};
@@ -136,9 +136,14 @@ fn plan_counts_wave_collectives_as_rendezvous() {
             FnKind::Kernel,
             0,
             vec![t; 2],
-            vec![Instr::new(op, 0, 1, 0), Instr::new(Op::RetVoid, 0, 0, 0)],
+            vec![
+                Instr::new(Op::LoadK, 1, 0, 0),
+                Instr::new(op, 0, 1, 0),
+                Instr::new(Op::RetVoid, 0, 0, 0),
+            ],
         );
-        let m = module(vec![k]);
+        let mut m = module(vec![k]);
+        m.consts = vec![Const::Bits(0)];
         verify(&m).unwrap();
         assert!(plan(&m, 0).unwrap().has_rendezvous, "{}", op.mnemonic());
     }

@@ -53,12 +53,33 @@ impl Regs {
         }
     }
 
+    /// Registers of the given types, the first `params` of them parameters.
+    pub fn with_params(types: Vec<Type>, params: usize) -> Regs {
+        Regs { types, params }
+    }
+
     /// The (non-parameter) register of type `t`, allocated on first use.
     pub fn of(&mut self, t: Type) -> u16 {
         if let Some(i) = self.types[self.params..].iter().position(|&x| x == t) {
             return (self.params + i) as u16;
         }
         self.fresh(t)
+    }
+
+    /// Code writing every non-parameter register (V-DEF): zero, null, or the first shared
+    /// array; `zero` is a constant index of `Const::Bits(0)`.
+    pub fn prologue(&self, zero: u32) -> Vec<Instr> {
+        (self.params..self.types.len())
+            .map(|r| {
+                let r = r as u16;
+                match self.types[usize::from(r)] {
+                    Type::Scalar(s) if s.is_float() => Instr::with_bc(Op::LoadK, r, zero),
+                    Type::Scalar(_) => Instr::with_bc(Op::LoadI, r, 0),
+                    Type::Shared(_) => Instr::new(Op::SharedRef, r, 0, 0),
+                    _ => Instr::new(Op::LoadNull, r, 0, 0),
+                }
+            })
+            .collect()
     }
 
     /// A new register of type `t`.
@@ -79,6 +100,7 @@ pub const K_F64: u32 = 0;
 pub const K_STR: u32 = 1;
 pub const K_I32: u32 = 2;
 pub const K_F32: u32 = 3;
+pub const K_ZERO: u32 = 4;
 
 pub const C_POINT: u32 = 0;
 pub const C_HOLDER: u32 = 1;
@@ -181,7 +203,7 @@ pub fn valid_instr(op: Op, regs: &mut Regs, pc: u32) -> Option<Instr> {
     })
 }
 
-fn function(
+pub fn function(
     name: &str,
     kind: FnKind,
     params: u16,
@@ -270,10 +292,13 @@ pub fn sample_module() -> Module {
     let s = regs.of(Type::Str);
     code.push(Instr::new(Op::Ret, s, 0, 0));
     let n = code.len() as u32;
+    // Every register a parameter (V-DEF: no register is read unwritten); only the call to
+    // Demo.add may clobber some (its frame), and no instruction after it reads those.
+    let params = regs.types.len() as u16;
     let mut everything = function(
         "Demo.everything",
         FnKind::Host,
-        1,
+        params,
         Some(Type::Str),
         regs.types,
         code,
@@ -374,6 +399,7 @@ pub fn sample_module() -> Module {
     kcode.push(Instr::new(Op::KernelAttr, 0, KernelAttrs::WAVE_WIDTH, 16));
     kcode.push(Instr::new(Op::KernelAttr, 0, KernelAttrs::MAX_THREADS, 256));
     kcode.push(Instr::new(Op::KernelAttr, 0, KernelAttrs::FAST_MATH, 1));
+    let mut ops = vec![];
     for &op in Op::ALL.iter().filter(|op| op.is_device_only()) {
         let m = op.mnemonic();
         let elem = Scalar::ALL
@@ -421,9 +447,11 @@ pub fn sample_module() -> Module {
             ),
             (_, None) => panic!("no sample for device opcode `{m}`"),
         };
-        kcode.push(i);
+        ops.push(i);
     }
     let arg = kregs.fresh(Type::Scalar(Scalar::F32));
+    kcode.extend(kregs.prologue(K_ZERO));
+    kcode.extend(ops);
     let after = kcode.len() as u32 + 2;
     kcode.push(Instr::new(Op::Call, arg, arg, F_HELPER as u16));
     kcode.push(Instr::with_bc(Op::Jmp, 0, after));
@@ -463,6 +491,7 @@ pub fn sample_module() -> Module {
             Const::Str("hé\n\"x\"\t\u{0}".into()),
             Const::Bits((-7i64) as u64),
             Const::Bits(u64::from(0.25f32.to_bits())),
+            Const::Bits(0),
         ],
         classes: vec![
             Class {

@@ -264,11 +264,11 @@ pub struct FnBuilder<'a> {
     /// switch-expression arms, right operands of `&&`/`||`): a value created there may not
     /// exist where the full expression that began outside them ends.
     pub(super) conditional: u32,
-    /// Per enclosing conditional operand, innermost last: the flags of the values created in
-    /// it whose drop waits for the end of the full expression (see
-    /// [`FnBuilder::drop_at_end`]). Each conditional sets them false on the paths that skip
-    /// the operand.
-    pub(super) cond_flags: Vec<Vec<Reg>>,
+    /// Per enclosing conditional operand, innermost last: the (flag, value) registers of the
+    /// values created in it whose drop waits for the end of the full expression (see
+    /// [`FnBuilder::drop_at_end`]). Each conditional clears them on the paths that skip the
+    /// operand.
+    pub(super) cond_flags: Vec<Vec<(Reg, Reg)>>,
     /// The final fields a constructor (instance) or the class initialiser (static) assigns,
     /// with their *definitely assigned* and *definitely unassigned* facts in the
     /// definite-assignment set: assigned only where definitely unassigned, as a final local
@@ -287,10 +287,10 @@ pub struct FnBuilder<'a> {
     pub chained: Option<(u32, Span)>,
     /// Calls expanded in place (`@Device` functions returning a Vector, see `inline.rs`).
     pub(super) inlined: Vec<cajeta_bytecode::InlinedCall>,
-    /// Owns-flags of owned locals declared in the groups of the switch statements being
-    /// lowered, by declarator name: set to 0 before the switch dispatches, since a `case`
-    /// may jump past the declaration (see `FnBuilder::switch_stmt`).
-    pub(super) preset_flags: Vec<(Span, Reg)>,
+    /// Registers (value, then owns-flag) of owned locals declared in the groups of the switch
+    /// statements being lowered, by declarator name: cleared before the switch dispatches,
+    /// since a `case` may jump past the declaration (see `FnBuilder::switch_stmt`).
+    pub(super) preset_flags: Vec<(Span, Reg, Reg)>,
 }
 
 impl<'a> FnBuilder<'a> {
@@ -531,11 +531,7 @@ impl<'a> FnBuilder<'a> {
         } else {
             let t = self.ret.reg();
             let r = self.new_reg(t);
-            if t.is_ref() {
-                self.emit(Op::LoadNull, r, 0, 0);
-            } else {
-                self.emit_bc(Op::LoadI, r, 0);
-            }
+            self.clear_reg(r, t);
             self.emit(Op::Ret, r, 0, 0);
         }
     }
@@ -898,6 +894,15 @@ impl<'a> FnBuilder<'a> {
             self.emit_bc(Op::LoadK, r, k)
         };
         self.last_def = Some((pc, r));
+    }
+
+    /// Writes the zero of `t` (null for a reference) into `r`.
+    pub fn clear_reg(&mut self, r: Reg, t: Type) {
+        if t.is_ref() {
+            self.emit(Op::LoadNull, r, 0, 0);
+        } else {
+            self.load_bits_into(r, t, 0);
+        }
     }
 
     /// Loads a string constant.

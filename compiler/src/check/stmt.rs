@@ -166,9 +166,9 @@ impl FnBuilder<'_> {
             _ => return self.drop_unstored(&v),
         };
         let v = if depth < self.conditional {
-            if !v.ty.is_owned_kind() || self.reg_of(&v).is_none() {
+            let Some(value) = self.reg_of(&v).filter(|_| v.ty.is_owned_kind()) else {
                 return;
-            }
+            };
             let f = self.temp(Type::BOOL);
             match v.own {
                 Own::No => return,
@@ -178,7 +178,7 @@ impl FnBuilder<'_> {
                 }
             }
             if let Some(flags) = self.cond_flags.last_mut() {
-                flags.push(f);
+                flags.push((f, value));
             }
             Val {
                 own: Own::Dyn(f),
@@ -198,10 +198,10 @@ impl FnBuilder<'_> {
         self.cond_flags.push(Vec::new());
     }
 
-    /// Ends a conditional operand: returns the drop flags of the values created in it, which
-    /// the caller clears on the paths that skip it. They are the enclosing operand's too,
+    /// Ends a conditional operand: returns the (drop flag, value) registers of the values
+    /// created in it, which the caller clears on the paths that skip it. They are the enclosing operand's too,
     /// when that one lies inside the same full expression.
-    pub fn leave_conditional(&mut self) -> Vec<Reg> {
+    pub fn leave_conditional(&mut self) -> Vec<(Reg, Reg)> {
         self.conditional -= 1;
         let flags = self.cond_flags.pop().unwrap_or_default();
         let inside = self
@@ -216,10 +216,12 @@ impl FnBuilder<'_> {
         flags
     }
 
-    /// Clears drop flags (on a path where their values were not created).
-    pub fn clear_flags(&mut self, flags: &[Reg]) {
-        for &f in flags {
+    /// Clears drop flags and their values (on a path where the values were not created): the
+    /// drop reads the value, and V-DEF cannot see that the clear flag guards that read.
+    pub fn clear_flags(&mut self, flags: &[(Reg, Reg)]) {
+        for &(f, value) in flags {
             self.load_bits_into(f, Type::BOOL, 0);
+            self.clear_reg(value, self.regs[usize::from(value)]);
         }
     }
 
@@ -227,7 +229,7 @@ impl FnBuilder<'_> {
     /// `flags` on its way, through a stub emitted here that the code falling through skips.
     /// Returns the jump to patch to the merge point: `jump` itself when there is nothing to
     /// clear.
-    pub fn clearing_edge(&mut self, jump: usize, flags: &[Reg]) -> usize {
+    pub fn clearing_edge(&mut self, jump: usize, flags: &[(Reg, Reg)]) -> usize {
         if flags.is_empty() {
             return jump;
         }
@@ -332,8 +334,14 @@ impl FnBuilder<'_> {
         }
         for var in &d.vars {
             self.set_pos(var.name.span);
-            let reg = match ty {
-                Ty::Vector(s, n) => self.vec_block(s, n as usize),
+            let preset = self
+                .preset_flags
+                .iter()
+                .position(|&(s, _, _)| s == var.name.span)
+                .map(|k| self.preset_flags.swap_remove(k));
+            let reg = match (ty.clone(), preset) {
+                (_, Some((_, v, _))) => v,
+                (Ty::Vector(s, n), None) => self.vec_block(s, n as usize),
                 _ => self.new_reg(ty.reg()),
             };
             let Some(li) =
@@ -342,12 +350,8 @@ impl FnBuilder<'_> {
                 continue;
             };
             if ty.is_owned_kind() {
-                let preset = self
-                    .preset_flags
-                    .iter()
-                    .position(|&(s, _)| s == var.name.span);
                 let f = match preset {
-                    Some(k) => self.preset_flags.swap_remove(k).1,
+                    Some((_, _, f)) => f,
                     None => self.new_reg(Type::BOOL),
                 };
                 self.locals[li].flag = Some(f);
@@ -386,6 +390,14 @@ impl FnBuilder<'_> {
                 self.end_full_expr();
                 // Even a failed initialiser counts as an assignment: no cascading errors.
                 self.mark_assigned(li);
+            } else if !matches!(ty, Ty::Error | Ty::Shared(_)) {
+                // Not yet assigned (LANGUAGE's definite assignment forbids reading it), but
+                // written all the same: the verifier's V-DEF cannot follow the language's
+                // rules through `&&`, `||` and `?:`, and a drop at the first assignment
+                // reads the old value.
+                for k in 0..ty.lanes() {
+                    self.clear_reg(reg + k as u16, ty.reg());
+                }
             }
             self.end_statement();
         }

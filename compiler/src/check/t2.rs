@@ -24,7 +24,7 @@ struct Snapshot {
     shared: usize,
     index_cache: Vec<(Reg, Reg, u32)>,
     full_exprs: Vec<(u32, Vec<Val>)>,
-    cond_flags: Vec<Vec<Reg>>,
+    cond_flags: Vec<Vec<(Reg, Reg)>>,
 }
 
 impl FnBuilder<'_> {
@@ -598,15 +598,18 @@ impl FnBuilder<'_> {
                 let StmtKind::Local(d) = &s.kind else {
                     continue;
                 };
-                if self
-                    .p
-                    .resolve_type(self.unit, &d.ty)
-                    .is_ok_and(|t| t.is_owned_kind())
-                {
+                let Ok(t) = self.p.resolve_type(self.unit, &d.ty) else {
+                    continue;
+                };
+                if t.is_owned_kind() {
                     for var in &d.vars {
+                        // The value too: a drop reads it, and V-DEF cannot see that the
+                        // clear flag guards that read.
+                        let v = self.new_reg(t.reg());
+                        self.clear_reg(v, t.reg());
                         let f = self.new_reg(Type::BOOL);
                         self.emit_bc(Op::LoadI, f, 0);
-                        self.preset_flags.push((var.name.span, f));
+                        self.preset_flags.push((var.name.span, v, f));
                     }
                 }
             }
@@ -744,7 +747,7 @@ impl FnBuilder<'_> {
         let mut starts = vec![];
         let mut ends = vec![];
         let mut da_out: Option<Vec<bool>> = None;
-        let mut arm_flags: Vec<Vec<Reg>> = Vec::new();
+        let mut arm_flags: Vec<Vec<(Reg, Reg)>> = Vec::new();
         for a in arms {
             starts.push(self.pc());
             self.da = entry_da.clone();
@@ -765,7 +768,7 @@ impl FnBuilder<'_> {
         // Each arm's path clears the other arms' drop flags, on its way to the end.
         let mut to_end = Vec::new();
         for (k, &j) in ends.iter().enumerate() {
-            let others: Vec<Reg> = arm_flags
+            let others: Vec<(Reg, Reg)> = arm_flags
                 .iter()
                 .enumerate()
                 .filter(|&(m, _)| m != k)

@@ -6,10 +6,11 @@
 //! is the window `[base, base + regs.len())` of its function. `call a b c` starts the callee's
 //! window at the caller's register `b`, so the arguments `r[b .. b+params]` *are* the callee's
 //! registers `0..params`: nothing is copied. The callee's other registers are **not** cleared:
-//! they hold whatever the stack held (zero, or cells of earlier frames). That is sound because
-//! cells are untyped bits and every handle is validated on use; the compiler never reads a
-//! register before writing it, and the string collector ignores cells that are not live
-//! string handles (a stale one merely keeps a string alive until the register is rewritten).
+//! they hold whatever the stack held (zero, or cells of earlier frames). No instruction reads
+//! one before writing it, nor reads a caller register a callee's frame covered (**V-DEF**), so
+//! every value read was written with its register's type; the string collector ignores cells
+//! that are not live string handles (a stale one merely keeps a string alive until the
+//! register is rewritten).
 //!
 //! Before a call, the VM checks once that `base + regs.len()` fits in the stack (growing it if
 //! not, then re-deriving the raw register pointer) and that the depth limit is not reached.
