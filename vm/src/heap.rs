@@ -559,7 +559,9 @@ pub struct Heap {
     host_bytes: u64,
     /// Live device bytes of this VM's buffers (shared with every [`Storage`] record).
     device_bytes: Rc<Cell<u64>>,
-    /// The memory limit on `host_bytes + device_bytes` (`u64::MAX`: none).
+    /// Bytes of the VM's register stack beyond its initial size ([`Heap::reserve_stack`]).
+    stack_bytes: u64,
+    /// The memory limit on `host_bytes + device_bytes + stack_bytes` (`u64::MAX`: none).
     limit: u64,
 }
 
@@ -647,6 +649,7 @@ impl Heap {
             collections: 0,
             host_bytes: 0,
             device_bytes: Rc::new(Cell::new(0)),
+            stack_bytes: 0,
             limit: u64::MAX,
         }
     }
@@ -660,6 +663,18 @@ impl Heap {
     /// The memory limit, if any.
     pub fn limit(&self) -> Option<u64> {
         (self.limit != u64::MAX).then_some(self.limit)
+    }
+
+    /// Counts `bytes` more of register stack towards the memory limit (the stack never
+    /// shrinks, so they stay counted).
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::Memory`] if they do not fit under the limit.
+    pub fn reserve_stack(&mut self, bytes: u64) -> Result<(), AllocError> {
+        self.check_room(bytes)?;
+        self.stack_bytes += bytes;
+        Ok(())
     }
 
     /// Bytes held by live strings, arrays and instances.
@@ -681,7 +696,10 @@ impl Heap {
         if self.limit == u64::MAX {
             return Ok(());
         }
-        let in_use = self.host_bytes.saturating_add(self.device_bytes.get());
+        let in_use = self
+            .host_bytes
+            .saturating_add(self.device_bytes.get())
+            .saturating_add(self.stack_bytes);
         if in_use.saturating_add(bytes) > self.limit {
             return Err(AllocError::Memory {
                 requested: bytes,

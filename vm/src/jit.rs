@@ -663,7 +663,9 @@ hook!(h_call_interp(func: u32, regs: *mut u64) |c, vm| {
     let (nregs, ip) = (info.nregs as usize, info.lowered.as_ptr());
     let base = (regs as usize).wrapping_sub(stack_base as usize) / 8;
     if base + nregs > vm.stack.len() {
-        vm.grow_stack(base + nregs);
+        if let Err(f) = vm.grow_stack(base + nregs) {
+            return fail(vm, f);
+        }
     }
     let saved = (vm.frames_floor, vm.hidden_frames, vm.max_depth);
     let floor = vm.frames.len();
@@ -738,7 +740,9 @@ hook!(h_xpu(func: u32, op: u32, abc: u64, base: u64) |ctx, vm| {
 });
 
 hook!(h_grow(cells: u64) |c, vm| {
-    vm.grow_stack(cells as usize);
+    if let Err(f) = vm.grow_stack(cells as usize) {
+        return fail(vm, f);
+    }
     // SAFETY: plain writes to the live context.
     unsafe {
         (*c).stack_base = vm.stack.as_mut_ptr();

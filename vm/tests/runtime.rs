@@ -82,6 +82,30 @@ fn deep_recursion_is_allowed_to_the_limit() {
 }
 
 #[test]
+fn the_register_stack_counts_towards_the_memory_limit() {
+    // f() calls itself with its whole frame of 65 535 registers below the callee's window:
+    // 512 KiB of register stack per level, so a 64 MiB limit stops it after about 128
+    // levels, with E-MEMORY (not an abort in the allocator).
+    let f = func(
+        "demo.Main.f",
+        0,
+        None,
+        vec![I64; 65535],
+        vec![i(Op::Call, 0, 65535, 0), i(Op::RetVoid, 0, 0, 0)],
+    );
+    let mut vm = new_vm(module(vec![f]));
+    vm.set_memory_limit(Some(64 << 20));
+    let e = vm.call_index(0, &[]).unwrap_err();
+    assert_eq!(e.code, "E-MEMORY", "{}", e.message);
+    assert!(
+        e.message.starts_with("memory limit exceeded"),
+        "{}",
+        e.message
+    );
+    assert_eq!(vm.heap_stats().live_objects, 0);
+}
+
+#[test]
 fn runaway_recursion_is_e_stack_not_a_crash() {
     let mut vm = new_vm(module(vec![deep()]));
     let e = vm.call_index(0, &[Value::I64(10_000_000)]).unwrap_err();

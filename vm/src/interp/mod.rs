@@ -396,7 +396,9 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             let new_base = base + ins.b() as usize;
             let top = new_base + cinfo.nregs as usize;
             if top > vm.stack.len() {
-                vm.grow_stack(top);
+                if let Err(f) = vm.grow_stack(top) {
+                    fault!(f);
+                }
             }
             // One branch for both rare cases, the depth limit and a callee the JIT
             // handles (compiled, or counted towards compiling): the cold `slow_call`

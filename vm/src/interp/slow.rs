@@ -410,13 +410,32 @@ impl Vm {
         }
     }
 
-    /// Grows the register stack to at least `top` cells (doubling). The caller re-derives
-    /// its register pointer afterwards.
+    /// Grows the register stack to at least `top` cells: doubling, or only to `top` when
+    /// doubling would pass the memory limit. The caller re-derives its register pointer
+    /// afterwards. The growth counts towards the limit (`E-MEMORY` past it, or when the system
+    /// refuses the memory; never an abort).
     #[cold]
     #[inline(never)]
-    pub(crate) fn grow_stack(&mut self, top: usize) {
-        let len = top.max(self.stack.len() * 2);
-        self.stack.resize(len, 0);
+    pub(crate) fn grow_stack(&mut self, top: usize) -> Result<(), Fault> {
+        let old = self.stack.len();
+        let mut refused = Fault::OutOfMemory {
+            requested: (top.saturating_sub(old) as u64).saturating_mul(8),
+        };
+        for len in [top.max(old.saturating_mul(2)), top] {
+            let extra = len.saturating_sub(old);
+            let bytes = (extra as u64).saturating_mul(8);
+            if let Err(e) = self.heap.check_room(bytes) {
+                refused = Fault::from(e);
+                continue;
+            }
+            if self.stack.try_reserve_exact(extra).is_err() {
+                continue;
+            }
+            self.heap.reserve_stack(bytes)?;
+            self.stack.resize(len, 0);
+            return Ok(());
+        }
+        Err(refused)
     }
 
     /// Allocates a string, first collecting if the live-string count has doubled.
