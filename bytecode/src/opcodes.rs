@@ -216,9 +216,9 @@ impl MathFn {
     pub fn eval_f64(self, x: f64) -> f64 {
         match self {
             MathFn::Sqrt => x.sqrt(),
-            MathFn::Floor => x.floor(),
-            MathFn::Ceil => x.ceil(),
-            MathFn::Trunc => x.trunc(),
+            MathFn::Floor => quiet_f64(x.floor()),
+            MathFn::Ceil => quiet_f64(x.ceil()),
+            MathFn::Trunc => quiet_f64(x.trunc()),
             MathFn::Round => x.round(), // half away from zero
             MathFn::Abs => x.abs(),
             MathFn::Rsqrt => 1.0 / x.sqrt(),
@@ -242,9 +242,9 @@ impl MathFn {
     pub fn eval_f32(self, x: f32) -> f32 {
         match self {
             MathFn::Sqrt => x.sqrt(),
-            MathFn::Floor => x.floor(),
-            MathFn::Ceil => x.ceil(),
-            MathFn::Trunc => x.trunc(),
+            MathFn::Floor => quiet_f32(x.floor()),
+            MathFn::Ceil => quiet_f32(x.ceil()),
+            MathFn::Trunc => quiet_f32(x.trunc()),
             MathFn::Round => x.round(),
             MathFn::Abs => x.abs(),
             _ => self.eval_f64(f64::from(x)) as f32,
@@ -267,6 +267,25 @@ impl MathFn {
     /// Looks a function up by its `Math` method name.
     pub fn by_name(name: &str) -> Option<MathFn> {
         MathFn::ALL.iter().copied().find(|f| f.name() == name)
+    }
+}
+
+/// `x` with a NaN quieted (its payload kept): IEEE 754's roundToIntegral returns a quiet NaN,
+/// as the JIT's rounding instructions do, while Rust's `floor` returns a signalling NaN as is.
+fn quiet_f64(x: f64) -> f64 {
+    if x.is_nan() {
+        f64::from_bits(x.to_bits() | 1 << 51)
+    } else {
+        x
+    }
+}
+
+/// [`quiet_f64`] for a float32.
+fn quiet_f32(x: f32) -> f32 {
+    if x.is_nan() {
+        f32::from_bits(x.to_bits() | 1 << 22)
+    } else {
+        x
     }
 }
 
