@@ -461,6 +461,22 @@ impl<'m> Verifier<'m> {
         if f.kind == FnKind::Native {
             self.native(f)?;
         }
+        if !f.shared.is_empty() && f.kind != FnKind::Kernel {
+            return Err(fail(
+                "V-SHARED",
+                Some(f),
+                None,
+                format!("a {} function has shared declarations", kind_name(f.kind)),
+            ));
+        }
+        if let Some(d) = f.shared.iter().find(|d| !d.elem.is_numeric()) {
+            return Err(fail(
+                "V-SHARED",
+                Some(f),
+                None,
+                format!("a shared array of {} (not a numeric type)", d.elem.name()),
+            ));
+        }
         if f.shared.iter().filter(|d| d.len == 0).count() > 1 {
             return Err(fail(
                 "V-SHARED",

@@ -1122,3 +1122,26 @@ fn v_shared_dynamic_at_most_one() {
     });
     rejects(&two, "V-SHARED");
 }
+
+#[test]
+fn v_shared_only_kernels_declare_numeric_shared_arrays() {
+    let decl = |elem| SharedDecl { elem, len: 8 };
+    for f in [F_EVERYTHING, F_HELPER] {
+        let m = sample_with(|m| m.functions[f as usize].shared.push(decl(Scalar::F32)));
+        let e = rejects(&m, "V-SHARED");
+        assert!(
+            e.message.contains("function has shared declarations"),
+            "{e}"
+        );
+    }
+    for elem in [Scalar::Bool, Scalar::Char] {
+        let m = sample_with(|m| m.functions[F_KERNEL as usize].shared.push(decl(elem)));
+        rejects(&m, "V-SHARED");
+    }
+    let m = sample_with(|m| {
+        m.functions[F_KERNEL as usize]
+            .shared
+            .push(decl(Scalar::U16))
+    });
+    verify(&m).unwrap();
+}
