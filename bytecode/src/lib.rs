@@ -10,6 +10,7 @@
 
 pub mod decode;
 pub mod dis;
+pub mod effects;
 pub mod encode;
 pub mod float;
 pub mod format;

@@ -2120,12 +2120,13 @@ impl<'a, 'b> Tr<'a, 'b> {
     }
 
     /// A host xpu instruction through the `xpu` hook, which reads and writes its operands in
-    /// the window (launches read whole register ranges): every register goes to the window
-    /// before the call and comes back after it. xpu instructions are rare and slow next to
-    /// this (allocations, copies, launches).
+    /// the window (a launch reads a whole register range): the registers it reads go to the
+    /// window before the call ([`cajeta_bytecode::effects`]), and those it writes come back
+    /// after it. (String registers, the collector's roots, live in the window anyway.)
     fn xpu_op(&mut self, pc: u32, i: Instr) {
-        let n = self.f.regs.len() as u16;
-        for r in 0..n {
+        let mut regs = Vec::new();
+        cajeta_bytecode::effects::reads(self.s.module, i, &mut regs);
+        for &r in &regs {
             self.spill(r);
         }
         let hooks = *self.s.hooks;
@@ -2140,7 +2141,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             &[I32, I32, I64, I64],
             &[func, op, abc, base],
         );
-        for r in 0..n {
+        cajeta_bytecode::effects::writes(i, &mut regs);
+        for &r in &regs {
             if self.kind(r) != Kind::Mem {
                 let regs = self.regs();
                 let cell = self.b.ins().load(I64, MF, regs, 8 * i32::from(r));

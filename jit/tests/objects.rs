@@ -371,8 +371,9 @@ fn refused_functions_fail_compilation_only() {
 
 #[test]
 fn xpu_instructions_run_through_the_hook_on_the_window() {
-    // r1 := stream.current (the hook writes XPU_RESULT to r[a]); the float parameter r0 must
-    // be in the window for the hook and survive it; then both go to statics.
+    // r1 := stream.current (the hook writes XPU_RESULT to r[a]); r2, computed before, need
+    // not go to the window (the hook reads no operand) but survives the hook; then both go
+    // to statics.
     let f = func(
         "T.f",
         1,
@@ -393,18 +394,39 @@ fn xpu_instructions_run_through_the_hook_on_the_window() {
     assert_eq!(vm.xpu_calls.len(), 1);
     let (ins, window) = &vm.xpu_calls[0];
     assert_eq!(*ins, [Op::StreamCurrent as u32, 1, 0, 0]);
-    assert_eq!(
-        window[0],
-        1.25f64.to_bits(),
-        "registers are in the window for the hook"
-    );
-    assert_eq!(window[2], 2.5f64.to_bits());
+    assert_eq!(window[0], 1.25f64.to_bits(), "the parameter's cell");
     assert_eq!(vm.statics[0], XPU_RESULT, "the hook's result is read back");
     assert_eq!(
         vm.statics[1],
         2.5f64.to_bits(),
         "other registers survive the hook"
     );
+}
+
+#[test]
+fn an_xpu_instructions_operands_go_to_the_window() {
+    // r1 := stream.current; r2 := r1 (a copy only compiled code holds); stream.sync r2 reads
+    // r2 from the window.
+    let f = func(
+        "T.f",
+        0,
+        None,
+        vec![F64, Type::Stream, Type::Stream],
+        vec![
+            i(Op::StreamCurrent, 1, 0, 0),
+            i(Op::Mov, 2, 1, 0),
+            i(Op::StreamSync, 2, 0, 0),
+            i(Op::RetVoid, 0, 0, 0),
+        ],
+    );
+    let m = module_with(vec![f], vec![], vec![], vec![]);
+    let mut jit = make_jit(&m, JitOptions::default());
+    let mut vm = TestVm::new(m, 64);
+    assert_eq!(run(&mut jit, &mut vm, 0, &[]), Ok((0, 0)));
+    assert_eq!(vm.xpu_calls.len(), 2);
+    let (ins, window) = &vm.xpu_calls[1];
+    assert_eq!(*ins, [Op::StreamSync as u32, 2, 0, 0]);
+    assert_eq!(window[2], XPU_RESULT, "the operand is in the window");
 }
 
 #[test]

@@ -14,8 +14,9 @@
 //! cannot run). Sets only shrink as the analysis proceeds, so a read missing from a set seen on
 //! the way is missing at the fixed point too, and is reported at once.
 
+use crate::effects;
 use crate::module::{Function, Module};
-use crate::opcodes::{Instr, Op, Operand};
+use crate::opcodes::{Instr, Op};
 use crate::regset::RegSet;
 
 /// The most register-set words (blocks × ⌈registers / 64⌉) the check holds at once: 32 MiB.
@@ -55,7 +56,7 @@ pub(super) fn check(m: &Module, f: &Function) -> Result<(), Unassigned> {
     entry[0] = Some(params);
     // Pending blocks, lowest first: code order is close to reverse postorder.
     let mut pending = std::collections::BTreeSet::from([0usize]);
-    let mut read = Vec::new();
+    let mut regs = Vec::new();
     while let Some(b) = pending.pop_first() {
         let Some(mut set) = entry[b].clone() else {
             continue;
@@ -64,11 +65,11 @@ pub(super) fn check(m: &Module, f: &Function) -> Result<(), Unassigned> {
         let end = starts.get(b + 1).copied().unwrap_or(code.len() as u32);
         for pc in start..end {
             let i = code[pc as usize];
-            reads(m, i, &mut read);
-            if let Some(&reg) = read.iter().find(|&&r| !set.contains(r)) {
+            effects::reads(m, i, &mut regs);
+            if let Some(&reg) = regs.iter().find(|&&r| !set.contains(r)) {
                 return Err(Unassigned::Read { pc, reg });
             }
-            write(m, f, i, &mut set);
+            write(m, f, i, &mut set, &mut regs);
         }
         let last = code[end as usize - 1];
         let fall = (!last.op.is_terminator() && (end as usize) < code.len()).then_some(end);
@@ -106,42 +107,8 @@ fn block_starts(code: &[Instr]) -> Vec<u32> {
     starts
 }
 
-/// The registers `i` reads, into `out`.
-fn reads(m: &Module, i: Instr, out: &mut Vec<u16>) {
-    out.clear();
-    let mnemonic = i.op.mnemonic();
-    // Atomics and fma read their destination before writing it.
-    let reads_dst = mnemonic.starts_with("atom.") || mnemonic.starts_with("fma.");
-    for (slot, (o, r)) in i.op.operands().into_iter().zip([i.a, i.b, i.c]).enumerate() {
-        let unused = i.op == Op::BufAllocate && i.c == 1 && slot == 1;
-        match o {
-            Operand::Src(_) if !unused => out.push(r),
-            Operand::Dst(_) if reads_dst => out.push(r),
-            _ => {}
-        }
-    }
-    let window = |out: &mut Vec<u16>, first: u16, len: usize| {
-        out.extend((usize::from(first)..usize::from(first) + len).map(|r| r as u16));
-    };
-    match i.op {
-        Op::Call => window(out, i.b, usize::from(m.functions[usize::from(i.c)].params)),
-        Op::Ret | Op::RetOwn | Op::SetStatic => out.push(i.a),
-        Op::SetField => out.push(i.c),
-        Op::BufSlice | Op::Format => window(out, i.c, 2),
-        // The stream, grid x/y/z, block x/y/z, shared bytes, then the kernel's parameters.
-        Op::Launch => window(
-            out,
-            i.a,
-            8 + usize::from(m.functions[usize::from(i.b)].params),
-        ),
-        // In range by V-DEVMEM.
-        _ if mnemonic.starts_with("atom.cas.") => out.push(i.a.wrapping_add(1)),
-        _ => {}
-    }
-}
-
 /// Applies `i`'s writes to `set`, the registers certainly written.
-fn write(m: &Module, f: &Function, i: Instr, set: &mut RegSet) {
+fn write(m: &Module, f: &Function, i: Instr, set: &mut RegSet, scratch: &mut Vec<u16>) {
     if i.op == Op::Call {
         // The callee's frame, arguments included (a callee may assign its parameters), now
         // holds the callee's values; only the result is the caller's again.
@@ -155,46 +122,8 @@ fn write(m: &Module, f: &Function, i: Instr, set: &mut RegSet) {
         }
         return;
     }
-    for (o, r) in i.op.operands().into_iter().zip([i.a, i.b, i.c]) {
-        if matches!(o, Operand::Dst(_)) {
-            set.insert(r);
-        }
-    }
-    if matches!(i.op, Op::GetField | Op::GetStatic | Op::DeviceQuery) {
-        set.insert(i.a);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::opcodes::Operand;
-
-    /// Every opcode with a `Special` operand has its registers classified above: a new one
-    /// must be added to [`reads`] or [`write`] (or here, if it names no register).
-    #[test]
-    fn every_special_operand_is_classified() {
-        let classified = [
-            Op::Call,
-            Op::Ret,
-            Op::RetOwn,
-            Op::GetField,
-            Op::SetField,
-            Op::GetStatic,
-            Op::SetStatic,
-            Op::BufSlice,
-            Op::Launch,
-            Op::Format,
-            Op::DeviceQuery,
-        ];
-        for op in Op::ALL.iter().copied() {
-            if op.operands().contains(&Operand::Special) {
-                assert!(
-                    classified.contains(&op),
-                    "{} is not classified",
-                    op.mnemonic()
-                );
-            }
-        }
+    effects::writes(i, scratch);
+    for &r in scratch.iter() {
+        set.insert(r);
     }
 }
