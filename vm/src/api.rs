@@ -641,6 +641,9 @@ pub fn run_program_in(vm: &mut Vm, entry: u32, args: &[String]) -> i32 {
         }
         Err(e) => {
             vm.out.write(true, &e.to_string(), true);
+            // The program ends: what the statics own is released too (no destructors run;
+            // LANGUAGE §6.4: no memory is leaked).
+            vm.release_statics();
             return 70;
         }
     };

@@ -1120,15 +1120,7 @@ impl Vm {
     pub fn finish(&mut self) -> Result<(), RuntimeError> {
         let fini = self.module.fini.clone();
         let failed = fini.into_iter().find_map(|f| self.call_index(f, &[]).err());
-        for s in (0..self.statics.len()).rev() {
-            let ty = self.module.statics[s].ty;
-            if ty.is_ref() && ty != Type::Str {
-                let h = std::mem::take(&mut self.statics[s]);
-                if self.static_owns(s) {
-                    self.release_tree(h);
-                }
-            }
-        }
+        self.release_statics();
         if let Some(backend) = self.xpu.backend.clone() {
             let synced = backend
                 .stream_sync(StreamId::DEFAULT)
@@ -1138,6 +1130,21 @@ impl Vm {
             }
         }
         failed.map_or(Ok(()), Err)
+    }
+
+    /// Releases what the statics own, last static first, without running destructors (the
+    /// normal end ran them through the module's `fini` functions; after a runtime error none
+    /// run, LANGUAGE §6.4) and clears them.
+    pub(crate) fn release_statics(&mut self) {
+        for s in (0..self.statics.len()).rev() {
+            let ty = self.module.statics[s].ty;
+            if ty.is_ref() && ty != Type::Str {
+                let h = std::mem::take(&mut self.statics[s]);
+                if self.static_owns(s) {
+                    self.release_tree(h);
+                }
+            }
+        }
     }
 
     /// Whether static `s` owns its object: the compiler gives a static of an owned kind a
