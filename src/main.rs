@@ -484,8 +484,16 @@ fn no_entry(msg: impl std::fmt::Display) -> ExitCode {
 /// Chooses the entry function (LANGUAGE §5.8).
 fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
     let host = |f: &&cajeta_bytecode::Function| f.kind == cajeta_bytecode::FnKind::Host;
+    let ret_ok = |f: &cajeta_bytecode::Function| {
+        matches!(f.ret, None | Some(Type::Scalar(_)) | Some(Type::Str))
+    };
     let Some(name) = requested else {
-        return module.entry.ok_or_else(|| {
+        if let Some(e) = module.entry {
+            return Ok(e);
+        }
+        // A module that names no entry (hand-made, or built as a library) runs its one
+        // candidate if that can be an entry point, as the compiler would have chosen it.
+        return Err({
             // Name what stood in the way: the methods called main or run, and among them the
             // ones the entry is chosen from (LANGUAGE §5.8; see `could_be_default_entry`).
             let named: Vec<&cajeta_bytecode::Function> = module
@@ -504,7 +512,10 @@ fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
                 })
                 .collect();
             let list = |fs: &[&cajeta_bytecode::Function]| {
-                fs.iter().map(|f| signature(f)).collect::<Vec<_>>().join(", ")
+                fs.iter()
+                    .map(|f| signature(f))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
             // `--entry` picks by name: suggest it only for a name no other candidate has.
             let unique = candidates
@@ -532,6 +543,10 @@ fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
                     no_entry(format!("no entry point{why}: declare a static main(), main(String[] args) or run(), or pass --entry"))
                 }
                 ([], _) => no_entry(format!("no entry point: {} cannot be one (an entry point is static and takes no parameters or, for main, String[] args)", list(&named))),
+                ([one], _) if ret_ok(one) => {
+                    let index = module.functions.iter().position(|f| std::ptr::eq(f, *one));
+                    return Ok(index.unwrap_or(0) as u32);
+                }
                 ([one], _) => no_entry(format!("'{}' cannot be the entry point (it must return void, a primitive or String)", signature(one))),
                 (more, _) => no_entry(format!(
                     "no unique entry point: several methods could be it ({}); keep exactly one static main(), main(String[] args) or run(){}",
@@ -560,9 +575,8 @@ fn entry(module: &Module, requested: Option<&str>) -> Result<u32, ExitCode> {
         }
     };
     let func = &module.functions[f as usize];
-    let ret_ok = matches!(func.ret, None | Some(Type::Scalar(_)) | Some(Type::Str));
     let is_method = !name.ends_with(">") && host(&func);
-    if !(entry_params(func).is_some() && ret_ok && is_method) {
+    if !(entry_params(func).is_some() && ret_ok(func) && is_method) {
         return Err(no_entry(format!("'{}' cannot be an entry point (it must be static, take no parameters or String[], and return void, a primitive or String)", signature(func))));
     }
     Ok(f)

@@ -353,6 +353,29 @@ fn no_entry_names_the_competing_methods() {
 }
 
 #[test]
+fn a_module_without_an_entry_runs_its_one_candidate() {
+    // A .cjb that names no entry (hand-made, say) runs its only main(), as the compiler would
+    // have chosen it.
+    let d = tmp_dir("entry-none");
+    let f = write(
+        &d,
+        "One.cajeta",
+        b"public class One { static void helper() { } public static int32 main() { return 3; } }\n",
+    );
+    let cjb = d.join("One.cjb").display().to_string();
+    let o = cajeta(&["build", &f, "-o", &cjb]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let bytes = std::fs::read(&cjb).expect("read the module");
+    let mut m = cajeta_bytecode::decode(&bytes).expect("decode");
+    assert!(m.entry.is_some());
+    m.entry = None;
+    std::fs::write(&cjb, cajeta_bytecode::encode(&m)).expect("write the module");
+    let o = cajeta(&["run", &cjb]);
+    assert_clean(&o);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+}
+
+#[test]
 fn unknown_entry() {
     let d = tmp_dir("entry");
     let f = write(

@@ -187,9 +187,30 @@ impl fmt::Display for TraceFrame {
         write!(
             f,
             "  at {} ({}:{}:{})",
-            self.function, self.file, self.line, self.col
+            printable(&self.function),
+            printable(&self.file),
+            self.line,
+            self.col
         )
     }
+}
+
+/// `s` with its control characters escaped (`\n`, `\u{1b}`): names in a trace come from the
+/// module, and a hand-made `.cjb` may hold any text there; one frame stays one line.
+fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
 }
 
 /// Renders the §10.3 text: the `cajeta: runtime error:` line, then one `  at` line per frame,
@@ -279,5 +300,19 @@ mod tests {
         );
         assert!(text.contains("\n  ... 944 more frames\n"));
         assert!(text.ends_with("at f999 (A.cajeta:1:1)"));
+    }
+
+    #[test]
+    fn control_characters_in_names_are_escaped() {
+        let frame = TraceFrame {
+            function: "demo.M\u{1b}[2J".into(),
+            file: "a\nb é.cajeta".into(),
+            line: 3,
+            col: 4,
+        };
+        assert_eq!(
+            frame.to_string(),
+            "  at demo.M\\u{1b}[2J (a\\nb é.cajeta:3:4)"
+        );
     }
 }
