@@ -160,6 +160,9 @@ pub struct Scope {
     pub names: HashMap<String, usize>,
     /// Pending launch borrows recorded in this block (XPU-K02).
     pub borrows: Vec<Borrow>,
+    /// Whether the scope is a block in the source (`{ … }`): XPU-K02's blocks. The scopes of
+    /// an unbraced statement body or a `for` header are not (XPU §4.2 is lexical).
+    pub braced: bool,
 }
 
 /// An enclosing loop, for `break`/`continue`.
@@ -543,7 +546,7 @@ impl<'a> FnBuilder<'a> {
         for m in &decl.members {
             if let crate::ast::Member::StaticInit(b) = m {
                 self.reachable = true;
-                self.push_scope();
+                self.push_block_scope();
                 self.block_stmts(&b.stmts);
                 self.pop_scope_at(Some(closing_brace(b.span)));
                 continue;
@@ -990,6 +993,21 @@ impl<'a> FnBuilder<'a> {
         self.scopes.push(Scope::default());
     }
 
+    /// Opens the scope of a `{ … }` block (see [`Scope::braced`]).
+    pub fn push_block_scope(&mut self) {
+        self.scopes.push(Scope {
+            braced: true,
+            ..Scope::default()
+        });
+    }
+
+    /// The block XPU-K02 records and releases launch borrows in: the innermost `{ … }`
+    /// (the function body's scope when there is none).
+    fn borrow_block(&mut self) -> Option<&mut Scope> {
+        let k = self.scopes.iter().rposition(|s| s.braced).unwrap_or(0);
+        self.scopes.get_mut(k)
+    }
+
     /// Closes a scope, emitting drops of its owning locals (reverse declaration order).
     pub fn pop_scope(&mut self) {
         self.pop_scope_at(None);
@@ -1270,7 +1288,7 @@ impl<'a> FnBuilder<'a> {
             if let crate::ast::Member::Destructor(d) = &self.units[u].classes[c].members[m] {
                 let body = d.body.clone();
                 self.dtor_returns = Some((self.scopes.len(), vec![]));
-                self.push_scope();
+                self.push_block_scope();
                 self.block_stmts(&body.stmts);
                 if self.reachable {
                     self.pop_scope_at(Some(closing_brace(body.span)));
@@ -1369,17 +1387,18 @@ impl<'a> FnBuilder<'a> {
 
     /// Records a launch borrow of buffer local `li` in the innermost block.
     pub fn record_borrow(&mut self, li: usize, kernel: &str, line: u32) {
-        let scope = self.scopes.last_mut().expect("scope");
-        scope.borrows.push(Borrow {
-            local: li,
-            kernel: kernel.to_string(),
-            line,
-        });
+        if let Some(scope) = self.borrow_block() {
+            scope.borrows.push(Borrow {
+                local: li,
+                kernel: kernel.to_string(),
+                line,
+            });
+        }
     }
 
     /// `sync()` as an expression statement releases the innermost block's borrows.
     pub fn release_borrows(&mut self) {
-        if let Some(s) = self.scopes.last_mut() {
+        if let Some(s) = self.borrow_block() {
             s.borrows.clear();
         }
     }
@@ -1387,8 +1406,7 @@ impl<'a> FnBuilder<'a> {
     /// XPU-K02 (a): `v.free();` directly in the block of a pending borrow of `v`.
     pub fn check_free_borrowed(&mut self, li: usize, at: Span) {
         let pending = self
-            .scopes
-            .last()
+            .borrow_block()
             .and_then(|s| s.borrows.iter().find(|b| b.local == li).cloned());
         if let Some(b) = pending {
             let name = self.locals[li].name.clone();
@@ -1397,7 +1415,7 @@ impl<'a> FnBuilder<'a> {
                 b.kernel, b.line
             ));
             // Reported once: not again where the block ends.
-            if let Some(s) = self.scopes.last_mut() {
+            if let Some(s) = self.borrow_block() {
                 s.borrows.retain(|x| x.local != li);
             }
         }

@@ -52,7 +52,7 @@ impl FnBuilder<'_> {
                 self.end_full_expr();
             }
             StmtKind::Block(b) => {
-                self.push_scope();
+                self.push_block_scope();
                 self.block_stmts(&b.stmts);
                 self.pop_scope_at(Some(super::func::closing_brace(b.span)));
             }

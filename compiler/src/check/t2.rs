@@ -638,7 +638,8 @@ impl FnBuilder<'_> {
             continue_da: vec![],
             is_switch: true,
         });
-        self.push_scope();
+        // The switch block: its groups' statements are directly in it.
+        self.push_block_scope();
         let mut starts = vec![];
         for g in groups {
             starts.push(self.pc());
