@@ -1185,21 +1185,24 @@ impl<'a> FnBuilder<'a> {
             return;
         };
         let ty = f.ty.clone();
-        let (old, old_flag) = (self.temp(ty.reg()), self.temp(Type::BOOL));
-        self.emit(Op::GetField, old, obj, field);
-        self.emit(Op::GetField, old_flag, obj, flag_index as u16);
-        // Owning nothing while the old object drops: a destructor's error stops the store,
-        // and a REPL session goes on (and ends) with the field as it is then.
-        let none = self.load_bool(false);
-        self.emit(Op::SetField, obj, flag_index as u16, none);
-        self.emit_drop(old, old_flag, &ty);
+        let flag_index = flag_index as u16;
+        self.drop_slot(
+            &ty,
+            |b, old, old_flag| {
+                b.emit(Op::GetField, old, obj, field);
+                b.emit(Op::GetField, old_flag, obj, flag_index);
+            },
+            |b, none| {
+                b.emit(Op::SetField, obj, flag_index, none);
+            },
+        );
         self.emit(Op::SetField, obj, field, r);
         let flag = match own {
             Own::No => self.load_bool(false),
             Own::Yes => self.load_bool(true),
             Own::Dyn(d) => d,
         };
-        self.emit(Op::SetField, obj, flag_index as u16, flag);
+        self.emit(Op::SetField, obj, flag_index, flag);
     }
 
     /// `Cls.f = r` with ownership: a static of an owned kind has a hidden owns-flag (the
@@ -1211,14 +1214,16 @@ impl<'a> FnBuilder<'a> {
             return;
         };
         let ty = self.p.statics[si as usize].ty.clone();
-        let (old, old_flag) = (self.temp(ty.reg()), self.temp(Type::BOOL));
-        self.emit(Op::GetStatic, old, si as u16, 0);
-        self.emit(Op::GetStatic, old_flag, flag as u16, 0);
-        // Owning nothing while the old object drops (see `store_field`): no object drops
-        // twice (LANGUAGE §6.5).
-        let none = self.load_bool(false);
-        self.emit(Op::SetStatic, none, flag as u16, 0);
-        self.emit_drop(old, old_flag, &ty);
+        self.drop_slot(
+            &ty,
+            |b, old, old_flag| {
+                b.emit(Op::GetStatic, old, si as u16, 0);
+                b.emit(Op::GetStatic, old_flag, flag as u16, 0);
+            },
+            |b, none| {
+                b.emit(Op::SetStatic, none, flag as u16, 0);
+            },
+        );
         self.emit(Op::SetStatic, r, si as u16, 0);
         let owns = match own {
             Own::No => self.load_bool(false),
@@ -1226,6 +1231,35 @@ impl<'a> FnBuilder<'a> {
             Own::Dyn(d) => d,
         };
         self.emit(Op::SetStatic, owns, flag as u16, 0);
+    }
+
+    /// Drops what an owning slot (a field or a static of type `ty`) holds, before a store
+    /// into it: `read` loads its value and owns-flag, `clear` stores a false flag. The slot
+    /// owns nothing while the old object drops: a destructor's error stops the store (a REPL
+    /// session goes on with the slot as it is then), and no object drops twice (LANGUAGE
+    /// §6.5). When the drop can run code, a destructor may store a new owned object into the
+    /// slot: the slot is read again, and dropped, until it owns nothing (§6.2).
+    fn drop_slot(
+        &mut self,
+        ty: &Ty,
+        read: impl Fn(&mut Self, Reg, Reg),
+        clear: impl Fn(&mut Self, Reg),
+    ) {
+        let (old, old_flag) = (self.temp(ty.reg()), self.temp(Type::BOOL));
+        let runs_code = self.needs_drop_code(ty);
+        let head = self.pc();
+        read(self, old, old_flag);
+        let none = self.load_bool(false);
+        clear(self, none);
+        if !runs_code {
+            self.emit_drop(old, old_flag, ty);
+            return;
+        }
+        let done = self.emit_bc(Op::JmpIfNot, old_flag, 0);
+        self.emit_drop(old, old_flag, ty);
+        self.emit_bc(Op::Jmp, 0, head);
+        let end = self.pc();
+        self.patch(done, end);
     }
 
     /// The hidden owns-flag of static `si` (the static right after it, see `collect`), if
