@@ -287,7 +287,20 @@ pub(crate) fn free_points(f: &Function, frees: &dyn Fn(u16) -> bool) -> Vec<bool
 
 /// The strength-reducible multiplications of the loop `body` starting at pc `header`.
 fn reductions(header: u32, body: &[Instr]) -> Vec<Reduced> {
-    let written = |r: u16| body.iter().any(|i| writes(i, r));
+    // Per register: how many instructions of the body write it, and the last of them (one
+    // pass, so that a long body with many multiplications stays linear).
+    let mut writers: std::collections::HashMap<u16, (u32, usize)> = Default::default();
+    for (k, i) in body.iter().enumerate() {
+        let mut regs = [i.a, i.b, i.c];
+        regs.sort_unstable();
+        for (n, &r) in regs.iter().enumerate() {
+            if (n == 0 || regs[n - 1] != r) && writes(i, r) {
+                let e = writers.entry(r).or_insert((0, k));
+                *e = (e.0 + 1, k);
+            }
+        }
+    }
+    let written = |r: u16| writers.contains_key(&r);
     let mut out = Vec::new();
     for (k, i) in body.iter().enumerate() {
         let m = i.op.mnemonic();
@@ -301,10 +314,10 @@ fn reductions(header: u32, body: &[Instr]) -> Vec<Reduced> {
             if x == j || written(x) {
                 continue;
             }
-            let mut writes_j = body.iter().enumerate().filter(|(_, w)| writes(w, j));
-            let (Some((at, w)), None) = (writes_j.next(), writes_j.next()) else {
+            let Some(&(1, at)) = writers.get(&j) else {
                 continue;
             };
+            let w = &body[at];
             if w.op.mnemonic().starts_with("addi.") && w.a == j && w.b == j {
                 out.push(Reduced {
                     mul: header + k as u32,
