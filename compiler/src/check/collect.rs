@@ -488,10 +488,15 @@ fn native_signature_errors(
     let mut errors = Vec::new();
     let span = md.name.span;
     if !md.modifiers.is_static {
+        // `native` is a T3 modifier (LANGUAGE §5.2); only its `static` form, for embedders'
+        // host functions, is implemented.
         errors.push(Diag::error(
-            code::SYNTAX,
+            code::NOT_IMPLEMENTED,
             span,
-            format!("native method '{}' must be static", md.name.name),
+            format!(
+                "native method '{}' is not static: only static native methods are implemented",
+                md.name.name
+            ),
         ));
     }
     if kind != FnKind::Host || !md.annotations.is_empty() {
