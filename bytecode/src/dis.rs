@@ -336,7 +336,13 @@ impl Dis<'_> {
                 format!("r{} ({n} arguments)", b + u32::from(n) - 1),
             ]
         };
-        let call = format!("{}({})", callee.name, args.join(", "));
+        // Without arguments, the callee's frame start (where its registers overwrite the
+        // caller's, V-DEF) is not otherwise visible.
+        let call = if n == 0 {
+            format!("{}(), frame r{b}", callee.name)
+        } else {
+            format!("{}({})", callee.name, args.join(", "))
+        };
         match callee.ret {
             Some(_) => format!("r{}, {call}", i.a),
             None => call,

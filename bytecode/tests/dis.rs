@@ -194,3 +194,17 @@ fn out_of_range_indices_do_not_panic() {
     }
     assert!(dis::disassemble_function(&m, 999).is_empty());
 }
+
+#[test]
+fn a_call_without_arguments_shows_its_frame_start() {
+    let mut m = sample_module();
+    m.functions[0].code = vec![
+        Instr::new(Op::Call, 0, 3, F_CLINIT as u16),
+        Instr::new(Op::RetVoid, 0, 0, 0),
+    ];
+    let text = dis::disassemble_function(&m, 0);
+    assert!(
+        text.contains("call        Demo.<clinit>(), frame r3"),
+        "{text}"
+    );
+}
