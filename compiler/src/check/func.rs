@@ -1146,10 +1146,16 @@ impl<'a> FnBuilder<'a> {
             self.emit(Op::ArrSetRef, arr, idx, r);
             return;
         }
-        let (old, old_flag) = (self.temp(elem.reg()), self.temp(Type::BOOL));
-        self.emit(Op::ArrGetRef, old, arr, idx);
-        self.emit(Op::ArrOwnGet, old_flag, arr, idx);
-        self.emit_drop(old, old_flag, elem);
+        self.drop_slot(
+            elem,
+            |b, old, old_flag| {
+                b.emit(Op::ArrGetRef, old, arr, idx);
+                b.emit(Op::ArrOwnGet, old_flag, arr, idx);
+            },
+            |b, none| {
+                b.emit(Op::ArrOwnSet, arr, idx, none);
+            },
+        );
         self.init_elem(arr, idx, r, own, elem);
     }
 
