@@ -702,8 +702,9 @@ hook!(h_call_interp(func: u32, regs: *mut u64) |c, vm| {
 });
 
 hook!(h_xpu(func: u32, op: u32, abc: u64, base: u64) |ctx, vm| {
-    // Compiled code stored every register in the window at `base`; the instruction reads
-    // and writes them there, as in the interpreter. The xpu code reads register types from
+    // Compiled code stored the registers the instruction reads in the window at `base`
+    // (`cajeta_bytecode::effects::reads`) and reloads those it writes; the instruction uses
+    // them there, as in the interpreter. The xpu code reads register types from
     // the running frame: a frame for the compiled function stands in while it runs.
     let (Some(op), Some(info)) = (
         u16::try_from(op).ok().and_then(Op::from_u16),
