@@ -30,7 +30,9 @@ Options:
   --entry pkg.Class.method   entry point (default: the unique main() or run())
   --backend cpu|vulkan|cuda|auto
                              device backend (default: auto; also CAJETA_XPU_BACKEND)
-  --jit off|auto|eager       host JIT mode (default: auto; also CAJETA_JIT)
+  --jit off|auto|eager|osr   host JIT mode (default: auto; also CAJETA_JIT); osr, for
+                             testing: loops start interpreted and move to compiled code
+                             at their first backward jump
   --jit-verbose              print each JIT decision (compiled in N ms, or why interpreted)
   --xpu-checks on|off        device index checks on GPU backends (cpu and vulkan always check)
   --xpu-lanes N              items per lockstep group of compiled cpu kernels, 1 to 64
@@ -150,9 +152,9 @@ fn parse_options(words: &[String]) -> Result<Options, String> {
             }
             "--jit" => {
                 let v = value(&mut i, name, inline)?;
-                if !matches!(v.as_str(), "off" | "auto" | "eager") {
+                if cajeta_vm::JitMode::parse(&v).is_none() {
                     return Err(format!(
-                        "invalid JIT mode '{v}' (expected off, auto or eager)"
+                        "invalid JIT mode '{v}' (expected off, auto, eager or osr)"
                     ));
                 }
                 o.jit = Some(v);

@@ -1,7 +1,9 @@
 //! JIT differential test: every program of the conformance suite (`tests/programs/**`) runs
 //! with `--jit off` (the interpreter alone), `--jit eager` (every host function compiled
-//! before its first call) and `--jit auto` (mixed tiers: interpreted calls into compiled code
-//! and back), and the three runs must give identical stdout, stderr and exit status. Unlike
+//! before its first call), `--jit auto` (mixed tiers: interpreted calls into compiled code
+//! and back) and `--jit osr` (every function with a loop starts interpreted and moves to its
+//! compiled code at its first backward jump: on-stack replacement), and the four runs must
+//! give identical stdout, stderr and exit status. Unlike
 //! the conformance test, it needs no expectations: it checks that the tiers agree, including
 //! on runtime errors (code, message, trace) and on programs the suite expects to fail.
 //!
@@ -24,7 +26,7 @@ use std::thread;
 const BIN: &str = env!("CARGO_BIN_EXE_cajeta");
 
 /// The modes compared with the first one.
-const MODES: [&str; 3] = ["off", "eager", "auto"];
+const MODES: [&str; 4] = ["off", "eager", "auto", "osr"];
 
 /// One program of the suite.
 struct Program {

@@ -1,7 +1,7 @@
 //! VM-level property test of the JIT: random well-typed Cajeta programs (integer arithmetic
 //! at every width, divisions, shifts, float64 accumulation, branches, counted loops, calls
 //! between functions of different types) are compiled from source and run in-process under
-//! `JitMode::Off`, `Eager` and `Auto`; stdout, stderr and the exit status must be identical.
+//! `JitMode::Off`, `Eager`, `Auto` and `Osr`; stdout, stderr and the exit status must be identical.
 //! (`jit/tests/prop.rs` checks the JIT alone against a reference evaluator, instruction by
 //! instruction; this one checks the whole path: compiler output, tiering, calls between the
 //! tiers, printing, runtime errors such as `MIN / -1`.)
@@ -212,7 +212,7 @@ fn random_programs_agree_under_every_jit_mode() {
                 if off.2 != 0 {
                     errors += 1;
                 }
-                for mode in [JitMode::Eager, JitMode::Auto] {
+                for mode in [JitMode::Eager, JitMode::Auto, JitMode::Osr] {
                     let jit = run(&module, entry, mode);
                     assert_eq!(off, jit, "case {case} (seed {seed}) differs under --jit {mode}:\n{src}");
                 }
@@ -256,7 +256,7 @@ fn strings_survive_collections_in_compiled_frames() {
             let module = Arc::new(c.module.expect("the program compiles"));
             let entry = function_index(&module, "G.main");
             let mut results = Vec::new();
-            for mode in [JitMode::Off, JitMode::Eager, JitMode::Auto] {
+            for mode in [JitMode::Off, JitMode::Eager, JitMode::Auto, JitMode::Osr] {
                 let (out, err) = (Capture::new(), Capture::new());
                 let mut vm = Vm::with_output(Arc::clone(&module), out.sink(), err.sink());
                 vm.set_jit(mode, false);

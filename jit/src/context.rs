@@ -144,6 +144,11 @@ pub struct JitContext {
     /// JIT code runs). The table itself may be reallocated by any hook: JIT code reads its
     /// pointer and length through this indirection at each access.
     pub views: *const ObjectViews,
+    /// An entry at a loop header (on-stack replacement, see [`crate::Jit::compile_osr`]):
+    /// the header's pc plus one, or 0 for a plain entry at pc 0. Read (and reset to 0) by the
+    /// prologue of the next compiled function entered, if it was compiled with such entries;
+    /// the embedder sets it just before entering that function and clears it after.
+    pub osr_pc: u64,
     /// The frames of the error being unwound, innermost first (JIT code appends one entry per
     /// JIT frame through a helper; never read by JIT code). Clear it before each entry.
     pub trace: Vec<TraceEntry>,
@@ -218,6 +223,7 @@ impl JitContext {
             ret: 0,
             own: 0,
             views: std::ptr::null(),
+            osr_pc: 0,
             trace: Vec::new(),
         }
     }
@@ -250,6 +256,7 @@ pub(crate) mod off {
     pub const RET: i32 = offset_of!(JitContext, ret) as i32;
     pub const OWN: i32 = offset_of!(JitContext, own) as i32;
     pub const VIEWS: i32 = offset_of!(JitContext, views) as i32;
+    pub const OSR_PC: i32 = offset_of!(JitContext, osr_pc) as i32;
     pub const VIEWS_PTR: i32 = offset_of!(super::ObjectViews, ptr) as i32;
     pub const VIEWS_LEN: i32 = offset_of!(super::ObjectViews, len) as i32;
     pub const VIEW_TAG: i32 = offset_of!(super::ObjectView, tag) as i32;

@@ -1058,6 +1058,7 @@ fn define(
         fuel: false,
         inline_objects: false,
         splice: false,
+        osr: false,
         self_ref,
         call_conv: jm.isa().default_call_conv(),
         frontend: jm.target_config(),

@@ -102,6 +102,7 @@ mod helpers;
 mod inline;
 mod liveness;
 mod loops;
+mod osr;
 mod tail;
 mod translate;
 
@@ -227,6 +228,8 @@ pub struct CompiledFn {
     /// Whether the function was large enough to take the single-pass register allocator
     /// (see [`LARGE_FUNCTION`]).
     pub single_pass: bool,
+    /// Whether the code has entries at the function's loop headers ([`Jit::compile_osr`]).
+    pub osr: bool,
 }
 
 impl CompiledFn {
@@ -373,9 +376,42 @@ impl Jit {
     /// support, or code generation fails. The JIT stays usable; the function should run in
     /// the interpreter.
     pub fn compile(&mut self, func: u32) -> Result<CompiledFn, JitError> {
+        self.compile_with(func, false)
+    }
+
+    /// Compiles function `func` as [`Jit::compile`] does, with an entry at each loop header
+    /// as well (when [`Jit::osr_supported`]; [`CompiledFn::osr`] says whether it has them):
+    /// an embedder that started running the function in its interpreter can move the
+    /// activation to this code at a backward jump (*on-stack replacement*). To do so it
+    /// enters the function as for a call, with the frame's window (every register as the
+    /// interpreter left it) and [`JitContext::osr_pc`] set to the jump's target plus one; the
+    /// code runs from that header to the function's return, with the results and errors of a
+    /// call of it. A function compiled once keeps the code of its first compile.
+    ///
+    /// # Errors
+    ///
+    /// As [`Jit::compile`].
+    pub fn compile_osr(&mut self, func: u32) -> Result<CompiledFn, JitError> {
+        self.compile_with(func, true)
+    }
+
+    /// Whether [`Jit::compile_osr`] gives function `func` entries at its loop headers: a
+    /// host function with a backward jump, not too large for the liveness analysis the
+    /// entries need, and this JIT without fuel (whose check points the switch would move).
+    pub fn osr_supported(&self, func: u32) -> bool {
+        !self.options.fuel
+            && self
+                .module
+                .functions
+                .get(func as usize)
+                .is_some_and(osr::supported)
+    }
+
+    fn compile_with(&mut self, func: u32, osr: bool) -> Result<CompiledFn, JitError> {
         if let Some(c) = self.compiled(func) {
             return Ok(c);
         }
+        let osr = osr && self.osr_supported(func);
         let start = Instant::now();
         let module = Arc::clone(&self.module);
         let f = module
@@ -443,6 +479,7 @@ impl Jit {
                     fuel: self.options.fuel,
                     inline_objects: self.options.inline_objects,
                     splice,
+                    osr,
                     self_ref,
                     call_conv,
                     frontend: jm.target_config(),
@@ -540,6 +577,7 @@ impl Jit {
             code_size,
             tail_call,
             single_pass,
+            osr,
         };
         if let Some(slot) = self.compiled.get_mut(func as usize) {
             *slot = Some(c);

@@ -44,6 +44,7 @@ use crate::context::{
 use crate::helpers;
 use crate::inline;
 use crate::loops::{self, HoistedLoop};
+use crate::osr;
 use crate::tail::{self, FoldOp, FoldOperand, TailCall};
 
 mod device;
@@ -86,6 +87,8 @@ pub(crate) struct Setup<'a> {
     /// Splice small leaf callees of loops into the function ([`crate::inline`]; only with
     /// `inline_objects` and without fuel).
     pub splice: bool,
+    /// Give the function entries at its loop headers ([`crate::osr`]; not with fuel).
+    pub osr: bool,
     /// A direct reference to the function's internal body (self-recursion needs no table
     /// load; the entry wrapper calls it).
     pub self_ref: FuncRef,
@@ -213,6 +216,7 @@ pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<Transla
     let (mut tr, check) = Tr::prologue(b, s, f);
     let inlined = sites.iter().map(|site| site.callee).collect();
     tr.sites = sites;
+    tr.start()?;
     tr.body()?;
     tr.fill_deferred();
     tr.fault_block();
@@ -761,10 +765,93 @@ impl<'a, 'b> Tr<'a, 'b> {
             }
         }
         tr.consume_fuel(0);
-        if let Some(first) = tr.blocks.first().copied().flatten() {
-            tr.b.ins().jump(first, &[]);
-        }
         (tr, check)
+    }
+
+    /// Ends the prologue: on to pc 0 or, in code with entries at loop headers
+    /// ([`Setup::osr`]), first to the entry the context asks for ([`crate::osr`]).
+    fn start(&mut self) -> Result<(), JitError> {
+        let Some(first) = self.blocks.first().copied().flatten() else {
+            return Ok(());
+        };
+        let own = &self.s.module.functions[self.s.func as usize];
+        let entries = if self.s.osr && !self.s.fuel {
+            osr::entries(self.s.module, own)
+        } else {
+            Vec::new()
+        };
+        if entries.is_empty() {
+            self.b.ins().jump(first, &[]);
+            return Ok(());
+        }
+        let ctx = self.ctx;
+        let want = self.b.ins().load(I64, MF, ctx, off::OSR_PC);
+        let dispatch = self.b.create_block();
+        self.b.set_cold_block(dispatch);
+        self.b.ins().brif(want, dispatch, &[], first, &[]);
+        self.b.switch_to_block(dispatch);
+        // Taken: calls made from here on are plain entries.
+        let zero = self.b.ins().iconst(I64, 0);
+        self.b.ins().store(MF, zero, ctx, off::OSR_PC);
+        for e in &entries {
+            let here = self.b.create_block();
+            let next = self.b.create_block();
+            self.b.set_cold_block(here);
+            self.b.set_cold_block(next);
+            let is = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::Equal, want, i64::from(e.pc) + 1);
+            self.b.ins().brif(is, here, &[], next, &[]);
+            self.b.switch_to_block(here);
+            self.osr_entry(self.combined_pc(e.pc), &e.live)?;
+            self.b.switch_to_block(next);
+        }
+        // A header this code has no entry for: an embedder bug (no pending error: the
+        // embedder reports an internal error).
+        let st = self.b.ins().iconst(I64, Status::Error as i64);
+        self.b.ins().return_(&[st, zero]);
+        Ok(())
+    }
+
+    /// The entry at loop header `header` (a pc of the code being translated): the live
+    /// registers from the window, then the lookups of the hoisting loops around the header
+    /// (outermost first: an inner preheader relies on what an outer one looked up), then the
+    /// header, through its own preheader if it has one.
+    fn osr_entry(&mut self, header: u32, live: &[u16]) -> Result<(), JitError> {
+        let regs = self.regs();
+        for &r in live {
+            if self.kind(r) != Kind::Mem {
+                let cell = self.b.ins().load(I64, MF, regs, 8 * i32::from(r));
+                self.set_cell(r, cell);
+            }
+        }
+        let mut around: Vec<usize> = (0..self.hoisted.len())
+            .filter(|&k| {
+                let l = &self.hoisted[k].0;
+                l.contains(header) && l.header != header
+            })
+            .collect();
+        around
+            .sort_by_key(|&k| std::cmp::Reverse(self.hoisted[k].0.end - self.hoisted[k].0.header));
+        for k in around {
+            self.hoist_lookups(k);
+        }
+        let target = self.branch_block(u32::MAX, header)?;
+        self.b.ins().jump(target, &[]);
+        Ok(())
+    }
+
+    /// The pc in the code being translated of pc `pc` of the function's own code (they
+    /// differ after the spliced calls before it: [`crate::inline`]).
+    fn combined_pc(&self, pc: u32) -> u32 {
+        let grown: u32 = self
+            .sites
+            .iter()
+            .filter(|s| s.call_pc < pc)
+            .map(|s| s.end - s.start - 1)
+            .sum();
+        pc + grown
     }
 
     /// A native call needs native stack: below the embedder's limit
@@ -1053,8 +1140,17 @@ impl<'a, 'b> Tr<'a, 'b> {
         let Some(k) = self.hoisted.iter().position(|(l, ..)| l.header == header) else {
             return;
         };
-        let (l, pre, vars, products, least_var) = self.hoisted[k].clone();
+        let pre = self.hoisted[k].1;
         self.b.switch_to_block(pre);
+        self.hoist_lookups(k);
+        self.b.ins().jump(body, &[]);
+    }
+
+    /// What the preheader of hoisting loop `k` computes, into the current block: its
+    /// registers' views and their least length, and its strength-reduced products.
+    fn hoist_lookups(&mut self, k: usize) {
+        let (l, _, vars, products, least_var) = self.hoisted[k].clone();
+        let header = l.header;
         let mut least = None;
         for (&(reg, kind), &(data_var, len_var)) in l.regs.iter().zip(&vars) {
             if self.hoisted_view(header, reg) != Some((data_var, len_var)) {
@@ -1086,7 +1182,6 @@ impl<'a, 'b> Tr<'a, 'b> {
             let v = self.b.ins().imul(x, j);
             self.b.def_var(p, v);
         }
-        self.b.ins().jump(body, &[]);
     }
 
     /// The product variable standing for the strength-reduced `mul` at `pc`, if any (see

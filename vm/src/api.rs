@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use cajeta_bytecode::{Const, Elem, Module, Scalar, Type};
+use cajeta_bytecode::{Const, Elem, Function, Module, Scalar, Type};
 
 use crate::embed::HostFunc;
 use crate::error::{ErrorCode, RuntimeError};
@@ -92,9 +92,23 @@ impl Value {
 
 /// Per-function facts the interpreter reads on every call.
 pub(crate) struct FnInfo {
+    /// The address of the code new frames of this function run ([`FnInfo::code`]):
+    /// `lowered`, or `osr_lowered` from the function's first call on once
+    /// [`FnInfo::switch_to_osr_code`] chose it. (An address rather than a pointer, so that
+    /// the VM stays `Send`.)
+    code: Cell<usize>,
     /// The lowered code: one slot per bytecode instruction (see `interp/lower.rs`). Never
     /// changed after construction, so pointers into it stay valid while the VM lives.
-    pub(crate) lowered: Box<[XInstr]>,
+    #[expect(
+        dead_code,
+        reason = "owns the code `code` points into; read through `code`"
+    )]
+    lowered: Box<[XInstr]>,
+    /// The same code lowered with on-stack replacement points (`interp::lower`'s `osr`), for
+    /// a function with loops that may start in the interpreter while its compiled code is
+    /// being made (`Vm::set_jit`). Set at most once and never changed afterwards, so
+    /// pointers into it stay valid too.
+    osr_lowered: Option<Box<[XInstr]>>,
     /// `regs.len()`: the frame size.
     pub(crate) nregs: u32,
     /// Registers of type String: the collector's roots in this function's frames.
@@ -120,19 +134,59 @@ pub(crate) fn lower_all(module: &Module, kvals: &mut Vec<u64>, metered: bool) ->
     module
         .functions
         .iter()
-        .map(|f| FnInfo {
-            tier: Cell::new(TIER_INTERP),
-            lowered: interp::lower(f, kvals, metered),
-            nregs: f.regs.len() as u32,
-            str_regs: f
-                .regs
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| **t == Type::Str)
-                .map(|(i, _)| i as u16)
-                .collect(),
+        .map(|f| {
+            let lowered = interp::lower(f, kvals, metered, false);
+            FnInfo {
+                tier: Cell::new(TIER_INTERP),
+                code: Cell::new(lowered.as_ptr() as usize),
+                lowered,
+                osr_lowered: None,
+                nregs: f.regs.len() as u32,
+                str_regs: f
+                    .regs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| **t == Type::Str)
+                    .map(|(i, _)| i as u16)
+                    .collect(),
+            }
         })
         .collect()
+}
+
+impl FnInfo {
+    /// The code frames of this function run: its first instruction. Jump targets, resume
+    /// points and trace pcs are relative to it.
+    #[inline(always)]
+    pub(crate) fn code(&self) -> *const XInstr {
+        self.code.get() as *const XInstr
+    }
+
+    /// Lowers `f` (this function) once more with on-stack replacement points, unless that
+    /// was done already. Call only while no code runs: absorbed immediates go to `kvals`.
+    pub(crate) fn lower_for_osr(&mut self, f: &Function, kvals: &mut Vec<u64>) {
+        if self.osr_lowered.is_none() {
+            self.osr_lowered = Some(interp::lower(f, kvals, false, true));
+        }
+    }
+
+    /// Whether the function has OSR code ([`FnInfo::lower_for_osr`]).
+    pub(crate) fn has_osr_code(&self) -> bool {
+        self.osr_lowered.is_some()
+    }
+
+    /// Makes the frames of this function created from now on run its OSR code; false if
+    /// it has none. Only while no frame of it exists: a frame's resume point and pcs
+    /// belong to the code it started in.
+    pub(crate) fn switch_to_osr_code(&self) -> bool {
+        match &self.osr_lowered {
+            Some(code) => {
+                self.code.set(code.as_ptr() as usize);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl Loaded {
@@ -408,7 +462,7 @@ impl Vm {
                 self.frames.push(Frame {
                     func,
                     base: 0,
-                    ip: self.fns[func as usize].lowered.as_ptr(),
+                    ip: self.fns[func as usize].code(),
                 });
                 interp::run(self, 0)
             }

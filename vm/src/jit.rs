@@ -87,15 +87,20 @@ pub enum JitMode {
     Auto,
     /// Every host function before its first call.
     Eager,
+    /// For testing on-stack replacement: as `Auto` on the calling thread alone, except that
+    /// a function with a loop starts in the interpreter and moves to its compiled code
+    /// (compiled then) at its first backward jump.
+    Osr,
 }
 
 impl JitMode {
-    /// Parses `off`, `auto` or `eager` (the `--jit` and `CAJETA_JIT` values).
+    /// Parses `off`, `auto`, `eager` or `osr` (the `--jit` and `CAJETA_JIT` values).
     pub fn parse(s: &str) -> Option<JitMode> {
         match s {
             "off" => Some(JitMode::Off),
             "auto" => Some(JitMode::Auto),
             "eager" => Some(JitMode::Eager),
+            "osr" => Some(JitMode::Osr),
             _ => None,
         }
     }
@@ -109,7 +114,7 @@ impl JitMode {
     pub fn from_env() -> Result<Option<JitMode>, String> {
         match std::env::var("CAJETA_JIT") {
             Ok(v) if !v.trim().is_empty() => JitMode::parse(v.trim()).map(Some).ok_or_else(|| {
-                format!("invalid JIT mode '{v}' in CAJETA_JIT (expected off, auto or eager)")
+                format!("invalid JIT mode '{v}' in CAJETA_JIT (expected off, auto, eager or osr)")
             }),
             _ => Ok(None),
         }
@@ -122,6 +127,7 @@ impl fmt::Display for JitMode {
             JitMode::Off => "off",
             JitMode::Auto => "auto",
             JitMode::Eager => "eager",
+            JitMode::Osr => "osr",
         })
     }
 }
@@ -133,10 +139,23 @@ enum Slot {
     Counting { calls: u32, threshold: u32 },
     /// Interpreted until the worker's code for it is ready.
     Background,
-    /// Compiled: calls enter here.
-    Compiled(JitFn),
+    /// Compiled: calls enter at `entry`; with `osr`, the code also has entries at the
+    /// function's loop headers ([`Jit::compile_osr`]).
+    Compiled { entry: JitFn, osr: bool },
     /// Refused or not a host function: always interpreted.
     Interpreted,
+}
+
+/// Whether and how functions with loops start in the interpreter and move to their compiled
+/// code at a backward jump (on-stack replacement).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Osr {
+    /// They are compiled before their first run.
+    Off,
+    /// `auto` with a worker: the worker compiles them while they start interpreted.
+    Background,
+    /// `osr`: compiled on the VM's thread at their first backward jump.
+    Stress,
 }
 
 /// An error a hook recorded while compiled code runs, turned into a [`RuntimeError`] once the
@@ -155,6 +174,8 @@ pub(crate) struct JitState {
     worker: Option<Worker>,
     /// Whether a worker may be started (`auto` mode, not metered).
     background: bool,
+    /// Whether functions with loops start in the interpreter (see [`Vm::osr_enter`]).
+    osr: Osr,
     /// Owned (from `Box::into_raw`, freed in `Drop`); kept outside `Vm` so that compiled code
     /// and hooks can use it while the VM itself is borrowed.
     ctx: *mut JitContext,
@@ -176,7 +197,12 @@ impl JitState {
             self.background = cores > 1;
         }
         if self.worker.is_none() && self.background {
-            self.worker = self.jit.companion().ok().and_then(Worker::start);
+            let osr = self.osr == Osr::Background;
+            self.worker = self
+                .jit
+                .companion()
+                .ok()
+                .and_then(|j| Worker::start(j, osr));
             self.background = self.worker.is_some();
         }
         self.worker.as_ref()
@@ -307,7 +333,7 @@ impl Vm {
                 }
                 info.tier.set(TIER_JIT);
                 let threshold = match mode {
-                    JitMode::Auto if !has_loop(f) => AUTO_CALLS,
+                    JitMode::Auto | JitMode::Osr if !has_loop(f) => AUTO_CALLS,
                     _ => 0,
                 };
                 Slot::Counting {
@@ -321,10 +347,26 @@ impl Vm {
             self.max_depth as u64,
         )));
         let background = mode == JitMode::Auto && !self.metered;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let osr = match mode {
+            JitMode::Auto if background && cores > 1 => Osr::Background,
+            JitMode::Osr if !self.metered => Osr::Stress,
+            _ => Osr::Off,
+        };
+        if osr != Osr::Off {
+            // Now, while no code runs: lowering appends to the constant cells.
+            let module = Arc::clone(&self.module);
+            for (g, f) in module.functions.iter().enumerate() {
+                if jit.osr_supported(g as u32) {
+                    self.fns[g].lower_for_osr(f, &mut self.kvals);
+                }
+            }
+        }
         self.jit = Some(Box::new(JitState {
             jit,
             worker: None,
             background,
+            osr,
             ctx,
             slots,
             mode,
@@ -347,7 +389,7 @@ impl Vm {
         let st = self.jit.as_mut()?;
         let slot = st.slots.get_mut(func as usize)?;
         match *slot {
-            Slot::Compiled(entry) => {
+            Slot::Compiled { entry, .. } => {
                 if st.active > 0 && below_native_limit(st.ctx) {
                     return None;
                 }
@@ -375,6 +417,30 @@ impl Vm {
                         return None;
                     }
                 }
+                // One with loops starts in the interpreter, if it can move to its code at a
+                // backward jump (its first frame: frames keep the code they started in).
+                let info = &self.fns[func as usize];
+                if st.osr != Osr::Off
+                    && info.has_osr_code()
+                    && !self.frames.iter().any(|fr| fr.func == func)
+                {
+                    let queued = match st.osr {
+                        Osr::Background => st.worker().map(|w| w.request(func)).is_some(),
+                        _ => true,
+                    };
+                    if queued && info.switch_to_osr_code() {
+                        st.slots[func as usize] = Slot::Background;
+                        if st.osr == Osr::Background {
+                            let callees = st.loop_callees(&self.module, func);
+                            if let Some(w) = st.worker.as_ref() {
+                                for g in callees {
+                                    w.request(g);
+                                }
+                            }
+                        }
+                        return None;
+                    }
+                }
                 let (result, background) = st.compile_now(&self.module, func);
                 self.install(func, result, background);
                 self.jit_entry(func)
@@ -391,7 +457,10 @@ impl Vm {
         let name = |g: u32| self.module.functions[g as usize].name.as_str();
         let line = match result {
             Ok(c) => {
-                st.slots[func as usize] = Slot::Compiled(c.entry);
+                st.slots[func as usize] = Slot::Compiled {
+                    entry: c.entry,
+                    osr: c.osr,
+                };
                 let mut notes: Vec<String> = Vec::new();
                 if !c.inlined.is_empty() {
                     let names: Vec<&str> = c.inlined.iter().map(|&g| name(g)).collect();
@@ -476,6 +545,96 @@ impl Vm {
                 Ok(true)
             }
             Err(mut e) => {
+                e.trace.extend(self.host_trace(ip));
+                Err(e)
+            }
+        }
+    }
+
+    /// At a backward jump in OSR code (`XOp::OsrJmp*`): whether the running function may
+    /// have compiled code to move to ([`Vm::osr_enter`]). A few loads; such code runs only
+    /// while a function waits for its compiled code (or for good when the JIT refused it).
+    #[inline(always)]
+    pub(crate) fn osr_due(&self) -> bool {
+        let (Some(st), Some(frame)) = (self.jit.as_deref(), self.frames.last()) else {
+            return false;
+        };
+        let func = frame.func;
+        match st.osr {
+            Osr::Off => false,
+            Osr::Stress => true,
+            Osr::Background => {
+                st.worker.as_ref().is_some_and(|w| w.ready(func))
+                    || matches!(
+                        st.slots.get(func as usize),
+                        Some(Slot::Compiled { osr: true, .. })
+                    )
+            }
+        }
+    }
+
+    /// On-stack replacement: the running frame (the top one, interpreting OSR code) is at a
+    /// backward jump to `target`. If its function's compiled code is ready and has entries at
+    /// its loop headers, the frame is popped and the code entered at `target` with the
+    /// frame's window, and the activation's result comes back as `Some((cell, has_result))`
+    /// (the ownership bit in `vm.own`), for the interpreter to return as the frame would
+    /// have. `None`: keep interpreting. An error's trace ends with the interpreter's frames
+    /// below, as for a call into compiled code.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn osr_enter(&mut self, target: u32) -> Result<Option<(u64, bool)>, RuntimeError> {
+        let Some(&frame) = self.frames.last() else {
+            return Ok(None);
+        };
+        let func = frame.func;
+        let Some(st) = self.jit.as_mut() else {
+            return Ok(None);
+        };
+        if matches!(st.slots.get(func as usize), Some(Slot::Background)) {
+            let result = match st.osr {
+                Osr::Stress => Some((
+                    st.jit.compile_osr(func).map(|c| Compiled::new(&st.jit, c)),
+                    false,
+                )),
+                _ => st
+                    .worker
+                    .as_ref()
+                    .and_then(|w| w.poll(func))
+                    .map(|r| (r, true)),
+            };
+            match result {
+                Some((result, background)) => self.install(func, result, background),
+                None => return Ok(None),
+            }
+        }
+        let Some(st) = self.jit.as_mut() else {
+            return Ok(None);
+        };
+        let Some(&Slot::Compiled { entry, osr: true }) = st.slots.get(func as usize) else {
+            return Ok(None);
+        };
+        if st.active > 0 && below_native_limit(st.ctx) {
+            return Ok(None);
+        }
+        let ctx = st.ctx;
+        if st.verbose {
+            let name = &self.module.functions[func as usize].name;
+            let line = format!("jit: {name} continues in compiled code at pc {target}");
+            self.out.write(true, &line, true);
+        }
+        self.frames.pop();
+        // SAFETY: the context is live (owned by the JIT state) and no compiled code runs.
+        unsafe { (*ctx).osr_pc = u64::from(target) + 1 };
+        let result = self.jit_enter(entry, frame.base);
+        // SAFETY: as above. (The prologue clears it, but not when it fails at the depth limit.)
+        unsafe { (*ctx).osr_pc = 0 };
+        match result {
+            Ok(v) => Ok(Some((
+                v,
+                self.module.functions[func as usize].ret.is_some(),
+            ))),
+            Err(mut e) => {
+                let ip = self.frames.last().map_or(std::ptr::null(), |f| f.ip);
                 e.trace.extend(self.host_trace(ip));
                 Err(e)
             }
@@ -660,7 +819,7 @@ hook!(h_call_interp(func: u32, regs: *mut u64) |c, vm| {
     let Some(info) = vm.fns.get(func as usize) else {
         return fail(vm, Fault::DeviceOnly);
     };
-    let (nregs, ip) = (info.nregs as usize, info.lowered.as_ptr());
+    let (nregs, ip) = (info.nregs as usize, info.code());
     let base = (regs as usize).wrapping_sub(stack_base as usize) / 8;
     if base + nregs > vm.stack.len() {
         if let Err(f) = vm.grow_stack(base + nregs) {
@@ -719,7 +878,7 @@ hook!(h_xpu(func: u32, op: u32, abc: u64, base: u64) |ctx, vm| {
         c: (abc >> 32) as u16,
     };
     let base = base as usize;
-    let ip = info.lowered.as_ptr();
+    let ip = info.code();
     vm.frames.push(Frame { func, base, ip });
     let r = crate::xpu::exec_compiled(vm, base, x);
     vm.frames.pop();

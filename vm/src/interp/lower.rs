@@ -202,6 +202,14 @@ macro_rules! define_xops {
             JmpIfBack,
             /// Metered code only: a backward `jmpifnot`, one unit of fuel when it jumps.
             JmpIfNotBack,
+            /// Code lowered for on-stack replacement only (see [`lower`]): a backward `jmp`
+            /// where the activation may move to the function's compiled code
+            /// (`Vm::osr_enter`).
+            OsrJmp,
+            /// The same for a backward `jmpif`, when it jumps.
+            OsrJmpIf,
+            /// The same for a backward `jmpifnot`, when it jumps.
+            OsrJmpIfNot,
             /// The whole body of a native function (no bytecode): calls the host function
             /// registered for the running function with its parameter registers, then
             /// returns its result (`a == 1`) or nothing (`a == 0`).
@@ -368,7 +376,12 @@ fn mul_add_op(mul: Op, t: u16, next: Instr) -> Option<XOp> {
 /// (target `<=` its own pc) `JmpBack`/`JmpIfBack`/`JmpIfNotBack`; superinstructions that
 /// would absorb a backward jump (`Loop*`, a `Br*` whose branch goes back) are not formed. Code
 /// lowered without `metered` has no check point at all, so an unmetered VM pays nothing.
-pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>, metered: bool) -> Box<[XInstr]> {
+///
+/// With `osr` (never together with `metered`) every backward jump instead becomes
+/// `OsrJmp`/`OsrJmpIf`/`OsrJmpIfNot`, the points where an activation that started in the
+/// interpreter may move to compiled code, with the same superinstructions left out. The VM
+/// runs such code only while a function's compiled code is being made.
+pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>, metered: bool, osr: bool) -> Box<[XInstr]> {
     if f.kind == FnKind::Native {
         return Box::new([XInstr {
             op: XOp::NativeCall,
@@ -389,8 +402,9 @@ pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>, metered: bool) -> Box<[X
         })
         .collect();
     let is_target_ok = |t: u32| (t as usize) < n;
-    // A jump at `pc` to `t` goes back (a check point when metered).
-    let back = |pc: usize, t: u32| metered && t as usize <= pc;
+    // A jump at `pc` to `t` goes back (a check point when metered or for OSR).
+    let checked = metered || osr;
+    let back = |pc: usize, t: u32| checked && t as usize <= pc;
     if metered {
         for (p, (i, x)) in code.iter().zip(out.iter_mut()).enumerate() {
             x.op = match i.op {
@@ -398,6 +412,15 @@ pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>, metered: bool) -> Box<[X
                 Op::Jmp if back(p, i.bc()) => XOp::JmpBack,
                 Op::JmpIf if back(p, i.bc()) => XOp::JmpIfBack,
                 Op::JmpIfNot if back(p, i.bc()) => XOp::JmpIfNotBack,
+                _ => continue,
+            };
+        }
+    } else if osr {
+        for (p, (i, x)) in code.iter().zip(out.iter_mut()).enumerate() {
+            x.op = match i.op {
+                Op::Jmp if back(p, i.bc()) => XOp::OsrJmp,
+                Op::JmpIf if back(p, i.bc()) => XOp::OsrJmpIf,
+                Op::JmpIfNot if back(p, i.bc()) => XOp::OsrJmpIfNot,
                 _ => continue,
             };
         }
@@ -449,8 +472,8 @@ pub(crate) fn lower(f: &Function, kvals: &mut Vec<u64>, metered: bool) -> Box<[X
     // Counted-loop back-edges: `addi r, r, k` at p, `jmp H` at p + 1, a loop test at H. The
     // slot keeps `r` and `k` and takes `H` in `b` (free since the source is `r` too), so the
     // jump needs no load of the `jmp` slot: the next pc is known as soon as the slot is.
-    // (Not in metered code: the `jmp` is a check point.)
-    for p in 0..if metered { 0 } else { n.saturating_sub(1) } {
+    // (Not in metered or OSR code: the `jmp` is a check point.)
+    for p in 0..if checked { 0 } else { n.saturating_sub(1) } {
         let (add, jmp) = (code[p], code[p + 1]);
         let head = jmp.bc();
         if jmp.op != Op::Jmp || !is_target_ok(head) || head > u16::MAX as u32 || add.a != add.b {
@@ -536,7 +559,7 @@ mod tests {
             Instr::with_bc(Op::Jmp, 0, 1),
             Instr::new(Op::RetVoid, 0, 0, 0),
         ];
-        let low = lower(&f(code.clone()), &mut vec![], false);
+        let low = lower(&f(code.clone()), &mut vec![], false, false);
         assert_eq!(low.len(), code.len());
         assert_eq!(low[0].op, XOp::BrKNotLtS, "loadi then the fused test");
         assert_eq!(low[1].op, XOp::BrNotLtS);
@@ -568,7 +591,7 @@ mod tests {
             Instr::new(Op::RetVoid, 0, 0, 0),
         ];
         let mut kvals = vec![99];
-        let low = lower(&f(code), &mut kvals, false);
+        let low = lower(&f(code), &mut kvals, false, false);
         assert_eq!(
             low[0],
             XInstr {
@@ -602,13 +625,13 @@ mod tests {
             Instr::new(Op::AddF64, 1, 2, 3), // does not read the product
             Instr::new(Op::RetVoid, 0, 0, 0),
         ];
-        let low = lower(&f(code), &mut vec![], false);
+        let low = lower(&f(code), &mut vec![], false, false);
         assert_eq!(low[0].op, XOp::LtI64);
         assert_eq!(low[2].op, XOp::AddImmI64);
         assert_eq!(low[4].op, XOp::MulF64);
     }
     #[test]
-    fn metered_code_keeps_every_check_point() {
+    fn metered_and_osr_code_keep_every_check_point() {
         let code = vec![
             Instr::with_bc(Op::LoadI, 1, 0),
             Instr::new(Op::LtI64, 3, 1, 0), // 1: head
@@ -620,15 +643,22 @@ mod tests {
             Instr::with_bc(Op::Jmp, 0, 1),
             Instr::new(Op::RetVoid, 0, 0, 0),
         ];
-        let plain = lower(&f(code.clone()), &mut vec![], false);
+        let plain = lower(&f(code.clone()), &mut vec![], false, false);
         assert_eq!(plain[4].op, XOp::BrLtS, "unmetered: the back branch fuses");
         assert_eq!(plain[6].op, XOp::LoopI64Lt);
-        let low = lower(&f(code), &mut vec![], true);
+        let low = lower(&f(code.clone()), &mut vec![], true, false);
         assert_eq!(low[1].op, XOp::BrNotLtS, "forward branches still fuse");
         assert_eq!(low[3].op, XOp::CallMetered);
         assert_eq!(low[4].op, XOp::LtI64, "no Br* over a backward branch");
         assert_eq!(low[5].op, XOp::JmpIfBack);
         assert_eq!(low[6].op, XOp::AddImmI64, "no Loop* superinstruction");
         assert_eq!(low[7].op, XOp::JmpBack);
+        let osr = lower(&f(code), &mut vec![], false, true);
+        assert_eq!(osr[1].op, XOp::BrNotLtS, "forward branches still fuse");
+        assert_eq!(osr[3].op, XOp::Call, "calls are no switch points");
+        assert_eq!(osr[4].op, XOp::LtI64, "no Br* over a backward branch");
+        assert_eq!(osr[5].op, XOp::OsrJmpIf);
+        assert_eq!(osr[6].op, XOp::AddImmI64, "no Loop* superinstruction");
+        assert_eq!(osr[7].op, XOp::OsrJmp);
     }
 }

@@ -70,7 +70,7 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
     let mut base = top.base;
     // SAFETY: `Vm::call_index` pushed a frame for an existing function (index < fns.len()).
     let mut info: &FnInfo = unsafe { &*fns.add(top.func as usize) };
-    let mut code = info.lowered.as_ptr();
+    let mut code = info.code();
     let mut nregs = info.nregs as usize;
     let mut ip = top.ip;
     // SAFETY: `Vm::call_index` made the stack at least `base + nregs` cells long (window fits).
@@ -130,10 +130,10 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             return Err(vm.fault(ip, f));
         }};
     }
-    // Restores the caller's state after a return; leaves `run` if that was the entry frame.
-    macro_rules! pop_frame {
+    // Once the running frame is gone: leaves `run` with `$v` if that was the entry frame,
+    // else restores the caller's state.
+    macro_rules! resume_caller {
         ($v:expr) => {{
-            vm.frames.pop();
             if vm.frames.len() == stop {
                 return Ok($v);
             }
@@ -142,11 +142,18 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             // SAFETY: frames only hold existing function indices (V-FUNC at their call).
             info = unsafe { &*fns.add(caller.func as usize) };
             base = caller.base;
-            code = info.lowered.as_ptr();
+            code = info.code();
             nregs = info.nregs as usize;
             ip = caller.ip;
             // SAFETY: the caller's window fitted when it was entered; the stack only grows.
             regs = unsafe { vm.stack.as_mut_ptr().add(base) };
+        }};
+    }
+    // Restores the caller's state after a return; leaves `run` if that was the entry frame.
+    macro_rules! pop_frame {
+        ($v:expr) => {{
+            vm.frames.pop();
+            resume_caller!($v);
         }};
     }
     // Returns `$v` into the caller's result register (the `a` of its `call`).
@@ -377,6 +384,32 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             vm.fuel -= 1;
         }};
     }
+    // A backward jump to `$t` in code lowered for on-stack replacement: once the function's
+    // compiled code is ready, the rest of the activation runs there (`Vm::osr_enter`, which
+    // pops the frame), and what it returns is this frame's return.
+    macro_rules! osr_jump {
+        ($t:expr) => {{
+            let t: u32 = $t;
+            let mut returned = None;
+            if vm.osr_due() {
+                returned = vm.osr_enter(t)?;
+            }
+            match returned {
+                None => {
+                    // SAFETY: V-JUMP.
+                    ip = unsafe { code.add(t as usize) };
+                }
+                Some((v, has_result)) => {
+                    resume_caller!(v);
+                    if has_result {
+                        // SAFETY: the caller's `ip` is just after its `call`, inside its code.
+                        let call = unsafe { *ip.sub(1) };
+                        wr!(call.a, v);
+                    }
+                }
+            }
+        }};
+    }
     // Entering `run` is entering a function (`Vm::call_index`'s entry, or an interpreted callee of
     // compiled code): a check point in a metered VM. One predictable branch per activation.
     if vm.metered {
@@ -418,11 +451,11 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                 vm.frames.push(Frame {
                     func: callee as u32,
                     base: new_base,
-                    ip: cinfo.lowered.as_ptr(),
+                    ip: cinfo.code(),
                 });
                 info = cinfo;
                 base = new_base;
-                code = info.lowered.as_ptr();
+                code = info.code();
                 nregs = info.nregs as usize;
                 ip = code;
                 // SAFETY: stack.len() >= top = base + nregs (checked above): window fits.
@@ -490,6 +523,17 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                     charge!();
                     // SAFETY: V-JUMP.
                     ip = unsafe { code.add(ins.bc() as usize) };
+                }
+            }
+            XOp::OsrJmp => osr_jump!(ins.bc()),
+            XOp::OsrJmpIf => {
+                if rd!(ins.a()) != 0 {
+                    osr_jump!(ins.bc());
+                }
+            }
+            XOp::OsrJmpIfNot => {
+                if rd!(ins.a()) == 0 {
+                    osr_jump!(ins.bc());
                 }
             }
             XOp::Call => call!(false),

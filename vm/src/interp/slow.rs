@@ -144,7 +144,7 @@ impl Vm {
     /// The pc of the instruction before `resume` in function `func`'s lowered code (which
     /// keeps the bytecode's pcs).
     fn pc_before(&self, func: u32, resume: *const XInstr) -> u32 {
-        let start = self.fns[func as usize].lowered.as_ptr() as usize;
+        let start = self.fns[func as usize].code() as usize;
         ((resume as usize).wrapping_sub(start) / std::mem::size_of::<XInstr>()).saturating_sub(1)
             as u32
     }

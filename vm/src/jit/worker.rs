@@ -31,6 +31,8 @@ pub(crate) struct Compiled {
     pub inlined: Vec<u32>,
     pub tail_call: Option<u32>,
     pub single_pass: bool,
+    /// The code has entries at the function's loop headers (`Jit::compile_osr`).
+    pub osr: bool,
 }
 
 impl Compiled {
@@ -44,6 +46,7 @@ impl Compiled {
             inlined: jit.inlined(c.func).to_vec(),
             tail_call: c.tail_call,
             single_pass: c.single_pass,
+            osr: c.osr,
         }
     }
 }
@@ -100,9 +103,10 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    /// Starts the thread with `jit` (a companion of the VM's own JIT). `None` if the thread
-    /// cannot be started: the VM then compiles everything itself.
-    pub(crate) fn start(jit: Jit) -> Option<Worker> {
+    /// Starts the thread with `jit` (a companion of the VM's own JIT), compiling functions
+    /// with entries at their loop headers if `osr` (`Jit::compile_osr`). `None` if the
+    /// thread cannot be started: the VM then compiles everything itself.
+    pub(crate) fn start(jit: Jit, osr: bool) -> Option<Worker> {
         let n = jit.module().functions.len();
         let shared = Arc::new(Shared {
             jobs: Mutex::new(Jobs {
@@ -117,7 +121,7 @@ impl Worker {
         let for_thread = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("cajeta-jit".into())
-            .spawn(move || run(jit, &for_thread))
+            .spawn(move || run(jit, osr, &for_thread))
             .ok()?;
         Some(Worker {
             shared,
@@ -136,6 +140,14 @@ impl Worker {
             jobs.queue.push_back(func);
             self.shared.changed.notify_all();
         }
+    }
+
+    /// Whether the result for `func` is waiting (one load).
+    pub(crate) fn ready(&self, func: u32) -> bool {
+        self.shared
+            .ready
+            .get(func as usize)
+            .is_some_and(|r| r.load(Ordering::Relaxed))
     }
 
     /// The result for `func` if it is ready (cheap when it is not).
@@ -223,7 +235,7 @@ fn take(jobs: &mut Jobs, ready: &[AtomicBool], func: u32) -> Option<Result<Compi
 
 /// The worker thread: compiles queued functions in order until told to stop; its JIT, and
 /// the code in it, is freed when it returns.
-fn run(mut jit: Jit, shared: &Shared) {
+fn run(mut jit: Jit, osr: bool, shared: &Shared) {
     loop {
         let func = {
             let mut jobs = shared.lock();
@@ -241,7 +253,12 @@ fn run(mut jit: Jit, shared: &Shared) {
         // A panic in the compiler (a bug) must not leave the VM waiting for this job: it
         // fails, and so does every queued job, since the JIT may be left half-way.
         let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            jit.compile(func).map(|c| Compiled::new(&jit, c))
+            let compiled = if osr {
+                jit.compile_osr(func)
+            } else {
+                jit.compile(func)
+            };
+            compiled.map(|c| Compiled::new(&jit, c))
         }));
         let panicked = compiled.is_err();
         let failed = |g: u32| {
