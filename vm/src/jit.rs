@@ -6,12 +6,28 @@
 //!
 //! * `off`: everything is interpreted;
 //! * `auto` (the default of [`crate::RunOptions`]): a function containing a loop (a backward
-//!   jump) is compiled before its first run, any other host function once it has been called
-//!   [`AUTO_CALLS`] times. Where a second thread is available ([`worker`]), a loop-free
-//!   function is compiled there, its calls staying interpreted until the code is ready; and
-//!   while the VM compiles a function itself, the worker compiles that function's callees
-//!   with loops, which are likely to run soon;
+//!   jump) is compiled at its first call, any other host function once it has been called
+//!   [`AUTO_CALLS`] times. Where a second thread is available ([`worker`]), both are
+//!   compiled there, and the calls stay interpreted until the code is ready; the worker also
+//!   compiles the callees with loops of a function with loops, which are likely to run soon.
+//!   Without a worker, a function with a loop is compiled before its first run.
 //! * `eager`: every host function is compiled before its first call, on the calling thread.
+//! * `osr`: for testing on-stack replacement (below): every function with a loop starts in
+//!   the interpreter and moves to its code, compiled then on the calling thread, at its first
+//!   backward jump.
+//!
+//! # On-stack replacement
+//!
+//! A function with a loop that starts interpreted runs a second lowering of its code
+//! (`FnInfo::switch_to_osr_code`, chosen at its first call, when no frame of it exists, so
+//! every frame runs the lowering it started in) whose backward jumps check whether the code is
+//! ready ([`Vm::osr_due`]: a few loads). At the first one after it is, [`Vm::osr_enter`] pops
+//! the frame and enters the code compiled by `Jit::compile_osr` at the jump's target, with
+//! the frame's window; what the code returns (or the error it raises) is the frame's. A call
+//! of the function made meanwhile starts its own activation, which moves on its own. So a
+//! short run no longer waits for the compiler (a program whose loops finish in a few
+//! milliseconds runs about twice as fast from start to end), and a long one loses nothing:
+//! it moves to compiled code about when it would have started it.
 //!
 //! A metered VM (fuel or an interrupt handle) compiles everything on the calling thread, so
 //! that the points where it stops do not depend on timing.
