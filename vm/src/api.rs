@@ -416,7 +416,7 @@ impl Vm {
                 ),
             ));
         }
-        let epoch = self.begin_call(func);
+        let epoch = self.begin_call(func)?;
         for (i, arg) in args.iter().enumerate() {
             match self.arg_cell(arg, f.regs[i]) {
                 Some(cell) => self.stack[i] = cell,
@@ -442,15 +442,27 @@ impl Vm {
     /// Starts a top-level call of `func` (an existing function): no frames, a stack that
     /// holds its window, a new allocation epoch (returned). The caller then writes the
     /// arguments to `stack[0..]` and calls [`Vm::enter`].
-    pub(crate) fn begin_call(&mut self, func: u32) -> u32 {
+    ///
+    /// # Errors
+    ///
+    /// `E-MEMORY` when the window does not fit in the memory limit (the register stack counts
+    /// towards it, as in calls the program makes).
+    pub(crate) fn begin_call(&mut self, func: u32) -> Result<u32, RuntimeError> {
         self.frames.clear();
         self.frames_floor = 0;
         self.hidden_frames = 0;
         let nregs = self.fns.get(func as usize).map_or(0, |f| f.nregs as usize);
         if self.stack.len() < nregs {
-            self.stack.resize(nregs, 0);
+            if let Err(f) = self.grow_stack(nregs) {
+                let (code, message) = self.describe(f, None);
+                return Err(RuntimeError {
+                    code: code.code(),
+                    message,
+                    trace: Vec::new(),
+                });
+            }
         }
-        self.heap.next_epoch()
+        Ok(self.heap.next_epoch())
     }
 
     /// Runs `func` with its arguments in place (after [`Vm::begin_call`]) and returns its

@@ -106,6 +106,31 @@ fn the_register_stack_counts_towards_the_memory_limit() {
 }
 
 #[test]
+fn an_embedders_call_window_counts_towards_the_memory_limit() {
+    // The entry's own window (65 535 registers: 512 KiB) does not fit under a 256 KiB limit:
+    // E-MEMORY before the call starts, and the VM stays usable for a small function.
+    let big = func(
+        "demo.Main.big",
+        0,
+        None,
+        vec![I64; 65535],
+        vec![i(Op::RetVoid, 0, 0, 0)],
+    );
+    let small = func(
+        "demo.Main.small",
+        0,
+        None,
+        vec![I64],
+        vec![i(Op::RetVoid, 0, 0, 0)],
+    );
+    let mut vm = new_vm(module(vec![big, small]));
+    vm.set_memory_limit(Some(256 << 10));
+    let e = vm.call_index(0, &[]).unwrap_err();
+    assert_eq!(e.code, "E-MEMORY", "{}", e.message);
+    assert_eq!(vm.call_index(1, &[]).unwrap(), None);
+}
+
+#[test]
 fn runaway_recursion_is_e_stack_not_a_crash() {
     let mut vm = new_vm(module(vec![deep()]));
     let e = vm.call_index(0, &[Value::I64(10_000_000)]).unwrap_err();

@@ -788,7 +788,7 @@ impl Vm {
         if self.needs_init {
             self.run_static_init()?;
         }
-        let epoch = self.begin_call(sig.func);
+        let epoch = self.begin_call(sig.func)?;
         let mut temps = Temps::default();
         let cells = match args.into_cells(self, &sig.params, &mut temps) {
             Ok(c) => c,
