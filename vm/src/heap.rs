@@ -687,6 +687,18 @@ impl Heap {
         &self.device_bytes
     }
 
+    /// Bytes counted towards the limit: host objects, device memory, the register stack.
+    fn in_use(&self) -> u64 {
+        self.host_bytes
+            .saturating_add(self.device_bytes.get())
+            .saturating_add(self.stack_bytes)
+    }
+
+    /// Bytes that still fit under the limit (`u64::MAX` less what is in use, without one).
+    pub fn room(&self) -> u64 {
+        self.limit.saturating_sub(self.in_use())
+    }
+
     /// Checks that `bytes` more fit under the memory limit.
     ///
     /// # Errors
@@ -696,10 +708,7 @@ impl Heap {
         if self.limit == u64::MAX {
             return Ok(());
         }
-        let in_use = self
-            .host_bytes
-            .saturating_add(self.device_bytes.get())
-            .saturating_add(self.stack_bytes);
+        let in_use = self.in_use();
         if in_use.saturating_add(bytes) > self.limit {
             return Err(AllocError::Memory {
                 requested: bytes,

@@ -410,10 +410,11 @@ impl Vm {
         }
     }
 
-    /// Grows the register stack to at least `top` cells: doubling, or only to `top` when
-    /// doubling would pass the memory limit. The caller re-derives its register pointer
-    /// afterwards. The growth counts towards the limit (`E-MEMORY` past it, or when the system
-    /// refuses the memory; never an abort).
+    /// Grows the register stack to at least `top` cells: doubling, or when that would pass
+    /// the memory limit by half the room left under it (so that a recursion approaching the
+    /// limit grows the stack a few more times, not at every call), or only to `top`. The
+    /// caller re-derives its register pointer afterwards. The growth counts towards the limit
+    /// (`E-MEMORY` past it, or when the system refuses the memory; never an abort).
     #[cold]
     #[inline(never)]
     pub(crate) fn grow_stack(&mut self, top: usize) -> Result<(), Fault> {
@@ -421,7 +422,12 @@ impl Vm {
         let mut refused = Fault::OutOfMemory {
             requested: (top.saturating_sub(old) as u64).saturating_mul(8),
         };
-        for len in [top.max(old.saturating_mul(2)), top] {
+        let half_room = usize::try_from(self.heap.room() / 16).unwrap_or(usize::MAX);
+        for len in [
+            top.max(old.saturating_mul(2)),
+            top.max(old.saturating_add(half_room)),
+            top,
+        ] {
             let extra = len.saturating_sub(old);
             let bytes = (extra as u64).saturating_mul(8);
             if let Err(e) = self.heap.check_room(bytes) {
