@@ -124,7 +124,9 @@ fn max_memory_takes_a_size_or_none() {
 
 /// Running out of memory is `E-MEMORY` with the output so far intact, never an abort: under
 /// an address-space limit (`ulimit -v`) the default memory limit comes from it, and without
-/// a limit (`--max-memory none`) the refused allocation itself is caught.
+/// a limit (`--max-memory none`) the refused allocation itself is caught. (Under the default
+/// limit either may come first: the JIT's code reservations, a background compiler's among
+/// them, take address space the limit does not count.)
 #[test]
 fn running_out_of_memory_is_a_runtime_error_not_an_abort() {
     let d = tmp_dir("out-of-memory");
@@ -134,7 +136,7 @@ fn running_out_of_memory_is_a_runtime_error_not_an_abort() {
         b"public class Grow { public static void main() { String s = \"x\"; for (int32 i = 0; i < 62; i = i + 1) { s = s + s; System.stdout.println(\"{}\", i); } } }",
     );
     for (limit, says) in [
-        ("", "E-MEMORY: memory limit exceeded"),
+        ("", "E-MEMORY: "),
         (
             "--max-memory none",
             "E-MEMORY: out of memory: the system refused",
