@@ -1411,10 +1411,9 @@ impl FnBuilder<'_> {
         if v.ty == Ty::Error || self.void_value(&v, e.span) {
             return Val::error();
         }
+        // §3.1: `T` primitive; anything else, an array type too (even the operand's own:
+        // a reference cast, T3), is a mismatch.
         let (Some(from), Ty::Prim(to)) = (v.ty.scalar(), target.clone()) else {
-            if v.ty == target {
-                return v;
-            }
             let (a, b) = (self.ty_name(&v.ty), self.ty_name(&target));
             self.error(code::TYPE_MISMATCH, span, format!("cannot cast {a} to {b}"));
             return Val::error();
