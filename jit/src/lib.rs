@@ -396,15 +396,14 @@ impl Jit {
     }
 
     /// Whether [`Jit::compile_osr`] gives function `func` entries at its loop headers: a
-    /// host function with a backward jump, not too large for the liveness analysis the
-    /// entries need, and this JIT without fuel (whose check points the switch would move).
+    /// host function with a backward jump and nothing the JIT refuses, not too large for the
+    /// liveness analysis the entries need, and this JIT without fuel (whose check points the
+    /// switch would move).
     pub fn osr_supported(&self, func: u32) -> bool {
         !self.options.fuel
-            && self
-                .module
-                .functions
-                .get(func as usize)
-                .is_some_and(osr::supported)
+            && self.module.functions.get(func as usize).is_some_and(|f| {
+                osr::supported(f) && !f.code.iter().any(|i| translate::unsupported(i.op))
+            })
     }
 
     fn compile_with(&mut self, func: u32, osr: bool) -> Result<CompiledFn, JitError> {
