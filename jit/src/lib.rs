@@ -80,6 +80,10 @@
 //! * **Strings and the collector.** JIT frames are not in the embedder's frame list: while
 //!   JIT code is active, a collector must treat every cell of the register stack as a
 //!   possible root (conservatively; a stale cell only keeps a string alive a little longer).
+//! * **On-stack replacement** (optional, [`Jit::compile_osr`]): code compiled so can also be
+//!   entered at a loop header of a function the embedder started interpreting, with the
+//!   interpreter's window and [`JitContext::osr_pc`] naming the header; the embedder sets
+//!   `osr_pc` just before such an entry and clears it after.
 //! * **No traps, no unwinding.** Compiled code never executes a hardware trap: every runtime
 //!   check branches to a cold exit. Hooks must not unwind (wrap them in [`guard`]); this
 //!   crate's own helpers cannot.
