@@ -525,17 +525,6 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
                     ip = unsafe { code.add(ins.bc() as usize) };
                 }
             }
-            XOp::OsrJmp => osr_jump!(ins.bc()),
-            XOp::OsrJmpIf => {
-                if rd!(ins.a()) != 0 {
-                    osr_jump!(ins.bc());
-                }
-            }
-            XOp::OsrJmpIfNot => {
-                if rd!(ins.a()) == 0 {
-                    osr_jump!(ins.bc());
-                }
-            }
             XOp::Call => call!(false),
             XOp::CallMetered => call!(true),
             XOp::Ret => {
@@ -1055,6 +1044,17 @@ pub(crate) fn run(vm: &mut Vm, stop: usize) -> Result<u64, RuntimeError> {
             XOp::MulSubF32 => mul_add!(f32b, bf32, b, |o, t| o - t),
             XOp::MulRsubF32 => mul_add!(f32b, bf32, c, |o, t| t - o),
 
+            // One arm for the three, so that the switch's code is there once.
+            XOp::OsrJmp | XOp::OsrJmpIf | XOp::OsrJmpIfNot => {
+                let taken = match ins.op() {
+                    XOp::OsrJmp => true,
+                    XOp::OsrJmpIf => rd!(ins.a()) != 0,
+                    _ => rd!(ins.a()) == 0,
+                };
+                if taken {
+                    osr_jump!(ins.bc());
+                }
+            }
             XOp::NativeCall => {
                 // The host function cannot reach the stack, so `regs` stays valid.
                 let v = vm.native_call(ip)?;
