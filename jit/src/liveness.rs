@@ -3,7 +3,9 @@
 //!
 //! Lockstep code leaves lockstep by storing each lane's registers; only the live ones matter,
 //! and keeping the others out of those stores keeps them out of every register of the loop
-//! around them (see `translate/lockstep.rs`).
+//! around them (see `translate/lockstep.rs`). The dataflow itself ([`live_in_with`]) also
+//! serves the entries at loop headers of host code (`osr.rs`), with the precise per-opcode
+//! lists of `cajeta_bytecode::effects`.
 //!
 //! The analysis is conservative: an operand slot counts as a read unless it is a plain `Dst`
 //! (a `Special` slot may read; an atomic's `Dst` is read before it is written and
@@ -18,10 +20,17 @@ pub(crate) type Regs = RegSet;
 
 /// The registers live on entry to each instruction of `f`.
 pub(crate) fn live_in(f: &Function) -> Vec<Regs> {
+    let effects: Vec<(Vec<u16>, Vec<u16>)> = f.code.iter().map(|i| (reads(i), kills(i))).collect();
+    live_in_with(f, &effects)
+}
+
+/// The registers live on entry to each instruction of `f`, given per instruction the
+/// registers it reads and those it certainly overwrites: a backward dataflow to a fixed
+/// point (kernels and the functions given OSR entries are small enough for plain rounds).
+pub(crate) fn live_in_with(f: &Function, effects: &[(Vec<u16>, Vec<u16>)]) -> Vec<Regs> {
     let n = f.regs.len();
     let code = &f.code;
     let mut live = vec![Regs::new(n); code.len()];
-    // Backward dataflow to a fixed point; kernels are small, so plain rounds suffice.
     let mut changed = true;
     while changed {
         changed = false;
@@ -31,10 +40,11 @@ pub(crate) fn live_in(f: &Function) -> Vec<Regs> {
             for s in successors(pc as u32, &i, code.len()) {
                 set.union_with(&live[s as usize]);
             }
-            for r in kills(&i) {
+            let (reads, kills) = &effects[pc];
+            for &r in kills {
                 set.remove(r);
             }
-            for r in reads(&i) {
+            for &r in reads {
                 set.insert(r);
             }
             if set != live[pc] {

@@ -16,9 +16,9 @@
 //! per activation (depth, a tail-call loop's count of elided frames, which starts at this
 //! activation).
 
-use cajeta_bytecode::{effects, FnKind, Function, Module, Op, RegSet};
+use cajeta_bytecode::{effects, FnKind, Function, Module, RegSet};
 
-use crate::liveness::successors;
+use crate::liveness;
 
 /// The most registers times instructions a function may have to get entries: the liveness
 /// below is a dataflow over both (about 1 Mi words of sets at most).
@@ -77,10 +77,9 @@ pub(crate) fn entries(module: &Module, f: &Function) -> Vec<Entry> {
 /// call's result and the frame it clobbers are not counted as writes: more registers live,
 /// never fewer.)
 fn live_in(module: &Module, f: &Function) -> Vec<RegSet> {
-    let n = f.regs.len();
-    let code = &f.code;
     let (mut reads, mut writes) = (Vec::new(), Vec::new());
-    let effects: Vec<(Vec<u16>, Vec<u16>)> = code
+    let effects: Vec<(Vec<u16>, Vec<u16>)> = f
+        .code
         .iter()
         .map(|&i| {
             effects::reads(module, i, &mut reads);
@@ -88,39 +87,14 @@ fn live_in(module: &Module, f: &Function) -> Vec<RegSet> {
             (reads.clone(), writes.clone())
         })
         .collect();
-    let mut live = vec![RegSet::new(n); code.len()];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for pc in (0..code.len()).rev() {
-            let i = code[pc];
-            let mut set = RegSet::new(n);
-            if i.op != Op::SysExit {
-                for s in successors(pc as u32, &i, code.len()) {
-                    set.union_with(&live[s as usize]);
-                }
-            }
-            let (reads, writes) = &effects[pc];
-            for &r in writes {
-                set.remove(r);
-            }
-            for &r in reads {
-                set.insert(r);
-            }
-            if set != live[pc] {
-                live[pc] = set;
-                changed = true;
-            }
-        }
-    }
-    live
+    liveness::live_in_with(f, &effects)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_function::function;
-    use cajeta_bytecode::{Instr, Type};
+    use cajeta_bytecode::{Instr, Op, Type};
 
     /// `r0` counts to `r1`, summing into `r2`; `r3` is scratch written before each read.
     fn counting_loop() -> Function {

@@ -257,30 +257,9 @@ fn the_depth_limit_fails_at_the_call_site() {
     assert!(e.trace.iter().all(|t| *t == TraceEntry { func: 0, pc: 1 }));
 }
 
-/// `s = 0; for (i = 0; i < n; i++) s += i * i;` with the test at the top and one back edge.
-fn loop_fn() -> cajeta_bytecode::Function {
-    func(
-        "T.loop",
-        1,
-        Some(I64),
-        vec![I64, I64, I64, BOOL, I64],
-        vec![
-            ibc(Op::LoadI, 1, 0),
-            ibc(Op::LoadI, 2, 0),
-            i(Op::LtI64, 3, 2, 0),
-            ibc(Op::JmpIfNot, 3, 8),
-            i(Op::MulI64, 4, 2, 2),
-            i(Op::AddI64, 1, 1, 4),
-            i(Op::AddImmI64, 2, 2, 1),
-            ibc(Op::Jmp, 0, 2),
-            i(Op::Ret, 1, 0, 0),
-        ],
-    )
-}
-
 #[test]
 fn loops() {
-    let m = module(vec![loop_fn()]);
+    let m = module(vec![sum_of_squares()]);
     let mut jit = make_jit(&m, JitOptions::default());
     let mut vm = TestVm::new(m, 64);
     for n in [0u64, 1, 2, 1000] {
@@ -291,7 +270,7 @@ fn loops() {
 
 #[test]
 fn fuel_counts_calls_and_back_edges() {
-    let m = module(vec![loop_fn()]);
+    let m = module(vec![sum_of_squares()]);
     let mut jit = make_jit(
         &m,
         JitOptions {

@@ -10,29 +10,6 @@ use cajeta_jit::{JitContext, JitOptions, Status};
 use common::*;
 
 const I64: Type = Type::I64;
-const BOOL: Type = Type::BOOL;
-
-/// `int64 sum(int64 n) { int64 s = 0; for (int64 k = 0; k < n; k++) s += k * k; return s; }`;
-/// its loop header is pc 2.
-fn sum_of_squares() -> cajeta_bytecode::Function {
-    func(
-        "T.sum",
-        1,
-        Some(I64),
-        vec![I64, I64, I64, BOOL, I64],
-        vec![
-            ibc(Op::LoadI, 1, 0),
-            ibc(Op::LoadI, 2, 0),
-            i(Op::LtI64, 3, 2, 0), // 2: header
-            ibc(Op::JmpIfNot, 3, 8),
-            i(Op::MulI64, 4, 2, 2),
-            i(Op::AddI64, 1, 1, 4),
-            i(Op::AddImmI64, 2, 2, 1),
-            ibc(Op::Jmp, 0, 2),
-            i(Op::Ret, 1, 0, 0),
-        ],
-    )
-}
 
 /// Runs `entry` on `window` (copied to the bottom of the stack) with `osr_pc`; returns the
 /// status, the result cell and what `osr_pc` was after the call.

@@ -524,6 +524,28 @@ pub fn ibc(op: Op, a: u16, bc: u32) -> Instr {
     Instr::with_bc(op, a, bc)
 }
 
+/// `s = 0; for (i = 0; i < n; i++) s += i * i;` with the test at the top
+/// (pc 2, the loop header) and one back edge.
+pub fn sum_of_squares() -> cajeta_bytecode::Function {
+    func(
+        "T.loop",
+        1,
+        Some(Type::I64),
+        vec![Type::I64, Type::I64, Type::I64, Type::BOOL, Type::I64],
+        vec![
+            ibc(Op::LoadI, 1, 0),
+            ibc(Op::LoadI, 2, 0),
+            i(Op::LtI64, 3, 2, 0),
+            ibc(Op::JmpIfNot, 3, 8),
+            i(Op::MulI64, 4, 2, 2),
+            i(Op::AddI64, 1, 1, 4),
+            i(Op::AddImmI64, 2, 2, 1),
+            ibc(Op::Jmp, 0, 2),
+            i(Op::Ret, 1, 0, 0),
+        ],
+    )
+}
+
 /// A host function with one line entry per instruction (line = pc + 1).
 pub fn func(
     name: &str,
