@@ -262,6 +262,14 @@ pub trait Backend: Send + Sync {
     /// A pending kernel fault (asynchronous backends).
     fn stream_sync(&self, stream: StreamId) -> Result<(), KernelFault>;
 
+    /// Waits for the stream's work (the default stream: all work) without reporting: a fault
+    /// stays pending for the next synchronisation point (XPU §7.3), which a `KernelTimer`
+    /// mark is not. The default suits backends whose work is complete, and whose faults are
+    /// raised, when its call returns (`cpu`).
+    fn stream_wait(&self, stream: StreamId) {
+        let _ = stream;
+    }
+
     /// Waits for and destroys a stream.
     fn stream_destroy(&self, stream: StreamId);
 

@@ -985,7 +985,7 @@ impl Vm {
     /// `device.timermark a b c`: a host-timed `KernelTimer` mark (XPU §2.13). The clock is
     /// read once stream `r[b]` has run what was submitted to it so far, so the reading is
     /// taken when the stream reaches the mark (on `cpu`, whose launches are synchronous,
-    /// at the call).
+    /// at the call). A fault of that work stays pending: a mark is no synchronisation point.
     fn timer_mark(&mut self, base: usize, a: u16, b: u16, c: u16) -> Result<(), XErr> {
         let method = timer_method(c);
         let h = self.reg(base, usize::from(b));
@@ -999,7 +999,9 @@ impl Vm {
             }
             _ => return Err(freed(method, "a destroyed stream")),
         };
-        backend.stream_sync(id).map_err(XErr::Kernel)?;
+        // Not a synchronisation point (XPU §7.3): a fault of the work waited for stays
+        // pending for the next one.
+        backend.stream_wait(id);
         let now = crate::interp::clock(1);
         self.set_reg(base, a, now as u64);
         Ok(())

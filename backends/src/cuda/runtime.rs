@@ -731,6 +731,22 @@ impl Backend for CudaBackend {
         first.map_or(Ok(()), Err)
     }
 
+    /// Waits on the driver's streams only: their launches stay pending, to be checked for
+    /// faults by the next `stream_sync`.
+    fn stream_wait(&self, stream: StreamId) {
+        if self.ctx.enter().is_err() {
+            return;
+        }
+        let streams = lock(&self.streams);
+        for (&id, st) in streams.iter() {
+            if stream == StreamId::DEFAULT || id == stream.0 {
+                // SAFETY: `st.raw` is a live stream of this context (removed from the map
+                // before it is destroyed); waiting on it has no other precondition.
+                let _ = unsafe { result::stream::synchronize(st.raw) };
+            }
+        }
+    }
+
     fn stream_destroy(&self, stream: StreamId) {
         if stream == StreamId::DEFAULT || self.ctx.enter().is_err() {
             return;

@@ -1470,9 +1470,14 @@ impl Backend for VulkanBackend {
         }
     }
 
-    fn stream_destroy(&self, _stream: StreamId) {
+    /// Every stream shares the queue: a flush waits for all work and leaves a fault pending.
+    fn stream_wait(&self, _stream: StreamId) {
         let mut st = self.lock();
         self.flush(&mut st);
+    }
+
+    fn stream_destroy(&self, stream: StreamId) {
+        self.stream_wait(stream);
     }
 
     fn mem_stats(&self) -> MemStats {
