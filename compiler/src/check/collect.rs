@@ -725,7 +725,9 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
             }
         }
     }
-    // Pass 2: members.
+    // Pass 2: members. Kernel and device signatures are checked after it: a POD parameter's
+    // class may come later in the program, its fields not collected yet.
+    let mut device_signatures = vec![];
     for ci in 0..p.classes.len() {
         if p.is_library_class(ci as u32) {
             continue;
@@ -920,7 +922,7 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
                         }),
                     };
                     if kind != FnKind::Host {
-                        errors.extend(device_signature_errors(&p, md, kind, &params, &ret));
+                        device_signatures.push((md, kind, params.clone(), ret.clone()));
                     } else {
                         // XPU-K03: a shared array exists only in device code (a `@Host @Device`
                         // method is host code too).
@@ -1139,6 +1141,9 @@ pub fn collect(units: &[Unit]) -> Result<Program, Vec<Diag>> {
         }
         p.classes[ci].methods = methods;
         p.classes[ci].ctors = ctors;
+    }
+    for (md, kind, params, ret) in device_signatures {
+        errors.extend(device_signature_errors(&p, md, kind, &params, &ret));
     }
     vector_result_statics(&mut p);
     // The default entry (LANGUAGE §5.8): the unique static main(), main(String[] args) or
