@@ -43,6 +43,9 @@ pub const NULL: u64 = 0;
 /// Collections never run while fewer strings than this are live.
 const GC_MIN_THRESHOLD: usize = 1 << 14;
 
+/// Nor, for want of bytes, while host objects hold fewer bytes than this.
+const GC_MIN_BYTES: u64 = 32 << 20;
+
 /// A heap object.
 #[derive(Debug)]
 pub enum Obj {
@@ -538,8 +541,11 @@ pub struct Heap {
     live_strings: usize,
     /// Number of slots holding other objects (arrays, instances, buffers, streams).
     live_objects: usize,
-    /// Collect when `live_strings` reaches this.
+    /// Collect when `live_strings` reaches this,
     gc_threshold: usize,
+    /// or when `host_bytes` reaches this (a few long strings, such as text built by repeated
+    /// concatenation, fill memory long before their count doubles).
+    gc_bytes: u64,
     /// The current top-level call's number (stamped on every allocation).
     epoch: u32,
     /// Mark bits, one per slot, reused between collections.
@@ -637,6 +643,7 @@ impl Heap {
             live_strings: 0,
             live_objects: 0,
             gc_threshold: GC_MIN_THRESHOLD,
+            gc_bytes: GC_MIN_BYTES,
             epoch: 0,
             marks: Vec::new(),
             views: Vec::new(),
@@ -1114,10 +1121,11 @@ impl Heap {
         }
     }
 
-    /// True when enough strings were allocated since the last collection to run another.
+    /// True when enough strings, or bytes, were allocated since the last collection to run
+    /// another: twice what was live after it.
     #[inline]
     pub fn wants_collection(&self) -> bool {
-        self.live_strings >= self.gc_threshold
+        self.live_strings >= self.gc_threshold || self.host_bytes >= self.gc_bytes
     }
 
     /// Runs a collection: `roots` is called with a [`Marker`] and must mark every string
@@ -1169,6 +1177,7 @@ impl Heap {
         }
         self.collections += 1;
         self.gc_threshold = (self.live_strings * 2).max(GC_MIN_THRESHOLD);
+        self.gc_bytes = self.host_bytes.saturating_mul(2).max(GC_MIN_BYTES);
     }
 }
 

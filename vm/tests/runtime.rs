@@ -408,6 +408,37 @@ fn churn() -> cajeta_bytecode::Function {
 }
 
 #[test]
+fn a_few_long_strings_trigger_a_collection() {
+    // 200 strings of 2 MiB each, discarded at once: far fewer than the count that triggers a
+    // collection, but 400 MiB in all, so their bytes must trigger it.
+    let mut m = module(vec![]);
+    let k = konst(&mut m, Const::Str("x".repeat(1 << 20)));
+    m.functions.push(func(
+        "T.main",
+        0,
+        None,
+        vec![I64, I64, BOOL, STR, STR],
+        vec![
+            ibc(Op::LoadI, 0, 200),
+            ibc(Op::LoadI, 1, 0),
+            ibc(Op::LoadK, 3, k),
+            i(Op::LtI64, 2, 1, 0),
+            ibc(Op::JmpIfNot, 2, 8),
+            i(Op::Concat, 4, 3, 3),
+            i(Op::AddImmI64, 1, 1, 1),
+            ibc(Op::Jmp, 0, 3),
+            i(Op::RetVoid, 0, 0, 0),
+        ],
+    ));
+    let (mut vm, _, _) = vm(m);
+    vm.call_index(0, &[]).unwrap();
+    let stats = vm.heap_stats();
+    assert!(stats.collections > 0, "{stats:?}");
+    let host = vm.memory_usage().host;
+    assert!(host < 100 << 20, "{host} bytes of strings held: {stats:?}");
+}
+
+#[test]
 fn printing_in_a_loop_does_not_leak_strings() {
     let mut m = module(vec![]);
     let k = konst(&mut m, Const::Str("i=".into()));
