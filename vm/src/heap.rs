@@ -12,8 +12,8 @@
 //!
 //! Arrays and instances are released explicitly (`drop`, compiled from the ownership rules of
 //! LANGUAGE §6). Strings are outside ownership: they are collected by a precise mark-sweep
-//! collector ([`Heap::collect`]) that the VM runs when the number of live strings has doubled
-//! since the last collection. The slots `[0, pinned)` hold the module's constant strings and
+//! collector ([`Heap::collect`]) that the VM runs when the number of live strings, or the
+//! bytes of host objects, has doubled since the last collection. The slots `[0, pinned)` hold the module's constant strings and
 //! are never collected.
 //!
 //! Invariant: `live_strings` equals the number of slots holding [`Obj::Str`].

@@ -444,7 +444,7 @@ impl Vm {
         Err(refused)
     }
 
-    /// Allocates a string, first collecting if the live-string count has doubled.
+    /// Allocates a string, first collecting if the live-string count or bytes have doubled.
     #[inline(never)]
     pub(crate) fn new_string(&mut self, s: String) -> Result<u64, Fault> {
         if self.heap.wants_collection() {
