@@ -181,8 +181,14 @@ fn run(module: &Arc<cajeta_bytecode::Module>, entry: u32, mode: JitMode) -> (Str
     (out.text(), err.text(), status)
 }
 
-#[test]
-fn random_programs_agree_under_every_jit_mode() {
+/// Compiles `cases` programs written by `generate` (class `class`, from seed
+/// `CAJETA_JIT_VM_PROP_SEED` or `default_seed`) and runs each under every JIT mode: all must
+/// print the same and end the same. Returns (cases, how many end in a runtime error).
+fn agree_under_every_mode(
+    class: &'static str,
+    default_seed: u64,
+    generate: fn(&mut XorShift) -> String,
+) -> (usize, usize) {
     let cases: usize = std::env::var("CAJETA_JIT_VM_PROP_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -190,7 +196,7 @@ fn random_programs_agree_under_every_jit_mode() {
     let seed: u64 = std::env::var("CAJETA_JIT_VM_PROP_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0x2545_F491_4F6C_DD1D);
+        .unwrap_or(default_seed);
     // The compiler is recursive: give it the CLI's stack.
     let worker = std::thread::Builder::new()
         .stack_size(64 << 20)
@@ -198,15 +204,16 @@ fn random_programs_agree_under_every_jit_mode() {
             let mut rng = XorShift(seed | 1);
             let mut errors = 0;
             for case in 0..cases {
-                let src = program(&mut rng);
-                let c = compile_sources(vec![("P.cajeta".into(), src.clone().into_bytes())]);
+                let src = generate(&mut rng);
+                let file = format!("{class}.cajeta");
+                let c = compile_sources(vec![(file, src.clone().into_bytes())]);
                 let Some(module) = c.module else {
                     panic!(
                         "case {case}: the generator wrote a program that does not compile: {:?}\n{src}",
                         c.errors.first().map(|d| d.message.clone())
                     );
                 };
-                let entry = function_index(&module, "P.main");
+                let entry = function_index(&module, &format!("{class}.main"));
                 let module = Arc::new(module);
                 let off = run(&module, entry, JitMode::Off);
                 if off.2 != 0 {
@@ -217,11 +224,16 @@ fn random_programs_agree_under_every_jit_mode() {
                     assert_eq!(off, jit, "case {case} (seed {seed}) differs under --jit {mode}:\n{src}");
                 }
             }
-            errors
+            (cases, errors)
         })
         .expect("spawn");
-    let errors = worker.join().expect("property worker");
-    println!("jit vm property: {cases} programs agree under off/eager/auto ({errors} end in a runtime error)");
+    worker.join().expect("property worker")
+}
+
+#[test]
+fn random_programs_agree_under_every_jit_mode() {
+    let (cases, errors) = agree_under_every_mode("P", 0x2545_F491_4F6C_DD1D, program);
+    println!("jit vm property: {cases} programs agree under off/eager/auto/osr ({errors} end in a runtime error)");
 }
 
 /// The string collector runs while compiled frames hold strings only in their windows (and
@@ -339,4 +351,66 @@ fn large_functions_compile_single_pass_and_agree() {
             .any(|l| l.contains("compiled L.twice") && !l.contains("single-pass")),
         "{err}"
     );
+}
+
+/// A loop over `j` that reads and writes elements at the fixed index `i` of arrays it also
+/// reaches at `j` (and, when `b` is `a`, through a second name): the JIT holds the `[i]`
+/// elements in registers across such loops (`jit/src/promote.rs`).
+fn element_loop(rng: &mut XorShift) -> String {
+    const STMTS: &[&str] = &[
+        "a[i] = a[i] + F;",
+        "a[j] = a[j] * 0.5 + F;",
+        "b[i] = b[i] - a[j];",
+        "b[j] = b[j] + a[i];",
+        "c[i] = c[i] * 3 + j;",
+        "c[j] = c[j] - c[i];",
+        "if (j % 2 == 0) { a[i] = a[i] * 2.0; }",
+        "if (c[i] > 50) { b[i] = b[i] + 1.0; }",
+        "x = x + a[i] * b[j];",
+        "x = x - (float64) c[j];",
+    ];
+    const TERMS: &[&str] = &["a[i]", "b[j]", "(float64) j", "0.25", "a[j]", "b[i]"];
+    let mut body = String::new();
+    for _ in 0..1 + rng.below(6) {
+        let term = rng.pick(TERMS);
+        body += &format!("            {}\n", rng.pick(STMTS).replace('F', term));
+    }
+    let mut src = String::from("public class Q {\n");
+    src +=
+        "    static float64 g(float64[] a, float64[] b, int32[] c, int32 i, int32 lo, int32 n) {\n";
+    src += "        float64 x = 0.0;\n";
+    src += "        for (int32 j = lo; j < n; j = j + 1) {\n";
+    src += &body;
+    src += "        }\n        return x;\n    }\n";
+    src += "    public static void main() {\n";
+    src += "        float64[] a = heap float64[6];\n        float64[] b = heap float64[6];\n";
+    src += "        int32[] c = heap int32[6];\n";
+    src += "        for (int32 k = 0; k < 6; k = k + 1) {\n";
+    src += "            a[k] = (float64) (k + 1);\n            b[k] = (float64) (2 * k - 3);\n";
+    src += "            c[k] = 7 * k;\n        }\n";
+    for _ in 0..2 {
+        // Mostly inside the arrays; sometimes an index or bound past them (an error, or an
+        // element no pass reaches).
+        let i = if rng.below(8) == 0 { 6 } else { rng.below(6) };
+        let lo = match rng.below(3) {
+            0 => 0,
+            1 => i,
+            _ => i + 1,
+        };
+        let n = if rng.below(8) == 0 { 7 } else { rng.below(7) };
+        let second = if rng.below(3) == 0 { "a" } else { "b" };
+        src += &format!(
+            "        System.stdout.println(\"x {{:.12}}\", g(a, {second}, c, {i}, {lo}, {n}));\n"
+        );
+    }
+    src += "        for (int32 k = 0; k < 6; k = k + 1) {\n";
+    src += "            System.stdout.println(\"{} {:.12} {:.12} {}\", k, a[k], b[k], c[k]);\n";
+    src += "        }\n    }\n}\n";
+    src
+}
+
+#[test]
+fn random_element_loops_agree_under_every_jit_mode() {
+    let (cases, errors) = agree_under_every_mode("Q", 0x9E37_79B9_7F4A_7C15, element_loop);
+    println!("jit element loops: {cases} programs agree under off/eager/auto/osr ({errors} end in a runtime error)");
 }

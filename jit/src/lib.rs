@@ -107,6 +107,7 @@ mod inline;
 mod liveness;
 mod loops;
 mod osr;
+mod promote;
 mod tail;
 mod translate;
 
@@ -234,6 +235,9 @@ pub struct CompiledFn {
     pub single_pass: bool,
     /// Whether the code has entries at the function's loop headers ([`Jit::compile_osr`]).
     pub osr: bool,
+    /// How many array elements at loop-invariant indices its loops hold in variables
+    /// instead of memory (scalar promotion).
+    pub promoted: usize,
 }
 
 impl CompiledFn {
@@ -465,6 +469,7 @@ impl Jit {
             .map_err(codegen)?;
         let mut code_size = 0;
         let mut tail_call = None;
+        let mut promoted = 0;
         let mut single_pass = false;
         // Leaf calls are spliced into the body unless that made it untranslatable.
         let mut splice = self.options.inline_objects;
@@ -494,6 +499,7 @@ impl Jit {
                             *slot = t.inlined;
                         }
                         tail_call = t.tail_call;
+                        promoted = t.promoted;
                         Some(t.check)
                     })
                 } else {
@@ -581,6 +587,7 @@ impl Jit {
             tail_call,
             single_pass,
             osr,
+            promoted,
         };
         if let Some(slot) = self.compiled.get_mut(func as usize) {
             *slot = Some(c);

@@ -96,6 +96,18 @@ pub(crate) fn object_operand(f: &Function, op: Op, a: u16, b: u16) -> Option<(u1
     }
 }
 
+/// The (array, index) registers of an element access (`aget.*` or `aset.*`).
+pub(crate) fn element_operands(i: &Instr) -> Option<(u16, u16)> {
+    let m = i.op.mnemonic();
+    if m.starts_with("aget.") {
+        Some((i.b, i.c))
+    } else if m.starts_with("aset.") {
+        Some((i.a, i.b))
+    } else {
+        None
+    }
+}
+
 /// Whether instruction `i` may write register `r`: a `Dst` operand writes its register, and
 /// so may a `Special` first operand (`getfield` and `getstatic` write `r[a]`; counting the
 /// reads among them only makes callers more careful).

@@ -50,6 +50,7 @@ use crate::tail::{self, FoldOp, FoldOperand, TailCall};
 mod device;
 mod lanes_facts;
 mod lockstep;
+mod promote;
 mod simd;
 use crate::JitError;
 pub(crate) use device::rendezvous;
@@ -195,6 +196,8 @@ pub(crate) struct Translated {
     pub inlined: Vec<u32>,
     /// The pc (in the function's own code) of the self-call made a loop ([`crate::tail`]).
     pub tail_call: Option<u32>,
+    /// How many array elements loops hold in variables ([`crate::promote`]).
+    pub promoted: usize,
 }
 
 /// Translates `f` into `b`'s function. On error the builder is left unfinished; the caller
@@ -216,9 +219,11 @@ pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<Transla
     let (mut tr, check) = Tr::prologue(b, s, f);
     let inlined = sites.iter().map(|site| site.callee).collect();
     tr.sites = sites;
+    tr.plan_promotions();
     tr.start()?;
     tr.body()?;
     tr.fill_deferred();
+    tr.fill_promoted();
     tr.fault_block();
     let tail_call = tr
         .tail
@@ -226,10 +231,12 @@ pub(crate) fn translate(b: FunctionBuilder<'_>, s: &Setup<'_>) -> Result<Transla
         .map(|t| inline::origin(&tr.sites, t.call.pc).1);
     tr.b.seal_all_blocks();
     tr.b.finalize(s.frontend);
+    let promoted = tr.promoted.iter().map(|p| p.p.candidates.len()).sum();
     Ok(Translated {
         check,
         inlined,
         tail_call,
+        promoted,
     })
 }
 
@@ -250,10 +257,14 @@ impl Tr<'_, '_> {
                     None => blk,
                 };
                 if !terminated {
-                    tr.b.ins().jump(entry, &[]);
+                    let exit = match pc.checked_sub(1) {
+                        Some(prev) => tr.exit_edge(prev as u32, pc as u32, entry),
+                        None => entry,
+                    };
+                    tr.b.ins().jump(exit, &[]);
                 }
                 if entry != blk {
-                    tr.preheader(pc as u32, blk);
+                    tr.preheader(pc as u32, blk)?;
                 }
                 tr.b.switch_to_block(blk);
             } else if terminated {
@@ -308,12 +319,7 @@ impl Tr<'_, '_> {
         let mut accesses = Vec::new();
         for pc in start..end {
             let i = f.code[pc];
-            let m = i.op.mnemonic();
-            let (arr, idx) = if m.starts_with("aget.") {
-                (i.b, i.c)
-            } else if m.starts_with("aset.") {
-                (i.a, i.b)
-            } else {
+            let Some((arr, idx)) = loops::element_operands(&i) else {
                 continue;
             };
             if loops::object_operand(f, i.op, i.a, i.b).is_some()
@@ -386,7 +392,8 @@ impl Tr<'_, '_> {
         let mut indices: Vec<u16> = pairs.iter().map(|&(_, x)| x).collect();
         indices.sort_unstable();
         indices.dedup();
-        (pairs.len() >= 2 && indices.len() < pairs.len()).then_some((at, end, pairs, early))
+        let worth = pairs.len() >= 2 && indices.len() < pairs.len();
+        (worth || self.promoted_access_in(at, end)).then_some((at, end, pairs, early))
     }
 
     /// Emits the test at `at` and the unchecked copy of `at..end` (see
@@ -402,6 +409,12 @@ impl Tr<'_, '_> {
         for &d in early {
             self.instr(d as u32, f.code[d])?;
         }
+        // (The elements a promoted loop holds in variables need no test: its preheader found
+        // them inside their arrays.)
+        let pairs: Vec<(u16, u16)> = pairs
+            .into_iter()
+            .filter(|&(arr, x)| !self.promoted_candidate(at as u32, arr, x))
+            .collect();
         // index < the least length of the arrays its loop looked up (computed in the
         // preheader), for each index register and loop.
         let mut tests: Vec<(u16, Variable)> = Vec::new();
@@ -413,14 +426,36 @@ impl Tr<'_, '_> {
                 tests.push((x, least));
             }
         }
+        // In a promoted loop, the unchecked copy also uses the elements' variables.
+        let kept = |pc: usize, r: u16| {
+            !f.code[at..pc]
+                .iter()
+                .enumerate()
+                .any(|(k, w)| loops::writes(w, r) && !early.contains(&(at + k)))
+        };
+        let fast = self.promotion_test(at, end, kept);
+        let mut gate = fast.as_ref().map(|t| t.active);
+        let apart = fast.as_ref().and_then(|t| t.apart_ok);
         let mut ok = None;
         for (x, least) in tests {
             let index = self.get(x);
-            let least = self.b.use_var(least);
+            let mut least = self.b.use_var(least);
+            if let Some(active) = gate.take() {
+                // A promoted loop's `active` as a length of 0 when false: one compare less
+                // per iteration (the select is loop-invariant, and hoisted).
+                let zero = self.b.ins().iconst(I64, 0);
+                least = self.b.ins().select(active, least, zero);
+            }
             let fits = self.b.ins().icmp(IntCC::UnsignedLessThan, index, least);
             ok = Some(match ok {
                 Some(o) => self.b.ins().band(o, fits),
                 None => fits,
+            });
+        }
+        for held in gate.into_iter().chain(apart) {
+            ok = Some(match ok {
+                Some(o) => self.b.ins().band(o, held),
+                None => held,
             });
         }
         let Some(ok) = ok else {
@@ -430,6 +465,10 @@ impl Tr<'_, '_> {
         let checked = self.b.create_block();
         self.b.ins().brif(ok, unchecked, &[], checked, &[]);
         self.b.switch_to_block(unchecked);
+        if let Some(t) = fast {
+            self.fast = Some(t.promoted);
+            self.apart = t.apart;
+        }
         let before = self.checked.clone();
         let seen = self.seen.clone();
         self.checked.extend(pairs);
@@ -441,13 +480,18 @@ impl Tr<'_, '_> {
                 // (An early computation writes the value the test saw.)
                 self.checked
                     .retain(|&(a, x)| !loops::writes(&ins, a) && !loops::writes(&ins, x));
+                self.apart
+                    .retain(|&(a, x)| !loops::writes(&ins, a) && !loops::writes(&ins, x));
             }
             self.forget_views(pc, &ins);
         }
         if !terminated {
             let next = self.branch_block(end as u32 - 1, end as u32)?;
+            let next = self.exit_edge(end as u32 - 1, end as u32, next);
             self.b.ins().jump(next, &[]);
         }
+        self.fast = None;
+        self.apart.clear();
         self.checked = before;
         // (The unchecked copy's lookups do not dominate the checked copy.)
         self.seen = seen;
@@ -542,6 +586,16 @@ struct Tr<'a, 'b> {
     free_at: Vec<bool>,
     /// The calls inlined into this function's code (see [`crate::inline`]).
     sites: Vec<inline::Site>,
+    /// Loops whose invariant elements live in variables (see [`crate::promote`]).
+    promoted: Vec<promote::Promoted>,
+    /// The promoted loop whose block's unchecked copy is being translated: its test found
+    /// the elements in their variables ([`Tr::versioned`]).
+    fast: Option<usize>,
+    /// (array, index) accesses of that copy its test found apart from the candidates of
+    /// their array.
+    apart: Vec<(u16, u16)>,
+    /// Exits of promoted loops still to be filled: (block, loop, target).
+    exits: Vec<(Block, usize, Block)>,
 }
 
 /// An object that an access looked up earlier in the current bytecode block: its data address
@@ -747,6 +801,10 @@ impl<'a, 'b> Tr<'a, 'b> {
             seen: Vec::new(),
             free_at,
             sites: Vec::new(),
+            promoted: Vec::new(),
+            fast: None,
+            apart: Vec::new(),
+            exits: Vec::new(),
         };
         let check = tr.native_stack_check(&params[3..]);
         // A frame with String registers uses its window: make sure it exists (callers
@@ -835,7 +893,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         around
             .sort_by_key(|&k| std::cmp::Reverse(self.hoisted[k].0.end - self.hoisted[k].0.header));
         for k in around {
-            self.hoist_lookups(k);
+            self.hoist_lookups(k)?;
         }
         let target = self.branch_block(u32::MAX, header)?;
         self.b.ins().jump(target, &[]);
@@ -1136,19 +1194,20 @@ impl<'a, 'b> Tr<'a, 'b> {
 
     /// Fills the preheader of the loop at `header` (its block `body`): each hoisted register
     /// looked up once (see [`crate::loops`]), then on to the header.
-    fn preheader(&mut self, header: u32, body: Block) {
+    fn preheader(&mut self, header: u32, body: Block) -> Result<(), JitError> {
         let Some(k) = self.hoisted.iter().position(|(l, ..)| l.header == header) else {
-            return;
+            return Ok(());
         };
         let pre = self.hoisted[k].1;
         self.b.switch_to_block(pre);
-        self.hoist_lookups(k);
+        self.hoist_lookups(k)?;
         self.b.ins().jump(body, &[]);
+        Ok(())
     }
 
     /// What the preheader of hoisting loop `k` computes, into the current block: its
     /// registers' views and their least length, and its strength-reduced products.
-    fn hoist_lookups(&mut self, k: usize) {
+    fn hoist_lookups(&mut self, k: usize) -> Result<(), JitError> {
         let (l, _, vars, products, least_var) = self.hoisted[k].clone();
         let header = l.header;
         let mut least = None;
@@ -1182,6 +1241,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             let v = self.b.ins().imul(x, j);
             self.b.def_var(p, v);
         }
+        self.promotion_preheader(k)
     }
 
     /// The product variable standing for the strength-reduced `mul` at `pc`, if any (see
@@ -1275,17 +1335,18 @@ impl<'a, 'b> Tr<'a, 'b> {
             return;
         }
         let word = self.pc_word(pc);
-        self.fail_at(cond, status, word);
+        let fault = self.fault_target(pc);
+        self.fail_at(cond, status, word, fault);
     }
 
-    /// `if cond != 0` → the error exit with `status` at trace word `word` (see
+    /// `if cond != 0` → error exit `fault` with `status` at trace word `word` (see
     /// [`Tr::pc_word`]); continues in a new block.
-    fn fail_at(&mut self, cond: Value, status: Value, word: i64) {
+    fn fail_at(&mut self, cond: Value, status: Value, word: i64, fault: Block) {
         let cont = self.b.create_block();
         let pcv = self.b.ins().iconst(I32, word);
         self.b.ins().brif(
             cond,
-            self.fault,
+            fault,
             &[BlockArg::Value(status), BlockArg::Value(pcv)],
             cont,
             &[],
@@ -1310,7 +1371,7 @@ impl<'a, 'b> Tr<'a, 'b> {
 
     /// A call's depth limit, as the callee's prologue checks it: at the limit the call fails
     /// with `E-STACK` before its frame counts, at trace word `word` (the call site).
-    fn depth_check(&mut self, word: i64) {
+    fn depth_check(&mut self, word: i64, fault: Block) {
         let full = self.at_depth_limit();
         // Through a cold block of its own, so that the error exit's arguments are made
         // there, not on the way (in a tail-call loop this check runs at every pass).
@@ -1322,7 +1383,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         let st = self.b.ins().iconst(I32, Status::Stack as i64);
         let pcv = self.b.ins().iconst(I32, word);
         let args = [BlockArg::Value(st), BlockArg::Value(pcv)];
-        self.b.ins().jump(self.fault, &args);
+        self.b.ins().jump(fault, &args);
         self.b.switch_to_block(cont);
     }
 
@@ -1359,6 +1420,7 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// [`Tr::fill_edges`] after the branch is emitted).
     fn edge(&mut self, pc: u32, target: u32) -> Result<(Block, Option<Block>), JitError> {
         let t = self.branch_block(pc, target)?;
+        let t = self.exit_edge(pc, target, t);
         if self.fuel_var.is_some() && target <= pc {
             let e = self.b.create_block();
             Ok((e, Some(e)))
@@ -1649,7 +1711,8 @@ impl<'a, 'b> Tr<'a, 'b> {
             // The inlined call's own check: at the depth limit the call fails before its
             // frame counts, at the call site.
             let word = i64::from(site.call_pc);
-            self.depth_check(word);
+            let fault = self.fault_target(pc);
+            self.depth_check(word, fault);
         }
         let hooks = *self.s.hooks;
         match i.op {
@@ -1694,6 +1757,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                     }
                 }
                 let blk = self.branch_block(pc, t)?;
+                let blk = self.exit_edge(pc, t, blk);
                 self.b.ins().jump(blk, &[]);
                 return Ok(true);
             }
@@ -1702,6 +1766,7 @@ impl<'a, 'b> Tr<'a, 'b> {
                 let t = i.bc();
                 let (taken, edge) = self.edge(pc, t)?;
                 let next = self.block(pc + 1)?;
+                let next = self.exit_edge(pc, pc + 1, next);
                 if i.op == Op::JmpIf {
                     self.b.ins().brif(c, taken, &[], next, &[]);
                 } else {
@@ -2252,6 +2317,24 @@ impl<'a, 'b> Tr<'a, 'b> {
     /// goes to a cold block where the hook raises it. Arrays of references (and their
     /// owns-flags, `elem` past [`ELEM_REF`]) use the hooks.
     fn array(&mut self, pc: u32, i: Instr, get: bool, elem: u32) -> Result<(), JitError> {
+        // Promoted loops ([`crate::promote`]): the element may be in a variable.
+        let (arr_reg, idx_reg, value) = if get {
+            (i.b, i.c, i.a)
+        } else {
+            (i.a, i.b, i.c)
+        };
+        let role = self.promoted_role(pc, arr_reg, idx_reg);
+        if self.promoted_fast(&role, get, value) {
+            return Ok(());
+        }
+        self.memory_access(pc, i, get, elem);
+        self.promoted_after(role, get, arr_reg, idx_reg, value);
+        Ok(())
+    }
+
+    /// An element access in memory: inline through the object view (scalar elements, with
+    /// inline objects on), else through the hook.
+    fn memory_access(&mut self, pc: u32, i: Instr, get: bool, elem: u32) {
         let hooks = *self.s.hooks;
         let scalar = Scalar::from_u8(elem as u8).filter(|_| elem < ELEM_REF);
         let e = self.i32c(elem);
@@ -2306,7 +2389,6 @@ impl<'a, 'b> Tr<'a, 'b> {
                 None => self.hook(pc, addr, &params, &args),
             }
         }
-        Ok(())
     }
 
     /// `getfield` / `setfield`, inline through the object views (with inline objects on) as
@@ -2616,6 +2698,8 @@ impl<'a, 'b> Tr<'a, 'b> {
     fn fill_deferred(&mut self) {
         for d in std::mem::take(&mut self.deferred) {
             self.b.switch_to_block(d.block);
+            // Before the hook: no element variable stays live across a call.
+            let fault = self.write_back_before_fault(d.pc);
             let mut p = vec![I64];
             p.extend_from_slice(&d.params);
             let mut a = vec![self.ctx];
@@ -2627,7 +2711,7 @@ impl<'a, 'b> Tr<'a, 'b> {
             let pcv = self.b.ins().iconst(I32, word);
             self.b
                 .ins()
-                .jump(self.fault, &[BlockArg::Value(st), BlockArg::Value(pcv)]);
+                .jump(fault, &[BlockArg::Value(st), BlockArg::Value(pcv)]);
         }
     }
 
@@ -2833,7 +2917,7 @@ impl<'a, 'b> Tr<'a, 'b> {
         };
         let (fold, acc) = (t.call.fold, t.acc);
         let word = self.pc_word(pc);
-        self.depth_check(word);
+        self.depth_check(word, self.fault);
         // Everything is read before anything is written (`x` may be a parameter).
         let mut args = Vec::new();
         for p in 0..self.f.params {
@@ -2935,7 +3019,9 @@ impl<'a, 'b> Tr<'a, 'b> {
         // As from the test's own pc (the back edge is inside the loop of `t`: no preheader
         // is skipped).
         let taken = self.branch_block(k as u32, test.bc())?;
+        let taken = self.exit_edge(k as u32, test.bc(), taken);
         let next = self.branch_block(k as u32, k as u32 + 1)?;
+        let next = self.exit_edge(k as u32, k as u32 + 1, next);
         if test.op == Op::JmpIf {
             self.b.ins().brif(c, taken, &[], next, &[]);
         } else {

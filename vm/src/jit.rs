@@ -485,6 +485,10 @@ impl Vm {
                 if let Some(pc) = c.tail_call {
                     notes.push(format!("self-call at pc {pc} as a loop"));
                 }
+                if c.promoted > 0 {
+                    let s = if c.promoted == 1 { "" } else { "s" };
+                    notes.push(format!("{} array element{s} held across loops", c.promoted));
+                }
                 if c.single_pass {
                     notes.push("large: single-pass register allocation".into());
                 }

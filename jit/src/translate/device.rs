@@ -278,6 +278,10 @@ impl<'a, 'b> Tr<'a, 'b> {
             seen: Vec::new(),
             free_at: Vec::new(),
             sites: Vec::new(),
+            promoted: Vec::new(),
+            fast: None,
+            apart: Vec::new(),
+            exits: Vec::new(),
         };
         // The views of buffer parameters never written.
         let mut views = vec![None; f.regs.len()];

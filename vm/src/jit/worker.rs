@@ -31,6 +31,8 @@ pub(crate) struct Compiled {
     pub inlined: Vec<u32>,
     pub tail_call: Option<u32>,
     pub single_pass: bool,
+    /// Array elements its loops hold in variables.
+    pub promoted: usize,
     /// The code has entries at the function's loop headers (`Jit::compile_osr`).
     pub osr: bool,
 }
@@ -46,6 +48,7 @@ impl Compiled {
             inlined: jit.inlined(c.func).to_vec(),
             tail_call: c.tail_call,
             single_pass: c.single_pass,
+            promoted: c.promoted,
             osr: c.osr,
         }
     }
