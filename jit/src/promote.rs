@@ -50,6 +50,33 @@ pub(crate) struct Promotion {
     /// Index registers computed in the loop by the same instruction as a candidate's index
     /// (`wrap.i64` at each access of `a[i]`): (register, the candidate's index register).
     pub same_index: Vec<(u16, u16)>,
+    /// The loop's counter, when it has the shape of a counted `for`.
+    pub induction: Option<Induction>,
+    /// Accesses (array, index register) whose index is the counter as it was tested at the
+    /// header (so inside `[start, bound)`): with the start at least 0 and the bound at most
+    /// the arrays' lengths, found by the preheader, they need no check.
+    pub counted: Vec<(u16, u16)>,
+}
+
+/// A loop counter `j`: the header leaves the loop unless `j < bound` (signed `lt.i32` or
+/// `lt.i64`), and the loop's one write of `j` is `addi j, j, 1`. Inside the loop `j` only
+/// grows from its value at the entry and never wraps (it is below the bound, at most the
+/// type's maximum, before each increment).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Induction {
+    pub j: u16,
+    pub bound: Bound,
+    /// The pc of the increment.
+    pub inc: u32,
+}
+
+/// The bound of an [`Induction`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// A register the loop does not write.
+    Reg(u16),
+    /// A constant the header loads.
+    Const(i64),
 }
 
 impl Promotion {
@@ -95,13 +122,19 @@ pub(crate) struct Conflict {
     pub arr: u16,
     pub k: u16,
     pub candidate: usize,
+    /// `k` is the loop's counter (or it widened): it never meets the candidate's index when
+    /// the counter starts above it (nbody's `j = i + 1`), which the preheader tests.
+    pub counter: bool,
 }
 
 /// One element access in a loop.
 #[derive(Copy, Clone)]
 struct Access {
+    pc: u32,
     arr: u16,
     idx: u16,
+    /// `idx` as written (`idx` may stand for it: [`Promotion::same_index`]).
+    reg: u16,
     /// The loaded or stored register.
     value: u16,
     store: bool,
@@ -118,8 +151,10 @@ fn access(f: &Function, i: Instr) -> Option<Access> {
         Some(Type::Array(Elem::Scalar(_)))
     )
     .then_some(Access {
+        pc: 0,
         arr,
         idx,
+        reg: idx,
         value,
         store,
     })
@@ -175,7 +210,7 @@ fn promotion(
             }
             continue;
         }
-        if let Some(a) = access(f, i) {
+        if let Some(a) = access(f, i).map(|a| Access { pc, ..a }) {
             // (The verifier makes the loaded or stored register of the element's type; the
             // translation relies on it.)
             let elem = match f.regs.get(usize::from(a.arr)) {
@@ -310,6 +345,9 @@ fn promotion(
     }
     let candidates: Vec<Candidate> = found.into_iter().map(|(c, _)| c).collect();
     let stored_arr = |arr: u16| accesses.iter().any(|a| a.arr == arr && a.store);
+    let counter = induction(f, l);
+    let counts =
+        |a: &Access| counter.is_some_and(|c| is_counter(body, l.header, &c, (a.reg, a.pc), rules));
     let mut conflicts = Vec::new();
     let mut distinct = Vec::new();
     for (n, c) in candidates.iter().enumerate() {
@@ -319,9 +357,15 @@ fn promotion(
                     arr: a.arr,
                     k: a.idx,
                     candidate: n,
+                    counter: counts(a),
                 };
-                if a.idx != c.idx && (c.stored || a.store) && !conflicts.contains(&conflict) {
-                    conflicts.push(conflict);
+                if a.idx != c.idx && (c.stored || a.store) {
+                    // (A counter at every access of the pair, or at none.)
+                    let same = |d: &Conflict| (d.arr, d.k, d.candidate) == (a.arr, a.idx, n);
+                    match conflicts.iter_mut().find(|d| same(d)) {
+                        Some(d) => d.counter &= conflict.counter,
+                        None => conflicts.push(conflict),
+                    }
                 }
             } else if f.regs[usize::from(a.arr)] == f.regs[usize::from(c.arr)]
                 && (c.stored || stored_arr(a.arr))
@@ -333,6 +377,19 @@ fn promotion(
             }
         }
     }
+    // (Every access of the pair: the unchecked copy skips the checks of all of them.)
+    let mut counted: Vec<(u16, u16)> = Vec::new();
+    if counter.is_some() {
+        for a in &accesses {
+            let all = accesses
+                .iter()
+                .filter(|b| (b.arr, b.reg) == (a.arr, a.reg))
+                .all(counts);
+            if all && !counted.contains(&(a.arr, a.reg)) {
+                counted.push((a.arr, a.reg));
+            }
+        }
+    }
     Some(Promotion {
         hoisted,
         header: l.header,
@@ -341,7 +398,91 @@ fn promotion(
         conflicts,
         distinct,
         same_index,
+        induction: counter,
+        counted,
     })
+}
+
+/// The counter of loop `l`, if it has the shape of an [`Induction`].
+fn induction(f: &Function, l: &HoistedLoop) -> Option<Induction> {
+    let code = &f.code;
+    let body = code.get(l.header as usize..=l.end as usize)?;
+    let written = |r: u16| body.iter().any(|i| loops::writes(i, r));
+    // The header block: up to its first branch, the exit test.
+    let k = body.iter().position(|i| i.op.is_branch())?;
+    let exit = body[k];
+    let outside = |t: u32| t < l.header || t > l.end;
+    if exit.op != cajeta_bytecode::Op::JmpIfNot || !outside(exit.bc()) {
+        return None;
+    }
+    let test = body[..k].iter().rposition(|i| loops::writes(i, exit.a))?;
+    let lt = body[test];
+    use cajeta_bytecode::Op;
+    let (wide, add) = match lt.op {
+        Op::LtI32 => (Type::Scalar(Scalar::I32), Op::AddImmI32),
+        Op::LtI64 => (Type::I64, Op::AddImmI64),
+        _ => return None,
+    };
+    let (j, n) = (lt.b, lt.c);
+    if f.regs.get(usize::from(j)) != Some(&wide) || j == n {
+        return None;
+    }
+    let defs: Vec<usize> = (0..body.len())
+        .filter(|&p| loops::writes(&body[p], j))
+        .collect();
+    let [inc] = defs[..] else {
+        return None;
+    };
+    let step = body[inc];
+    if step.op != add || step.b != j || step.c != 1 || inc <= k {
+        return None;
+    }
+    let bound = if !written(n) {
+        Bound::Reg(n)
+    } else {
+        // `loadi n, K` in the header block, the loop's only write of `n`.
+        let d = body[..test].iter().rposition(|i| loops::writes(i, n))?;
+        let once = body.iter().filter(|i| loops::writes(i, n)).count() == 1;
+        if body[d].op != Op::LoadI || !once {
+            return None;
+        }
+        Bound::Const(i64::from(body[d].bc() as i32))
+    };
+    Some(Induction {
+        j,
+        bound,
+        inc: l.header + inc as u32,
+    })
+}
+
+/// Whether index register `r`, read at `pc`, holds the counter's value as tested at the
+/// header: `j` itself or its `wrap.i64`, read before the increment (an innermost loop runs
+/// its pcs in increasing order within an iteration).
+fn is_counter(
+    body: &[Instr],
+    header: u32,
+    c: &Induction,
+    (r, pc): (u16, u32),
+    rules: &Rules<'_>,
+) -> bool {
+    if pc >= c.inc {
+        return false;
+    }
+    if r == c.j {
+        return true;
+    }
+    // (Dead at the header, it is written in each iteration before it is read.)
+    if (rules.live_at)(header, r) {
+        return false;
+    }
+    let defs: Vec<(usize, &Instr)> = body
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| loops::writes(i, r))
+        .collect();
+    matches!(defs[..], [(d, i)] if i.op == cajeta_bytecode::Op::WrapI64
+        && i.b == c.j
+        && header + (d as u32) < pc)
 }
 
 #[cfg(test)]
@@ -419,6 +560,31 @@ mod tests {
         assert_eq!(p.distinct, vec![(0, 1), (0, 2), (1, 2)]);
         // x[j] and x[i] are both reads: no conflict.
         assert!(p.conflicts.is_empty());
+        // j counts from its start to n by 1; x[j] and w[j] read it before the increment.
+        let counter = Induction {
+            j: 4,
+            bound: Bound::Reg(5),
+            inc: 13,
+        };
+        assert_eq!(p.induction, Some(counter));
+        assert_eq!(p.counted, vec![(1, 12), (2, 12)]);
+    }
+
+    #[test]
+    fn a_counter_read_after_its_increment_or_stepping_by_two_is_not_counted() {
+        // w[j] after the increment: j may have reached n.
+        let mut f = pair_loop();
+        f.code.swap(12, 13);
+        f.code[12] = Instr::new(Op::AddImmI32, 4, 4, 1);
+        f.code[13] = Instr::new(Op::ArrSetF64, 2, 12, 8);
+        let p = promoted(&f);
+        assert_eq!(p[0].counted, vec![(1, 12)], "{p:?}");
+        // j += 2 may step over n and wrap.
+        let mut f = pair_loop();
+        f.code[13] = Instr::new(Op::AddImmI32, 4, 4, 2);
+        let p = promoted(&f);
+        assert_eq!(p[0].induction, None);
+        assert!(p[0].counted.is_empty());
     }
 
     #[test]
@@ -428,12 +594,13 @@ mod tests {
         f.code[9] = Instr::new(Op::ArrGetF64, 8, 0, 12);
         f.code[12] = Instr::new(Op::ArrSetF64, 0, 12, 8);
         let p = promoted(&f);
-        let conflicts: Vec<(u16, u16, usize)> = p[0]
+        let conflicts: Vec<(u16, u16, usize, bool)> = p[0]
             .conflicts
             .iter()
-            .map(|c| (c.arr, c.k, c.candidate))
+            .map(|c| (c.arr, c.k, c.candidate, c.counter))
             .collect();
-        assert_eq!(conflicts, vec![(0, 12, 0)]);
+        // v[j] reads the counter: apart from v[i] whenever j starts above i.
+        assert_eq!(conflicts, vec![(0, 12, 0, true)]);
         assert_eq!(p[0].distinct, vec![(0, 1)]);
     }
 

@@ -409,11 +409,15 @@ impl Tr<'_, '_> {
         for &d in early {
             self.instr(d as u32, f.code[d])?;
         }
-        // (The elements a promoted loop holds in variables need no test: its preheader found
-        // them inside their arrays.)
+        // (The elements a promoted loop holds in variables and its counted accesses need no
+        // test: its preheader found them inside their arrays, `active`.)
+        let covered = pairs.clone();
         let pairs: Vec<(u16, u16)> = pairs
             .into_iter()
-            .filter(|&(arr, x)| !self.promoted_candidate(at as u32, arr, x))
+            .filter(|&(arr, x)| {
+                !self.promoted_candidate(at as u32, arr, x)
+                    && !self.promoted_counted(at as u32, arr, x)
+            })
             .collect();
         // index < the least length of the arrays its loop looked up (computed in the
         // preheader), for each index register and loop.
@@ -471,7 +475,7 @@ impl Tr<'_, '_> {
         }
         let before = self.checked.clone();
         let seen = self.seen.clone();
-        self.checked.extend(pairs);
+        self.checked.extend(covered);
         let mut terminated = false;
         for pc in at..end {
             let ins = f.code[pc];

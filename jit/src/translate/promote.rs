@@ -16,7 +16,7 @@ use cranelift_frontend::Variable;
 
 use super::{kind_of, prefix_op, pure_total, Tr};
 use crate::loops;
-use crate::promote::{self, Promotion};
+use crate::promote::{self, Bound, Induction, Promotion};
 use crate::JitError;
 
 /// A promoted loop as translated.
@@ -31,9 +31,10 @@ pub(super) struct Promoted {
     /// The preheader found the conditions (`i8`).
     active: Variable,
     /// From the owner's preheader: the arrays distinct (`i8`), the least length of the
-    /// candidates' arrays.
+    /// candidates' arrays and of those of the [`Promotion::counted`] accesses.
     apart: Variable,
     least: Variable,
+    least_counted: Variable,
     /// The error exit of faults inside the loop: the write-back, then the function's.
     fault: Block,
 }
@@ -100,6 +101,7 @@ impl Tr<'_, '_> {
             }
             let mut arrays: Vec<u16> = p.candidates.iter().map(|c| c.arr).collect();
             arrays.extend(p.distinct.iter().flat_map(|&(a, b)| [a, b]));
+            arrays.extend(p.counted.iter().map(|&(a, _)| a));
             let owners: Option<Vec<usize>> = arrays
                 .iter()
                 .map(|&a| self.hoisted_entry(p.header, a).map(|(e, _)| e))
@@ -140,6 +142,7 @@ impl Tr<'_, '_> {
                 active: b.declare_var(I8),
                 apart: b.declare_var(I8),
                 least: b.declare_var(I64),
+                least_counted: b.declare_var(I64),
                 fault,
             });
         }
@@ -177,10 +180,24 @@ impl Tr<'_, '_> {
             let ne = self.b.ins().icmp(IntCC::NotEqual, x, y);
             apart = self.b.ins().band(apart, ne);
         }
+        let p = &self.promoted[n].p;
+        let arrays: Vec<u16> = p.candidates.iter().map(|c| c.arr).collect();
+        let counted: Vec<u16> = p.counted.iter().map(|&(a, _)| a).collect();
+        let least = self.least_length(header, &arrays);
+        let least_counted = self.least_length(header, &counted);
+        let p = &self.promoted[n];
+        let (apart_var, least_var, counted_var) = (p.apart, p.least, p.least_counted);
+        self.b.def_var(apart_var, apart);
+        self.b.def_var(least_var, least);
+        self.b.def_var(counted_var, least_counted);
+    }
+
+    /// The least length of `arrays` (hoisted views at `header`); 0 for none.
+    fn least_length(&mut self, header: u32, arrays: &[u16]) -> Value {
         let mut least = None;
-        for c in self.promoted[n].p.candidates.clone() {
+        for &arr in arrays {
             let (_, len) = self
-                .hoisted_view(header, c.arr)
+                .hoisted_view(header, arr)
                 .expect("promoted arrays have hoisted views");
             let len = self.b.use_var(len);
             least = Some(match least {
@@ -188,11 +205,7 @@ impl Tr<'_, '_> {
                 None => len,
             });
         }
-        let least = least.unwrap_or_else(|| self.b.ins().iconst(I64, 0));
-        let p = &self.promoted[n];
-        let (apart_var, least_var) = (p.apart, p.least);
-        self.b.def_var(apart_var, apart);
-        self.b.def_var(least_var, least);
+        least.unwrap_or_else(|| self.b.ins().iconst(I64, 0))
     }
 
     /// The loop's own preheader: each candidate's index (recomputed when the loop computes
@@ -220,6 +233,9 @@ impl Tr<'_, '_> {
                 ok = self.b.ins().band(ok, inside);
             }
         }
+        if let Some(c) = self.promoted[n].p.induction {
+            ok = self.counter_conditions(n, c, ok);
+        }
         let active = self.promoted[n].active;
         self.b.def_var(active, ok);
         let vals = self.promoted[n].vals.clone();
@@ -240,6 +256,51 @@ impl Tr<'_, '_> {
         self.b.ins().jump(join, &[]);
         self.b.switch_to_block(join);
         Ok(())
+    }
+
+    /// `ok` and what the loop's counter must satisfy from its start: above the index of
+    /// every candidate a counter conflict may reach, and, for the counted accesses, at least
+    /// 0 with the bound at most their arrays' lengths.
+    fn counter_conditions(&mut self, n: usize, c: Induction, mut ok: Value) -> Value {
+        let start = self.get(c.j);
+        let p = &self.promoted[n];
+        let mut above: Vec<Variable> =
+            p.p.conflicts
+                .iter()
+                .filter(|k| k.counter)
+                .map(|k| p.idxs[k.candidate])
+                .collect();
+        above.dedup();
+        for x in above {
+            let x = self.b.use_var(x);
+            let gt = self.b.ins().icmp(IntCC::SignedGreaterThan, start, x);
+            ok = self.b.ins().band(ok, gt);
+        }
+        if !self.promoted[n].p.counted.is_empty() {
+            let bound = match c.bound {
+                Bound::Reg(r) => self.get(r),
+                Bound::Const(k) => self.b.ins().iconst(I64, k),
+            };
+            let least = self.b.use_var(self.promoted[n].least_counted);
+            let from_zero = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, start, 0);
+            let fits = self
+                .b
+                .ins()
+                .icmp(IntCC::SignedLessThanOrEqual, bound, least);
+            ok = self.b.ins().band(ok, from_zero);
+            ok = self.b.ins().band(ok, fits);
+        }
+        ok
+    }
+
+    /// Whether `arr[idx]` at `pc` is a [`Promotion::counted`] access.
+    pub(super) fn promoted_counted(&self, pc: u32, arr: u16, idx: u16) -> bool {
+        self.promoted
+            .iter()
+            .any(|p| p.p.contains(pc) && p.p.counted.contains(&(arr, idx)))
     }
 
     fn zero_of(&mut self, s: Scalar) -> Value {
@@ -451,7 +512,20 @@ impl Tr<'_, '_> {
             let Some(Role::Conflict(_, hits)) = self.promoted_role(pc as u32, arr, idx) else {
                 continue;
             };
-            if apart.contains(&(arr, idx)) || !kept(pc, arr) || !kept(pc, idx) {
+            if apart.contains(&(arr, idx)) {
+                continue;
+            }
+            // A counter never meets the candidates' indices while `active`.
+            let p = &self.promoted[k].p;
+            let counter = p
+                .conflicts
+                .iter()
+                .any(|c| c.arr == arr && c.k == p.index_of(idx) && c.counter);
+            if counter {
+                apart.push((arr, idx));
+                continue;
+            }
+            if !kept(pc, arr) || !kept(pc, idx) {
                 continue;
             }
             let mut xs: Vec<Variable> = hits.iter().map(|&m| self.promoted[k].idxs[m]).collect();
