@@ -415,6 +415,13 @@ fn induction(f: &Function, l: &HoistedLoop) -> Option<Induction> {
     if exit.op != cajeta_bytecode::Op::JmpIfNot || !outside(exit.bc()) {
         return None;
     }
+    // Every pass runs the whole header block: nothing in the loop branches into it.
+    let into_header = body
+        .iter()
+        .any(|i| i.op.is_branch() && i.bc() > l.header && i.bc() <= l.header + k as u32);
+    if into_header {
+        return None;
+    }
     let test = body[..k].iter().rposition(|i| loops::writes(i, exit.a))?;
     let lt = body[test];
     use cajeta_bytecode::Op;
