@@ -223,6 +223,17 @@ fn agree_under_every_mode(
                     let jit = run(&module, entry, mode);
                     assert_eq!(off, jit, "case {case} (seed {seed}) differs under --jit {mode}:\n{src}");
                 }
+                // Every function compiled: none fell back to the interpreter (in a debug
+                // build, none failed Cranelift's verifier).
+                let (out, err) = (Capture::new(), Capture::new());
+                let mut vm = Vm::with_output(Arc::clone(&module), out.sink(), err.sink());
+                vm.set_jit(JitMode::Eager, true);
+                run_program_in(&mut vm, entry, &[]);
+                vm.flush();
+                let refused = err.text().lines().find(|l| l.starts_with("jit: interpreting")).map(str::to_owned);
+                assert_eq!(refused, None, "case {case} (seed {seed}):\n{src}");
+                let main = format!("jit: compiled {class}.main");
+                assert!(err.text().contains(&main), "{}", err.text());
             }
             (cases, errors)
         })

@@ -2315,13 +2315,9 @@ impl<'a, 'b> Tr<'a, 'b> {
         }
     }
 
-    /// `aget.*` / `aset.*`. For arrays of scalars (with inline objects on) the access is
-    /// inline through the object views; what fails the inline checks — null, a stale handle,
-    /// an index out of bounds — can only be an error for a register of that array type, so it
-    /// goes to a cold block where the hook raises it. Arrays of references (and their
-    /// owns-flags, `elem` past [`ELEM_REF`]) use the hooks.
+    /// `aget.*` / `aset.*`: in memory ([`Tr::memory_access`]), except that in a promoted
+    /// loop ([`crate::promote`]) the element may be, or also be, in a variable.
     fn array(&mut self, pc: u32, i: Instr, get: bool, elem: u32) -> Result<(), JitError> {
-        // Promoted loops ([`crate::promote`]): the element may be in a variable.
         let (arr_reg, idx_reg, value) = if get {
             (i.b, i.c, i.a)
         } else {
@@ -2336,8 +2332,11 @@ impl<'a, 'b> Tr<'a, 'b> {
         Ok(())
     }
 
-    /// An element access in memory: inline through the object view (scalar elements, with
-    /// inline objects on), else through the hook.
+    /// An element access in memory. For arrays of scalars (with inline objects on) the
+    /// access is inline through the object views; what fails the inline checks — null, a
+    /// stale handle, an index out of bounds — can only be an error for a register of that
+    /// array type, so it goes to a cold block where the hook raises it. Arrays of references
+    /// (and their owns-flags, `elem` past [`ELEM_REF`]) use the hooks.
     fn memory_access(&mut self, pc: u32, i: Instr, get: bool, elem: u32) {
         let hooks = *self.s.hooks;
         let scalar = Scalar::from_u8(elem as u8).filter(|_| elem < ELEM_REF);

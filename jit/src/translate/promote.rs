@@ -35,13 +35,14 @@ pub(super) struct Promoted {
     apart: Variable,
     least: Variable,
     least_counted: Variable,
-    /// The error exit of faults inside the loop: the write-back, then the function's.
-    fault: Block,
+    /// The error exit of faults inside the loop: the write-back, then the function's (none
+    /// when the loop stores no candidate).
+    fault: Option<Block>,
 }
 
 impl Promoted {
     fn writes_back(&self) -> bool {
-        self.p.candidates.iter().any(|c| c.stored)
+        self.fault.is_some()
     }
 }
 
@@ -130,10 +131,13 @@ impl Tr<'_, '_> {
                     None => b.declare_var(I64),
                 });
             }
-            let fault = b.create_block();
-            b.set_cold_block(fault);
-            b.append_block_param(fault, I32);
-            b.append_block_param(fault, I32);
+            let fault = p.candidates.iter().any(|c| c.stored).then(|| {
+                let fault = b.create_block();
+                b.set_cold_block(fault);
+                b.append_block_param(fault, I32);
+                b.append_block_param(fault, I32);
+                fault
+            });
             self.promoted.push(Promoted {
                 p,
                 owner,
@@ -363,8 +367,9 @@ impl Tr<'_, '_> {
     pub(super) fn fault_target(&self, pc: u32) -> Block {
         self.promoted
             .iter()
-            .find(|p| p.p.contains(pc) && p.writes_back())
-            .map_or(self.fault, |p| p.fault)
+            .find(|p| p.p.contains(pc))
+            .and_then(|p| p.fault)
+            .unwrap_or(self.fault)
     }
 
     /// In a cold error block for a fault at `pc`: the write-back of the promoted loop around
@@ -388,10 +393,9 @@ impl Tr<'_, '_> {
             self.b.ins().jump(blk, &[]);
         }
         for n in 0..self.promoted.len() {
-            if !self.promoted[n].writes_back() {
+            let Some(fault) = self.promoted[n].fault else {
                 continue;
-            }
-            let fault = self.promoted[n].fault;
+            };
             self.b.switch_to_block(fault);
             let (st, pc) = (self.b.block_params(fault)[0], self.b.block_params(fault)[1]);
             self.write_back(n);
@@ -520,7 +524,8 @@ impl Tr<'_, '_> {
             let counter = p
                 .conflicts
                 .iter()
-                .any(|c| c.arr == arr && c.k == p.index_of(idx) && c.counter);
+                .filter(|c| c.arr == arr && c.k == p.index_of(idx))
+                .all(|c| c.counter);
             if counter {
                 apart.push((arr, idx));
                 continue;
