@@ -66,6 +66,8 @@ pub(crate) struct Promotion {
 pub(crate) struct Induction {
     pub j: u16,
     pub bound: Bound,
+    /// The pc of the header's exit test (its branch).
+    pub test: u32,
     /// The pc of the increment.
     pub inc: u32,
 }
@@ -458,13 +460,14 @@ fn induction(f: &Function, l: &HoistedLoop) -> Option<Induction> {
     Some(Induction {
         j,
         bound,
+        test: l.header + k as u32,
         inc: l.header + inc as u32,
     })
 }
 
 /// Whether index register `r`, read at `pc`, holds the counter's value as tested at the
-/// header: `j` itself or its `wrap.i64`, read before the increment (an innermost loop runs
-/// its pcs in increasing order within an iteration).
+/// header: `j` itself or its `wrap.i64`, read after the test and before the increment (an
+/// innermost loop runs its pcs in increasing order within an iteration).
 fn is_counter(
     body: &[Instr],
     header: u32,
@@ -472,7 +475,7 @@ fn is_counter(
     (r, pc): (u16, u32),
     rules: &Rules<'_>,
 ) -> bool {
-    if pc >= c.inc {
+    if pc <= c.test || pc >= c.inc {
         return false;
     }
     if r == c.j {
@@ -571,6 +574,7 @@ mod tests {
         let counter = Induction {
             j: 4,
             bound: Bound::Reg(5),
+            test: 2,
             inc: 13,
         };
         assert_eq!(p.induction, Some(counter));
