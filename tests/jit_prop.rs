@@ -373,7 +373,7 @@ fn element_loop(rng: &mut XorShift) -> String {
         "a[j] = a[j] * 0.5 + F;",
         "b[i] = b[i] - a[j];",
         "b[j] = b[j] + a[i];",
-        "c[i] = c[i] * 3 + j;",
+        "c[i] = c[i] * 3 + (int32) j;",
         "c[j] = c[j] - c[i];",
         "if (j % 2 == 0) { a[i] = a[i] * 2.0; }",
         "if (c[i] > 50) { b[i] = b[i] + 1.0; }",
@@ -390,7 +390,12 @@ fn element_loop(rng: &mut XorShift) -> String {
     src +=
         "    static float64 g(float64[] a, float64[] b, int32[] c, int32 i, int32 lo, int32 n) {\n";
     src += "        float64 x = 0.0;\n";
-    src += "        for (int32 j = lo; j < n; j = j + 1) {\n";
+    // A counted `for`, or a `while` that steps its (int64) index before the body reads it.
+    if rng.below(3) == 0 {
+        src += "        int64 j = lo - 1;\n        while (j < n - 1) {\n            j = j + 1;\n";
+    } else {
+        src += "        for (int32 j = lo; j < n; j = j + 1) {\n";
+    }
     src += &body;
     src += "        }\n        return x;\n    }\n";
     src += "    public static void main() {\n";

@@ -334,18 +334,20 @@ impl Tr<'_, '_> {
                 .rposition(|w| loops::writes(w, r))
                 .map(|k| from + k)
         };
-        // An index computed in the block by one pure, total instruction from registers the
-        // block has not written before it, into a register nothing reads before it, can be
-        // computed early, at the block's start (and again in place: same value).
+        // An index computed in the block by one pure, total instruction from other registers
+        // the block has not written before it, into a register nothing reads before it, can
+        // be computed early, at the block's start (and again in place: same value).
         let early_def = |pc: usize, idx: u16| -> Option<usize> {
             let d = written(start, pc, idx)?;
             let i = f.code[d];
             let ops = i.op.operands();
             let srcs = [(ops[0], i.a), (ops[1], i.b), (ops[2], i.c)];
+            // (Not reading its own result, `j = j + 1`: done twice, early and in place, that
+            // would add twice.)
             let inputs_fresh = srcs
                 .iter()
                 .filter(|(o, _)| matches!(o, Operand::Src(_)))
-                .all(|&(_, r)| written(start, d, r).is_none());
+                .all(|&(_, r)| r != idx && written(start, d, r).is_none());
             let unread = f.code[start..d].iter().all(|w| !reads(w, idx));
             let once = written(start, d, idx).is_none();
             (pure_total(self.s.module, i) && inputs_fresh && unread && once).then_some(d)
