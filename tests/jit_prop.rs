@@ -390,9 +390,14 @@ fn element_loop(rng: &mut XorShift) -> String {
     src +=
         "    static float64 g(float64[] a, float64[] b, int32[] c, int32 i, int32 lo, int32 n) {\n";
     src += "        float64 x = 0.0;\n";
-    // A counted `for`, or a `while` that steps its (int64) index before the body reads it.
+    // A counted `for`, or a `while` that steps its (int64) index before the body reads it,
+    // sometimes entered by falling through a conditional branch (an empty `if`).
     if rng.below(3) == 0 {
-        src += "        int64 j = lo - 1;\n        while (j < n - 1) {\n            j = j + 1;\n";
+        src += "        int64 j = lo - 1;\n";
+        if rng.below(2) == 0 {
+            src += "        if (lo % 2 == 0) {\n        }\n";
+        }
+        src += "        while (j < n - 1) {\n            j = j + 1;\n";
     } else {
         src += "        for (int32 j = lo; j < n; j = j + 1) {\n";
     }

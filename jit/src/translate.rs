@@ -1771,7 +1771,8 @@ impl<'a, 'b> Tr<'a, 'b> {
                 let c = self.get(i.a);
                 let t = i.bc();
                 let (taken, edge) = self.edge(pc, t)?;
-                let next = self.block(pc + 1)?;
+                // (The fallthrough may enter a loop: through its preheader.)
+                let next = self.branch_block(pc, pc + 1)?;
                 let next = self.exit_edge(pc, pc + 1, next);
                 if i.op == Op::JmpIf {
                     self.b.ins().brif(c, taken, &[], next, &[]);
