@@ -268,13 +268,13 @@ impl Tr<'_, '_> {
     fn counter_conditions(&mut self, n: usize, c: Induction, mut ok: Value) -> Value {
         let start = self.get(c.j);
         let p = &self.promoted[n];
-        let mut above: Vec<Variable> =
-            p.p.conflicts
-                .iter()
-                .filter(|k| k.counter)
-                .map(|k| p.idxs[k.candidate])
-                .collect();
-        above.dedup();
+        let mut above: Vec<Variable> = Vec::new();
+        for k in p.p.conflicts.iter().filter(|k| k.counter) {
+            let x = p.idxs[k.candidate];
+            if !above.contains(&x) {
+                above.push(x);
+            }
+        }
         for x in above {
             let x = self.b.use_var(x);
             let gt = self.b.ins().icmp(IntCC::SignedGreaterThan, start, x);
@@ -533,8 +533,13 @@ impl Tr<'_, '_> {
             if !kept(pc, arr) || !kept(pc, idx) {
                 continue;
             }
-            let mut xs: Vec<Variable> = hits.iter().map(|&m| self.promoted[k].idxs[m]).collect();
-            xs.dedup();
+            let mut xs: Vec<Variable> = Vec::new();
+            for &m in &hits {
+                let x = self.promoted[k].idxs[m];
+                if !xs.contains(&x) {
+                    xs.push(x);
+                }
+            }
             for x in xs {
                 let x = self.b.use_var(x);
                 let at = self.get(idx);
