@@ -9,10 +9,9 @@
 //! pairs it accesses, neither written in the loop — or the index written only by one pure,
 //! total instruction from registers the loop does not write, and dead at the header (the
 //! compiler's `wrap.i64 t, i` before `a[t]`: the same value wherever it is read; the
-//! preheader computes it once more). The translation
-//! (`translate/promote.rs`) keeps each candidate's element in a variable from the loop's
-//! preheader on, and writes the stored ones back on every way out (its exits and its error
-//! exit), when the preheader found
+//! preheader computes it once more). The translation (`translate/promote.rs`) keeps each
+//! candidate's element in a variable from the loop's preheader on, and writes the stored
+//! ones back on every way out (its exits and its error exits), when the preheader found
 //!
 //! * every candidate's index inside its array (so the preload and write-back are valid and
 //!   no access of a candidate can fail), and
@@ -21,9 +20,11 @@
 //!
 //! Accesses of a candidate's array at another index register may still reach its element
 //! (`pvx[j]` when `j == i`): those are the [`Promotion::conflicts`]. The unchecked copy of a
-//! versioned block tests them apart (`j != i`) with its bounds; elsewhere such an access
-//! goes to memory and also reads or updates the variable when the indices meet. So every
-//! read of the element sees the last value written, as in the interpreter.
+//! versioned block tests them apart (`j != i`) with its bounds — or the preheader does,
+//! once, when `j` is the counter of a counted loop that starts above `i` ([`Induction`],
+//! which also settles the bounds of its accesses: [`Promotion::counted`]); elsewhere such an
+//! access goes to memory and also reads or updates the variable when the indices meet. So
+//! every read of the element sees the last value written, as in the interpreter.
 
 use cajeta_bytecode::{Elem, Function, Instr, Scalar, Type};
 
