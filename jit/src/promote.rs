@@ -141,27 +141,29 @@ struct Access {
     /// The loaded or stored register.
     value: u16,
     store: bool,
+    /// The array's element type.
+    elem: Scalar,
 }
 
-/// The element access `i` makes, if it is one of a scalar array.
-fn access(f: &Function, i: Instr) -> Option<Access> {
+/// The element access `i` at `pc` makes, if it is one of a scalar array.
+fn access(f: &Function, i: Instr, pc: u32) -> Option<Access> {
     let (arr, idx) = loops::element_operands(&i)?;
-    let store = i.op.mnemonic().starts_with("aset.");
-    let value = if store { i.c } else { i.a };
     let m = i.op.mnemonic();
-    matches!(
-        f.regs.get(usize::from(arr)),
-        Some(Type::Array(Elem::Scalar(_)))
-    )
-    .then_some(Access {
-        pc: 0,
+    let store = m.starts_with("aset.");
+    let value = if store { i.c } else { i.a };
+    let elem = match f.regs.get(usize::from(arr)) {
+        Some(Type::Array(Elem::Scalar(s))) if !m.ends_with(".ref") => *s,
+        _ => return None,
+    };
+    Some(Access {
+        pc,
         arr,
         idx,
         reg: idx,
         value,
         store,
+        elem,
     })
-    .filter(|_| !m.ends_with(".ref"))
 }
 
 /// The loops of `f` (among `loops`, its hoisting loops) whose elements can be promoted;
@@ -213,14 +215,10 @@ fn promotion(
             }
             continue;
         }
-        if let Some(a) = access(f, i).map(|a| Access { pc, ..a }) {
+        if let Some(a) = access(f, i, pc) {
             // (The verifier makes the loaded or stored register of the element's type; the
             // translation relies on it.)
-            let elem = match f.regs.get(usize::from(a.arr)) {
-                Some(Type::Array(Elem::Scalar(s))) => *s,
-                _ => return None,
-            };
-            if f.regs.get(usize::from(a.value)) != Some(&Type::Scalar(elem)) {
+            if f.regs.get(usize::from(a.value)) != Some(&Type::Scalar(a.elem)) {
                 return None;
             }
             let hoisted_view = l.regs.iter().any(|&(r, _)| r == a.arr)
@@ -249,10 +247,6 @@ fn promotion(
         let once = defs.next().is_none();
         (once && inputs && (rules.total)(d) && !(rules.live_at)(l.header, r))
             .then_some(l.header + k as u32)
-    };
-    let elem_of = |arr: u16| match f.regs.get(usize::from(arr)) {
-        Some(Type::Array(Elem::Scalar(s))) => Some(*s),
-        _ => None,
     };
     // Index registers the loop computes with one instruction from the same registers hold
     // one value: the first one stands for the others.
@@ -289,7 +283,7 @@ fn promotion(
     let mut found: Vec<(Candidate, usize)> = Vec::new();
     let mut refused: Vec<(u16, u16)> = Vec::new();
     for a in &accesses {
-        let elem = elem_of(a.arr)?;
+        let elem = a.elem;
         let idx_def = if written(a.idx) {
             match invariant_def(a.idx) {
                 Some(d) => Some(d),

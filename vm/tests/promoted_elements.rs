@@ -21,6 +21,17 @@ public class Acc {
         }
     }
 
+    // small[2 j] first: the failing pass (j = 2) stops before it writes total[i], which the
+    // earlier passes updated in a register only.
+    static void addAfter(int32 i, int32 n) {
+        float64[] t = total;
+        int32[] s = small;
+        for (int32 j = 0; j < n; j = j + 1) {
+            s[j + j] = s[j + j] + 1;
+            t[i] = t[i] + 1.0;
+        }
+    }
+
     // total[i] doubles per pass until the division by zero at j = k.
     static void halve(int32 i, int32 n, int32 k) {
         float64[] t = total;
@@ -76,4 +87,27 @@ fn elements_are_written_back_when_the_loop_fails() {
         interpreted.2
     );
     assert_eq!(after_failed_calls(JitMode::Eager), interpreted);
+}
+
+#[test]
+fn elements_are_written_back_when_the_pass_fails_before_storing_them() {
+    let after = |jit: JitMode| {
+        let engine = Engine::new(Config::new().jit(jit).backend("cpu")).unwrap();
+        let module = Module::from_source(&engine, "Acc.cajeta", SOURCE).unwrap();
+        let mut vm = Vm::instantiate(&engine, &module);
+        let e = vm
+            .call::<(i32, i32), ()>("demo.Acc.addAfter", (3, 10))
+            .unwrap_err();
+        let total = vm.call::<i32, f64>("demo.Acc.at", 3).unwrap();
+        let small: Vec<i32> = (0..3)
+            .map(|i| vm.call::<i32, i32>("demo.Acc.smallAt", i).unwrap())
+            .collect();
+        (total, small, e.to_string())
+    };
+    let interpreted = after(JitMode::Off);
+    // Two full passes (small[0], small[2]), then small[4] fails before the third adds to
+    // total[3].
+    assert_eq!((interpreted.0, &interpreted.1), (2.0, &vec![1, 0, 1]));
+    assert!(interpreted.2.contains("E-BOUNDS"), "{}", interpreted.2);
+    assert_eq!(after(JitMode::Eager), interpreted);
 }

@@ -63,8 +63,10 @@ pub(super) struct FastTest {
 pub(super) enum Role {
     /// Candidate `n` of loop `k`.
     Candidate(usize, usize),
-    /// It may reach these candidates of loop `k` (its index may equal theirs).
-    Conflict(usize, Vec<usize>),
+    /// It may reach these candidates of loop `k` (its index may equal theirs); `true`: its
+    /// index is the loop's counter, which never meets theirs while `active`
+    /// ([`promote::Conflict::counter`]).
+    Conflict(usize, Vec<usize>, bool),
 }
 
 impl Tr<'_, '_> {
@@ -411,13 +413,11 @@ impl Tr<'_, '_> {
         if let Some(m) = p.candidate(arr, idx) {
             return Some(Role::Candidate(k, m));
         }
-        let hits: Vec<usize> = p
-            .conflicts
-            .iter()
-            .filter(|c| c.arr == arr && c.k == p.index_of(idx))
-            .map(|c| c.candidate)
-            .collect();
-        (!hits.is_empty()).then_some(Role::Conflict(k, hits))
+        let idx = p.index_of(idx);
+        let matching = || p.conflicts.iter().filter(|c| c.arr == arr && c.k == idx);
+        let hits: Vec<usize> = matching().map(|c| c.candidate).collect();
+        let counter = matching().all(|c| c.counter);
+        (!hits.is_empty()).then_some(Role::Conflict(k, hits, counter))
     }
 
     /// An access in an unchecked copy whose test found the elements in their variables: a
@@ -465,7 +465,7 @@ impl Tr<'_, '_> {
                     self.b.def_var(var, v);
                 }
             }
-            Some(Role::Conflict(k, hits)) => {
+            Some(Role::Conflict(k, hits, _)) => {
                 if self.fast == Some(k) && self.apart.contains(&(arr, idx)) {
                     return;
                 }
@@ -513,19 +513,14 @@ impl Tr<'_, '_> {
             let Some((arr, idx)) = loops::element_operands(&f.code[pc]) else {
                 continue;
             };
-            let Some(Role::Conflict(_, hits)) = self.promoted_role(pc as u32, arr, idx) else {
+            let Some(Role::Conflict(_, hits, counter)) = self.promoted_role(pc as u32, arr, idx)
+            else {
                 continue;
             };
             if apart.contains(&(arr, idx)) {
                 continue;
             }
             // A counter never meets the candidates' indices while `active`.
-            let p = &self.promoted[k].p;
-            let counter = p
-                .conflicts
-                .iter()
-                .filter(|c| c.arr == arr && c.k == p.index_of(idx))
-                .all(|c| c.counter);
             if counter {
                 apart.push((arr, idx));
                 continue;
